@@ -1,0 +1,831 @@
+"""Benchmark tfrecorder_lite against hand-written baseline recipes.
+
+Generates (or reuses) a seeded, photo-like image dataset, then times plain
+recipes (raw I/O, the TensorFlow tutorial writer, Pillow decode/resize, a
+hand-tuned tf.data reader) and the library's write/load paths in one run.
+Repeats are interleaved round-robin and reported as medians, because the
+machine this runs on is shared and noisy.
+
+Usage:
+    python benchmarks/run.py --images 3000 --repeats 3
+    python benchmarks/run.py --images 3000 --only tutorial_recipe,lib_write_header
+    python benchmarks/run.py --images 3000 --profile lib_write_decode
+    python benchmarks/run.py --scale
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import json
+import multiprocessing
+import os
+import pstats
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+from PIL import Image, ImageDraw, ImageFilter
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_WORKDIR = Path("/tmp/tfrl_bench")
+GENERATOR_VERSION = 1
+SEED = 20240
+CLASSES = (
+    "airplane", "bicycle", "bird", "boat", "cat",
+    "dog", "flower", "horse", "tree", "truck",
+)
+SPLITS = ("TRAIN", "VALIDATION", "TEST")
+SPLIT_PROBS = (0.8, 0.1, 0.1)
+PNG_FRACTION = 0.1
+MIN_SIDE, MAX_SIDE = 160, 640
+JPEG_QUALITY = 90
+NOISE_SIGMA = 7.0
+IMAGE_SIZE = (224, 224)
+BATCH_SIZE = 64
+SCALE_SIZES = (2_000, 20_000)
+RSS_SAMPLE_SECONDS = 0.2
+
+
+# --------------------------------------------------------------------------
+# Dataset generation
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """Metadata of one generated image (derived from the seed and its index)."""
+
+    index: int
+    split: str
+    label: str
+    ext: str
+    width: int
+    height: int
+
+
+def image_spec(index: int, seed: int) -> ImageSpec:
+    """Draws split, label, format and size for image `index`.
+
+    Each index has its own random stream, so a dataset of n images is a
+    prefix of any larger dataset with the same seed.
+    """
+    rng = np.random.default_rng([seed, index, 0])
+    split = SPLITS[int(rng.choice(len(SPLITS), p=SPLIT_PROBS))]
+    label = CLASSES[int(rng.integers(len(CLASSES)))]
+    ext = "png" if rng.random() < PNG_FRACTION else "jpg"
+    width, height = (int(v) for v in rng.integers(MIN_SIDE, MAX_SIDE + 1, size=2))
+    return ImageSpec(index, split, label, ext, width, height)
+
+
+def render_image(spec: ImageSpec, seed: int) -> Image.Image:
+    """Renders a photo-like RGB image: smooth colour field, blurred shapes,
+    mid-frequency texture and mild sensor-like noise."""
+    rng = np.random.default_rng([seed, spec.index, 1])
+    w, h = spec.width, spec.height
+    grid_w, grid_h = (int(v) for v in rng.integers(2, 6, size=2))
+    field_ = rng.uniform(0, 255, (grid_h, grid_w, 3)).astype(np.uint8)
+    img = Image.fromarray(field_).resize((w, h), Image.BICUBIC)
+
+    draw = ImageDraw.Draw(img)
+    for _ in range(int(rng.integers(3, 12))):
+        x0, x1 = sorted(int(v) for v in rng.integers(-w // 4, w + w // 4, size=2))
+        y0, y1 = sorted(int(v) for v in rng.integers(-h // 4, h + h // 4, size=2))
+        colour = tuple(int(c) for c in rng.integers(0, 256, size=3))
+        kind = int(rng.integers(3))
+        if kind == 0:
+            draw.ellipse((x0, y0, x1, y1), fill=colour)
+        elif kind == 1:
+            draw.rectangle((x0, y0, x1, y1), fill=colour)
+        else:
+            points = [(int(rng.integers(0, w)), int(rng.integers(0, h)))
+                      for _ in range(int(rng.integers(3, 7)))]
+            draw.polygon(points, fill=colour)
+    img = img.filter(ImageFilter.GaussianBlur(float(rng.uniform(1.0, 3.0))))
+
+    pixels = np.asarray(img, dtype=np.float32)
+    texture = rng.standard_normal((max(2, h // 12), max(2, w // 12)), dtype=np.float32)
+    texture = np.asarray(Image.fromarray(texture, mode="F").resize((w, h), Image.BICUBIC))
+    pixels += texture[..., None] * 12.0
+    pixels += rng.standard_normal((h, w, 3), dtype=np.float32) * NOISE_SIGMA
+    return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+
+
+def _write_image(job: tuple[ImageSpec, int, str]) -> int:
+    """Renders and atomically writes one image; returns its size in bytes."""
+    spec, seed, path = job
+    img = render_image(spec, seed)
+    tmp = f"{path}.tmp{os.getpid()}"
+    if spec.ext == "png":
+        img.save(tmp, format="PNG")
+    else:
+        img.save(tmp, format="JPEG", quality=JPEG_QUALITY)
+    os.replace(tmp, path)
+    return os.path.getsize(path)
+
+
+def generate_dataset(n: int, workdir: Path, seed: int = SEED) -> Path:
+    """Creates (or reuses) n images plus a `split,image_uri,label` CSV.
+
+    Args:
+        n: Number of images.
+        workdir: Cache directory; images are shared between dataset sizes.
+        seed: Generator seed.
+
+    Returns:
+        Path of the CSV (absolute image paths).
+    """
+    image_dir = workdir / f"images_v{GENERATOR_VERSION}_s{seed}"
+    image_dir.mkdir(parents=True, exist_ok=True)
+    csv_path = workdir / f"dataset_v{GENERATOR_VERSION}_s{seed}_n{n}.csv"
+    specs = [image_spec(i, seed) for i in range(n)]
+    paths = [str(image_dir / f"img_{s.index:06d}.{s.ext}") for s in specs]
+    todo = [(s, seed, p) for s, p in zip(specs, paths) if not os.path.exists(p)]
+    if todo:
+        start = time.perf_counter()
+        # Fork is safe here: TensorFlow is not imported yet at this point.
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(os.cpu_count() or 1) as pool:
+            for _ in pool.imap_unordered(_write_image, todo, chunksize=16):
+                pass
+        print(f"generated {len(todo)} images in {time.perf_counter() - start:.1f}s",
+              file=sys.stderr)
+    if not csv_path.exists() or todo:
+        frame = pd.DataFrame({
+            "split": [s.split for s in specs],
+            "image_uri": paths,
+            "label": [s.label for s in specs],
+        })
+        frame.to_csv(csv_path, index=False)
+    return csv_path
+
+
+def describe_dataset(df: pd.DataFrame) -> str:
+    """Returns a one-paragraph summary (counts, formats, sizes) of a dataset."""
+    sizes = np.array([os.path.getsize(p) for p in df["image_uri"]])
+    is_png = df["image_uri"].str.lower().str.endswith(".png").to_numpy()
+    splits = ", ".join(f"{k}={v}" for k, v in df["split"].value_counts().items())
+    jpg_kb = sizes[~is_png].mean() / 1e3 if (~is_png).any() else 0.0
+    png_kb = sizes[is_png].mean() / 1e3 if is_png.any() else 0.0
+    return (f"dataset: {len(df)} images ({splits}); {int((~is_png).sum())} JPEG "
+            f"avg {jpg_kb:.1f} KB, {int(is_png.sum())} PNG avg {png_kb:.1f} KB; "
+            f"total {sizes.sum() / 1e6:.1f} MB, avg {sizes.mean() / 1e3:.1f} KB/image")
+
+
+# --------------------------------------------------------------------------
+# Benchmark plumbing
+# --------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    """What one timed run produced.
+
+    Attributes:
+        items: Images processed (the images/s numerator).
+        out_bytes: Bytes produced in memory, if not written to the output dir.
+        result: Library return value, kept for the details section.
+    """
+
+    items: int
+    out_bytes: int | None = None
+    result: Any = None
+
+
+@dataclass
+class Context:
+    """Everything the paths need: dataset, directories, library, fixtures."""
+
+    df: pd.DataFrame
+    workdir: Path
+    src_bytes: int
+    lib: Any = None
+    lib_error: str | None = None
+    fixtures: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def n_train(self) -> int:
+        """Number of TRAIN images (what the read paths iterate over)."""
+        return int((self.df["split"] == "TRAIN").sum())
+
+    def require_lib(self) -> Any:
+        """Returns the library module or raises the import error."""
+        if self.lib is None:
+            raise RuntimeError(f"import tfrecorder_lite failed: {self.lib_error}")
+        return self.lib
+
+    def fixture(self, name: str, build: Callable[[Path], Any]) -> Path:
+        """Builds a fixture directory once (untimed) and returns its path."""
+        if name not in self.fixtures:
+            path = self.workdir / "fixtures" / name
+            shutil.rmtree(path, ignore_errors=True)
+            build(path)
+            self.fixtures[name] = path
+        return self.fixtures[name]
+
+
+@dataclass(frozen=True)
+class BenchPath:
+    """One row of the table.
+
+    Attributes:
+        name: Row name (also used by --only and --profile).
+        run: Timed function `(ctx, out_dir) -> Outcome`.
+        baseline: Row whose images/s this row is compared to.
+        setup: Untimed function run once before the first repeat.
+        what: Short description for the table.
+    """
+
+    name: str
+    run: Callable[[Context, Path], Outcome]
+    baseline: str | None = None
+    setup: Callable[[Context], None] | None = None
+    what: str = ""
+
+
+@dataclass
+class PathResult:
+    """Measurements of one path over all repeats."""
+
+    seconds: list[float] = field(default_factory=list)
+    items: int = 0
+    out_bytes: int | None = None
+    shard_bytes: int | None = None
+    records: int | None = None
+    result_repr: str | None = None
+    error: str | None = None
+
+    @property
+    def rate(self) -> float | None:
+        """Median images per second, or None if nothing was measured."""
+        if not self.seconds:
+            return None
+        return self.items / statistics.median(self.seconds)
+
+
+def dir_bytes(path: Path) -> tuple[int, int, list[Path]]:
+    """Returns (total bytes, TFRecord shard bytes, shard paths) under `path`."""
+    total, shard_total, shards = 0, 0, []
+    if not path.exists():
+        return 0, 0, []
+    if path.is_file():
+        return path.stat().st_size, 0, []
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        size = file.stat().st_size
+        total += size
+        if "tfrecord" in file.name.lower():
+            shard_total += size
+            shards.append(file)
+    return total, shard_total, shards
+
+
+def count_records(shards: list[Path]) -> int:
+    """Counts records in uncompressed TFRecord files (untimed sanity check)."""
+    import tensorflow as tf
+
+    ds = tf.data.TFRecordDataset([str(p) for p in shards])
+    return int(ds.reduce(np.int64(0), lambda n, _: n + 1).numpy())
+
+
+def leading_dim(batch: Any) -> int:
+    """Batch size of a (possibly nested) batch: first tensor's first dim."""
+    import tensorflow as tf
+
+    return int(tf.nest.flatten(batch)[0].shape[0])
+
+
+# --------------------------------------------------------------------------
+# Baseline recipes
+# --------------------------------------------------------------------------
+
+def io_floor(ctx: Context, out_dir: Path) -> Outcome:
+    """Reads every file and appends its bytes to one output file."""
+    out_dir.mkdir(parents=True)
+    with open(out_dir / "all.bin", "wb") as out:
+        for uri in ctx.df["image_uri"]:
+            with open(uri, "rb") as f:
+                out.write(f.read())
+    return Outcome(items=len(ctx.df))
+
+
+def tutorial_recipe(ctx: Context, out_dir: Path) -> Outcome:
+    """TF tutorial style: one process, one TFRecord file per split."""
+    import tensorflow as tf
+
+    df = ctx.df
+    label_ids = {text: i for i, text in enumerate(sorted(df["label"].unique()))}
+    out_dir.mkdir(parents=True)
+    writers = {split: tf.io.TFRecordWriter(str(out_dir / f"{split.lower()}.tfrecord"))
+               for split in df["split"].unique()}
+    try:
+        for split, uri, label in df[["split", "image_uri", "label"]].itertuples(index=False):
+            with open(uri, "rb") as f:
+                encoded = f.read()
+            example = tf.train.Example(features=tf.train.Features(feature={
+                "image/encoded": tf.train.Feature(
+                    bytes_list=tf.train.BytesList(value=[encoded])),
+                "image/class/label": tf.train.Feature(
+                    int64_list=tf.train.Int64List(value=[label_ids[label]])),
+            }))
+            writers[split].write(example.SerializeToString())
+    finally:
+        for writer in writers.values():
+            writer.close()
+    return Outcome(items=len(df))
+
+
+def pillow_decode(ctx: Context, out_dir: Path) -> Outcome:
+    """Opens and fully decodes every image with Pillow (one process)."""
+    for uri in ctx.df["image_uri"]:
+        with Image.open(uri) as im:
+            im.load()
+    return Outcome(items=len(ctx.df))
+
+
+def pillow_resize(ctx: Context, out_dir: Path) -> Outcome:
+    """Pillow decode, bilinear resize to 224x224, JPEG q90 encode to bytes."""
+    total = 0
+    for uri in ctx.df["image_uri"]:
+        with Image.open(uri) as im:
+            small = im.convert("RGB").resize(IMAGE_SIZE, Image.BILINEAR)
+        buf = io.BytesIO()
+        small.save(buf, format="JPEG", quality=JPEG_QUALITY)
+        total += len(buf.getvalue())
+    return Outcome(items=len(ctx.df), out_bytes=total)
+
+
+def _tutorial_fixture(ctx: Context) -> Path:
+    """Records written by `tutorial_recipe`, built once, untimed."""
+    return ctx.fixture("tutorial", lambda path: tutorial_recipe(ctx, path))
+
+
+def _tfdata_read(ctx: Context, decode: bool) -> Outcome:
+    """Hand-tuned tf.data epoch over the tutorial's TRAIN records."""
+    import tensorflow as tf
+
+    features = {
+        "image/encoded": tf.io.FixedLenFeature([], tf.string),
+        "image/class/label": tf.io.FixedLenFeature([], tf.int64),
+    }
+
+    def parse(record):
+        ex = tf.io.parse_single_example(record, features)
+        return ex["image/encoded"], ex["image/class/label"]
+
+    def parse_and_decode(record):
+        encoded, label = parse(record)
+        image = tf.io.decode_image(encoded, channels=3, expand_animations=False)
+        image = tf.cast(tf.image.resize(image, IMAGE_SIZE), tf.uint8)
+        return image, label
+
+    pattern = str(_tutorial_fixture(ctx) / "train*.tfrecord")
+    files = tf.data.Dataset.list_files(pattern, shuffle=False)
+    ds = files.interleave(tf.data.TFRecordDataset, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.map(parse_and_decode if decode else parse, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.batch(BATCH_SIZE).prefetch(tf.data.AUTOTUNE)
+    n = 0
+    for images, _ in ds:
+        n += int(images.shape[0])
+    return Outcome(items=n)
+
+
+def tfdata_read(ctx: Context, out_dir: Path) -> Outcome:
+    """tf.data read + parse + decode + resize of the tutorial TRAIN records."""
+    return _tfdata_read(ctx, decode=True)
+
+
+def tfdata_read_raw(ctx: Context, out_dir: Path) -> Outcome:
+    """tf.data read + parse only (no decode) of the tutorial TRAIN records."""
+    return _tfdata_read(ctx, decode=False)
+
+
+# --------------------------------------------------------------------------
+# Library paths
+# --------------------------------------------------------------------------
+
+def _lib_write(ctx: Context, out_dir: Path, **kwargs: Any) -> Outcome:
+    """Calls `df.tfrecord.to_tfrecord(out_dir, overwrite=True, progress=False, ...)`."""
+    ctx.require_lib()
+    result = ctx.df.tfrecord.to_tfrecord(str(out_dir), overwrite=True, progress=False, **kwargs)
+    return Outcome(items=len(ctx.df), result=result)
+
+
+def lib_write_header(ctx: Context, out_dir: Path) -> Outcome:
+    """Library write, kept as encoded, check="header"."""
+    return _lib_write(ctx, out_dir, check="header")
+
+
+def lib_write_decode(ctx: Context, out_dir: Path) -> Outcome:
+    """Library write with the default check ("decode")."""
+    return _lib_write(ctx, out_dir)
+
+
+def lib_write_resize(ctx: Context, out_dir: Path) -> Outcome:
+    """Library write, resized to 224x224."""
+    return _lib_write(ctx, out_dir, image_size=IMAGE_SIZE)
+
+
+def _lib_fixture(ctx: Context, resized: bool) -> Path:
+    """Library-written records (default or 224x224), built once, untimed."""
+    kwargs = {"image_size": IMAGE_SIZE} if resized else {}
+    name = "lib_224" if resized else "lib_default"
+    return ctx.fixture(name, lambda path: _lib_write(ctx, path, **kwargs))
+
+
+def _lib_load(ctx: Context, records: Path) -> Outcome:
+    """Iterates one epoch of `tfrecorder_lite.load(records, split="TRAIN", ...)`."""
+    lib = ctx.require_lib()
+    ds = lib.load(str(records), split="TRAIN", batch_size=BATCH_SIZE, image_size=IMAGE_SIZE)
+    n, limit = 0, 2 * ctx.n_train + BATCH_SIZE
+    for batch in ds:
+        n += leading_dim(batch)
+        if n > limit:
+            raise RuntimeError(f"load() yielded > {limit} images: does it repeat?")
+    return Outcome(items=n)
+
+
+def lib_load(ctx: Context, out_dir: Path) -> Outcome:
+    """load() of records written with the default (kept-as-encoded) write."""
+    return _lib_load(ctx, _lib_fixture(ctx, resized=False))
+
+
+def lib_load_resized(ctx: Context, out_dir: Path) -> Outcome:
+    """load() of records written with image_size=(224, 224)."""
+    return _lib_load(ctx, _lib_fixture(ctx, resized=True))
+
+
+PATHS = (
+    BenchPath("io_floor", io_floor, what="read all files, append to one file"),
+    BenchPath("tutorial_recipe", tutorial_recipe, what="TFRecordWriter, 1 file/split"),
+    BenchPath("pillow_decode", pillow_decode, what="Pillow open + load()"),
+    BenchPath("pillow_resize", pillow_resize, what="Pillow decode, 224 bilinear, JPEG q90"),
+    BenchPath("tfdata_read_raw", tfdata_read_raw, setup=_tutorial_fixture,
+              what="tf.data read+parse, TRAIN"),
+    BenchPath("tfdata_read", tfdata_read, setup=_tutorial_fixture,
+              what="tf.data read+decode+resize 224, TRAIN"),
+    BenchPath("lib_write_header", lib_write_header, baseline="tutorial_recipe",
+              what='to_tfrecord(check="header")'),
+    BenchPath("lib_write_decode", lib_write_decode, baseline="pillow_decode",
+              what="to_tfrecord() (check=decode)"),
+    BenchPath("lib_write_resize", lib_write_resize, baseline="pillow_resize",
+              what="to_tfrecord(image_size=224)"),
+    BenchPath("lib_load", lib_load, baseline="tfdata_read",
+              setup=lambda ctx: _lib_fixture(ctx, resized=False),
+              what="load(TRAIN, 224) of kept-encoded records"),
+    BenchPath("lib_load_resized", lib_load_resized, baseline="lib_load",
+              setup=lambda ctx: _lib_fixture(ctx, resized=True),
+              what="load(TRAIN, 224) of 224x224 records"),
+)
+
+
+# --------------------------------------------------------------------------
+# Running and reporting
+# --------------------------------------------------------------------------
+
+def _short_error(exc: BaseException) -> str:
+    """One-line, table-safe error message."""
+    text = f"{type(exc).__name__}: {exc}".replace("\n", " ").replace("|", "/")
+    return text[:160]
+
+
+def import_library() -> tuple[Any, str | None]:
+    """Imports TensorFlow (untimed) and tfrecorder_lite from the repo root."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow  # noqa: F401  (import cost must not count in any path)
+
+    sys.path.insert(0, str(REPO_ROOT))
+    try:
+        import tfrecorder_lite
+    except Exception as exc:  # pragma: no cover - reported in the table
+        traceback.print_exc()
+        return None, _short_error(exc)
+    if getattr(tfrecorder_lite, "__file__", None) is None:
+        return None, "tfrecorder_lite has no __init__.py yet (namespace package)"
+    return tfrecorder_lite, None
+
+
+def timed_run(path: BenchPath, ctx: Context, res: PathResult, first: bool) -> None:
+    """Runs one repeat of `path` in a fresh output dir and records it."""
+    out_dir = ctx.workdir / "out" / path.name
+    shutil.rmtree(out_dir, ignore_errors=True)
+    gc.collect()
+    try:
+        start = time.perf_counter()
+        outcome = path.run(ctx, out_dir)
+        res.seconds.append(time.perf_counter() - start)
+        res.items = outcome.items
+        if first:
+            total, shard_total, shards = dir_bytes(out_dir)
+            res.out_bytes = outcome.out_bytes if outcome.out_bytes is not None else (total or None)
+            res.shard_bytes = shard_total or None
+            if outcome.result is not None:
+                res.result_repr = repr(outcome.result)[:400]
+            if shards and path.name.startswith("lib_write"):
+                try:
+                    res.records = count_records(shards)
+                except Exception as exc:
+                    res.result_repr = f"{res.result_repr} [record count failed: {_short_error(exc)}]"
+    except Exception as exc:
+        res.error = _short_error(exc)
+        print(f"[{path.name}] failed:", file=sys.stderr)
+        traceback.print_exc()
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def run_benchmarks(paths: list[BenchPath], ctx: Context, repeats: int) -> dict[str, PathResult]:
+    """Runs setups, then `repeats` interleaved rounds over `paths`.
+
+    The start of each round is rotated so no path always follows the same one.
+    """
+    results = {p.name: PathResult() for p in paths}
+    for p in paths:
+        if p.setup is not None:
+            try:
+                p.setup(ctx)
+            except Exception as exc:
+                results[p.name].error = f"setup: {_short_error(exc)}"
+                traceback.print_exc()
+    for rep in range(repeats):
+        k = rep % len(paths)
+        for p in paths[k:] + paths[:k]:
+            res = results[p.name]
+            if res.error is None:
+                timed_run(p, ctx, res, first=not res.seconds)
+                if res.seconds and res.error is None:
+                    print(f"  round {rep + 1}/{repeats} {p.name:18s} "
+                          f"{res.seconds[-1]:7.2f}s", file=sys.stderr)
+    return results
+
+
+def _mb(n: int | None) -> str:
+    return "" if n is None else f"{n / 1e6:.1f} MB"
+
+
+def format_table(paths: list[BenchPath], results: dict[str, PathResult], ctx: Context) -> str:
+    """Renders the results as a markdown table plus a details section."""
+    lines = [
+        "| path | what | images | images/s | vs baseline | median s (min-max) | output | notes |",
+        "|---|---|---:|---:|---|---|---:|---|",
+    ]
+    details = []
+    for p in paths:
+        res = results[p.name]
+        notes = []
+        rate = res.rate
+        if res.error:
+            notes.append(f"ERROR: {res.error}")
+        ratio = ""
+        base = results.get(p.baseline) if p.baseline else None
+        if base is not None and rate and base.rate:
+            ratio = f"{rate / base.rate:.2f}x {p.baseline}"
+        elif p.baseline and rate:
+            ratio = f"- ({p.baseline} not run)"
+        if p.name == "lib_load_resized" and rate and results.get("tfdata_read", PathResult()).rate:
+            notes.append(f"{rate / results['tfdata_read'].rate:.2f}x tfdata_read")
+        if res.shard_bytes and "resize" not in p.name:
+            notes.append(f"shards/src bytes = {res.shard_bytes / ctx.src_bytes:.4f}")
+        if res.records is not None and res.records != res.items:
+            notes.append(f"record count {res.records} != {res.items} images")
+        elif res.records is not None:
+            notes.append(f"{res.records} records")
+        expected = ctx.n_train if ("load" in p.name or "tfdata" in p.name) else len(ctx.df)
+        if res.seconds and res.items != expected:
+            notes.append(f"expected {expected} images")
+        timing = ""
+        if res.seconds:
+            timing = (f"{statistics.median(res.seconds):.2f} "
+                      f"({min(res.seconds):.2f}-{max(res.seconds):.2f})")
+        lines.append(
+            f"| {p.name} | {p.what} | {res.items or ''} | "
+            f"{'' if rate is None else f'{rate:,.0f}'} | {ratio} | {timing} | "
+            f"{_mb(res.out_bytes)} | {'; '.join(notes)} |")
+        if res.result_repr:
+            details.append(f"- {p.name}: {res.result_repr}")
+    text = "\n".join(lines)
+    if details:
+        text += "\n\nLibrary return values (first run):\n" + "\n".join(details)
+    return text
+
+
+def profile_path(path: BenchPath, ctx: Context, top: int = 25) -> None:
+    """Runs one path once under cProfile and prints the top functions."""
+    if path.setup is not None:
+        path.setup(ctx)
+    out_dir = ctx.workdir / "out" / path.name
+    shutil.rmtree(out_dir, ignore_errors=True)
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    try:
+        profiler.runcall(path.run, ctx, out_dir)
+    finally:
+        elapsed = time.perf_counter() - start
+        shutil.rmtree(out_dir, ignore_errors=True)
+    print(f"{path.name}: {elapsed:.2f}s under cProfile "
+          f"(worker processes/threads are not profiled)")
+    stats = pstats.Stats(profiler).strip_dirs()
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(15)
+
+
+# --------------------------------------------------------------------------
+# Memory / scale mode
+# --------------------------------------------------------------------------
+
+def _proc_tree(root: int) -> list[int]:
+    """Pids of `root` and all its live descendants (from /proc)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        parents.setdefault(ppid, []).append(int(entry))
+    tree, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        tree.append(pid)
+        stack.extend(parents.get(pid, []))
+    return tree
+
+
+def _tree_memory(root: int) -> tuple[int, int]:
+    """Summed (RSS, PSS) bytes of a process tree; PSS counts shared pages once."""
+    rss = pss = 0
+    for pid in _proc_tree(root):
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("Rss:"):
+                        rss += int(line.split()[1]) * 1024
+                    elif line.startswith("Pss:"):
+                        pss += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return rss, pss
+
+
+def scale_child(csv_path: str, out_dir: str) -> None:
+    """Child process body: default library write, prints a JSON line."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    sys.path.insert(0, str(REPO_ROOT))
+    import tfrecorder_lite  # noqa: F401
+
+    df = pd.read_csv(csv_path)
+    rss_after_import = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    start = time.perf_counter()
+    df.tfrecord.to_tfrecord(out_dir, overwrite=True, progress=False)
+    seconds = time.perf_counter() - start
+    print(json.dumps({"n": len(df), "seconds": seconds,
+                      "rss_after_import": rss_after_import}))
+
+
+def measure_write_subprocess(csv_path: Path, out_dir: Path) -> dict[str, Any]:
+    """Runs `scale_child` in a fresh interpreter; returns time and memory.
+
+    Peak memory comes from wait4() (max RSS of the child and its reaped
+    descendants) and from sampling RSS/PSS of the whole process tree.
+    """
+    shutil.rmtree(out_dir, ignore_errors=True)
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--_scale-child",
+           str(csv_path), str(out_dir)]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+        peak_rss = peak_pss = 0
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            rss, pss = _tree_memory(proc.pid)
+            peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
+            time.sleep(RSS_SAMPLE_SECONDS)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    shutil.rmtree(out_dir, ignore_errors=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"child exited {proc.returncode}: {stderr[-2000:]}")
+    info = json.loads(stdout.strip().splitlines()[-1])
+    info.update(maxrss=usage.ru_maxrss * 1024, tree_rss=peak_rss, tree_pss=peak_pss)
+    return info
+
+
+def run_scale(workdir: Path, seed: int) -> str:
+    """Measures the default write for SCALE_SIZES images; returns a table."""
+    csvs = {n: generate_dataset(n, workdir, seed) for n in sorted(SCALE_SIZES, reverse=True)}
+    rows = {}
+    for n in SCALE_SIZES:
+        print(f"scale: writing {n} images in a subprocess...", file=sys.stderr)
+        try:
+            rows[n] = measure_write_subprocess(csvs[n], workdir / "out" / f"scale_{n}")
+        except Exception as exc:
+            rows[n] = {"error": _short_error(exc)}
+            traceback.print_exc()
+    lines = [
+        "| images | seconds | ms/image | RSS after import | peak RSS (wait4) "
+        "| peak tree RSS (sampled) | peak tree PSS (sampled) |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n, r in rows.items():
+        if "error" in r:
+            lines.append(f"| {n} | ERROR: {r['error']} | | | | | |")
+            continue
+        lines.append(
+            f"| {n} | {r['seconds']:.1f} | {1e3 * r['seconds'] / n:.2f} | "
+            f"{_mb(r['rss_after_import'])} | {_mb(r['maxrss'])} | "
+            f"{_mb(r['tree_rss'])} | {_mb(r['tree_pss'])} |")
+    small, big = (rows.get(n, {}) for n in SCALE_SIZES)
+    if "maxrss" in small and "maxrss" in big:
+        lines.append("")
+        lines.append(
+            f"peak ratio {SCALE_SIZES[1]}/{SCALE_SIZES[0]}: wait4 RSS "
+            f"{big['maxrss'] / small['maxrss']:.2f}, tree RSS "
+            f"{big['tree_rss'] / max(small['tree_rss'], 1):.2f}, tree PSS "
+            f"{big['tree_pss'] / max(small['tree_pss'], 1):.2f}; time/image ratio "
+            f"{(big['seconds'] / big['n']) / (small['seconds'] / small['n']):.2f}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Parses command-line arguments."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--images", type=int, default=3000, help="dataset size")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds")
+    parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR,
+                        help="cache for images, fixtures and outputs")
+    parser.add_argument("--csv", type=Path, help="use this split,image_uri,label CSV "
+                        "instead of generating one (--images is then ignored)")
+    parser.add_argument("--seed", type=int, default=SEED, help="generator seed")
+    parser.add_argument("--only", help="comma-separated path names to run")
+    parser.add_argument("--profile", metavar="PATH_NAME",
+                        help="run one path once under cProfile instead of the table")
+    parser.add_argument("--scale", action="store_true",
+                        help=f"peak memory/time of the default write for {SCALE_SIZES} images")
+    parser.add_argument("--_scale-child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    names = {p.name for p in PATHS}
+    selected = [args.profile] if args.profile else (args.only.split(",") if args.only else [])
+    unknown = [n for n in selected if n not in names]
+    if unknown:
+        parser.error(f"unknown path(s) {unknown}; choose from {sorted(names)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point."""
+    args = parse_args(argv)
+    if args._scale_child:
+        scale_child(*args._scale_child)
+        return
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    if args.scale:
+        print(run_scale(args.workdir, args.seed))
+        return
+
+    # Generate the dataset before importing TensorFlow (fork-based pool).
+    csv_path = args.csv.resolve() if args.csv else generate_dataset(args.images, args.workdir, args.seed)
+    df = pd.read_csv(csv_path)
+    print(describe_dataset(df))
+    for uri in df["image_uri"]:  # warm the page cache so the first path is not penalised
+        with open(uri, "rb") as f:
+            f.read()
+
+    lib, lib_error = import_library()
+    src_bytes = int(sum(os.path.getsize(p) for p in df["image_uri"]))
+    ctx = Context(df=df, workdir=args.workdir, src_bytes=src_bytes, lib=lib, lib_error=lib_error)
+    try:
+        if args.profile:
+            profile_path(next(p for p in PATHS if p.name == args.profile), ctx)
+            return
+        wanted = set(args.only.split(",")) if args.only else None
+        paths = [p for p in PATHS if wanted is None or p.name in wanted]
+        results = run_benchmarks(paths, ctx, args.repeats)
+        print(f"\n{len(df)} images from {csv_path}; {args.repeats} interleaved repeat(s), "
+              f"median; {os.cpu_count()} CPUs; read paths count TRAIN only "
+              f"({ctx.n_train} images)\n")
+        print(format_table(paths, results, ctx))
+    finally:
+        shutil.rmtree(args.workdir / "fixtures", ignore_errors=True)
+        shutil.rmtree(args.workdir / "out", ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

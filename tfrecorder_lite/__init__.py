@@ -1,0 +1,27 @@
+"""tfrecorder_lite: a table of labelled images -> verified TFRecord shards -> tf.data pipelines.
+
+``import tfrecorder_lite`` registers the ``DataFrame.tfrecord`` accessor. TensorFlow is imported
+only where records are read.
+"""
+
+import logging
+
+__version__ = "0.1.0"
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+from . import accessor  # noqa: E402,F401  (registers DataFrame.tfrecord)
+from .convert import convert, to_tfrecord  # noqa: E402
+from .errors import (  # noqa: E402
+    InvalidRowError, ManifestError, OutputExistsError, SchemaError, TFRecorderError, VerifyError,
+)
+from .loader import load  # noqa: E402
+from .manifest import read_metadata  # noqa: E402
+from .validate import validate  # noqa: E402
+from .writer import ConversionResult  # noqa: E402
+
+__all__ = [
+    "ConversionResult", "InvalidRowError", "ManifestError", "OutputExistsError", "SchemaError",
+    "TFRecorderError", "VerifyError", "__version__", "convert", "load", "read_metadata",
+    "to_tfrecord", "validate",
+]

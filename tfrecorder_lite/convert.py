@@ -1,0 +1,84 @@
+"""The public conversion calls: check options, validate, plan, write."""
+
+from . import schema, sources
+from .errors import SchemaError
+from .images import ImageOptions
+from .plan import build_plan
+from .tfrecord import normalize_compression
+from .writer import write_plan
+
+CHECKS = ("decode", "header")
+ON_ERROR = ("raise", "skip")
+
+
+def image_options(check="decode", image_size=None, image_format="jpeg"):
+    """Validate the image options and return an ImageOptions."""
+    if check not in CHECKS:
+        raise SchemaError(f"check must be one of {CHECKS}, not {check!r}")
+    if image_size is not None:
+        size = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
+        if len(size) != 2 or not all(isinstance(v, int) and v > 0 for v in size):
+            raise SchemaError(f"image_size must be (height, width) in pixels, not {image_size!r}")
+        image_size = size
+    if image_format not in ("jpeg", "png"):
+        raise SchemaError(f"image_format must be 'jpeg' or 'png', not {image_format!r}")
+    return ImageOptions(check=check, size=image_size, format=image_format)
+
+
+def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", label_col="label",
+                num_shards=None, compression=None, image_size=None, image_format="jpeg",
+                label_map=None, check="decode", on_error="raise", shuffle=True, seed=0,
+                overwrite=False, n_jobs=-1, progress=True, base_dir=None):
+    """Write the table's images as TFRecord shards per split, with a manifest.
+
+    Args:
+        df: a DataFrame with split, image and label columns; other columns become features.
+        output_dir: folder for the shards, ``labels.txt``, ``rejected.csv``, ``metadata.json``.
+        split_col, image_col, label_col: column names.
+        num_shards: shards per split (int or dict per split); None aims at ~128 MiB shards.
+        compression: None, "GZIP" or "ZLIB".
+        image_size: (height, width) to resize to at write time, or None to keep originals.
+        image_format: encoding of resized images, "jpeg" or "png".
+        label_map: dict label -> id, or list of labels (id = position).
+        check: "decode" (decode every image now) or "header" (read headers only; faster).
+        on_error: "raise" at the first bad row, or "skip" it into ``result.rejected``.
+        shuffle: shuffle rows within each split (seeded).
+        seed: shuffle seed.
+        overwrite: replace what ``output_dir`` holds.
+        n_jobs: parallel workers (-1: all cores).
+        progress: show a progress bar.
+        base_dir: folder that relative image paths resolve against (default: working folder).
+
+    Returns:
+        A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).
+
+    Raises:
+        SchemaError: missing columns or bad options, before any file is read.
+        InvalidRowError: with ``on_error="raise"``, naming the first bad row and its path.
+        OutputExistsError: ``output_dir`` holds something else and ``overwrite`` is False.
+    """
+    if on_error not in ON_ERROR:
+        raise SchemaError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
+    options = image_options(check, image_size, image_format)
+    try:
+        compression = normalize_compression(compression)
+    except ValueError as exc:
+        raise SchemaError(str(exc)) from None
+    schema.check_columns(df, split_col, image_col, label_col)
+    plan = build_plan(df, split_col=split_col, image_col=image_col, label_col=label_col,
+                      base_dir=base_dir, label_map=label_map, num_shards=num_shards,
+                      compression=compression, image=options, shuffle=shuffle, seed=seed)
+    return write_plan(plan, df, output_dir, on_error=on_error, overwrite=overwrite,
+                      n_jobs=n_jobs, progress=progress)
+
+
+def convert(source, output_dir, **options):
+    """Convert a DataFrame, a CSV file or an image folder (``SPLIT/LABEL/FILE``).
+
+    Relative image paths in a CSV resolve against the CSV's folder. Takes the options of
+    :func:`to_tfrecord`.
+    """
+    columns = {k: options[k] for k in ("split_col", "image_col", "label_col") if k in options}
+    df, base_dir = sources.read_source(source, **columns)
+    options.setdefault("base_dir", base_dir)
+    return to_tfrecord(df, output_dir, **options)

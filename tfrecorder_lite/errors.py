@@ -1,0 +1,38 @@
+"""The exception family: catch ``TFRecorderError`` for all of them, or the builtin base."""
+
+
+class TFRecorderError(Exception):
+    """Base class of every error raised on purpose by tfrecorder_lite."""
+
+
+class SchemaError(TFRecorderError, ValueError):
+    """The table or an option is unusable as a whole (missing column, bad option value)."""
+
+
+class InvalidRowError(TFRecorderError, ValueError):
+    """One input row cannot be written; names the row, its path and the reason.
+
+    Attributes:
+        row: the input row label (DataFrame index value).
+        path: the image path of that row, or None.
+        reason: a short human reason, e.g. "file not found".
+    """
+
+    def __init__(self, row, path, reason):
+        self.row = row
+        self.path = path
+        self.reason = reason
+        where = f"row {row!r}" + (f" ({path})" if path else "")
+        super().__init__(f"{where}: {reason}")
+
+
+class OutputExistsError(TFRecorderError, FileExistsError):
+    """The output folder holds files that are not an earlier run of the same job."""
+
+
+class ManifestError(TFRecorderError, OSError):
+    """metadata.json is missing or unreadable, so the folder is not a finished output."""
+
+
+class VerifyError(TFRecorderError, OSError):
+    """A shard does not match metadata.json or holds a damaged record."""

@@ -1,0 +1,212 @@
+"""Open, check and normalize one image with Pillow, returning the bytes to store.
+
+Images that TensorFlow decodes natively (baseline/progressive JPEG, 8-bit PNG, single-frame GIF,
+24-bit BMP) keep their original bytes. Anything else is converted once, here: losslessly to PNG,
+or to JPEG (quality 95) when the source was a JPEG (CMYK, or an EXIF rotation to apply).
+With a target size, every image is decoded, resized and re-encoded.
+"""
+
+import io
+import re
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own default decompression-bomb limit
+_NATIVE_MODES = {"1": 1, "L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
+_ROTATING_ORIENTATIONS = {2, 3, 4, 5, 6, 7, 8}
+_EXIF_ORIENTATION = 0x0112
+
+
+@dataclass(frozen=True)
+class ImageOptions:
+    """How images are checked and stored.
+
+    Attributes:
+        check: "decode" (decode every image fully) or "header" (read headers only).
+        size: (height, width) to resize to, or None to keep the original size.
+        format: encoding of resized images, "jpeg" or "png".
+        quality: JPEG quality of resized images.
+        max_pixels: images with more pixels are rejected as decompression bombs.
+    """
+
+    check: str = "decode"
+    size: tuple = None
+    format: str = "jpeg"
+    quality: int = 90
+    max_pixels: int = DEFAULT_MAX_PIXELS
+
+
+@dataclass(frozen=True)
+class StoredImage:
+    """The encoded bytes to store and what ``tf.io.decode_image`` will see in them."""
+
+    encoded: bytes
+    format: str
+    height: int
+    width: int
+    channels: int
+
+
+class ImageRejected(Exception):
+    """The image cannot be stored; ``str(exc)`` is the human reason."""
+
+
+def sniff_format(data):
+    """The real format from the leading bytes (not the file name), or None."""
+    if data[:3] == b"\xff\xd8\xff":
+        return "jpeg"
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "png"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "gif"
+    if data[:2] == b"BM":
+        return "bmp"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "webp"
+    if data[:4] in (b"II*\x00", b"MM\x00*"):
+        return "tiff"
+    return None
+
+
+def _open(data, options):
+    """Open the header with Pillow, turning every failure into ImageRejected."""
+    if not data:
+        raise ImageRejected("empty file")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as exc:
+        match = re.search(r"\((\d+) pixels\)", str(exc))
+        pixels = int(match.group(1)) if match else options.max_pixels + 1
+        raise ImageRejected(_bomb_reason(pixels, options)) from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as exc:
+        sniffed = sniff_format(data)
+        if sniffed is None:
+            raise ImageRejected("not an image") from None
+        raise ImageRejected(f"damaged {sniffed.upper()} header ({exc})") from None
+    width, height = image.size
+    if width * height > options.max_pixels:
+        raise ImageRejected(_bomb_reason(width * height, options))
+    if width * height == 0:
+        raise ImageRejected("image has no pixels")
+    return image
+
+
+def _bomb_reason(pixels, options):
+    return (f"decompression bomb: {pixels / 1e6:.0f} Mpx "
+            f"(limit {options.max_pixels / 1e6:.0f} Mpx)")
+
+
+def _load(image, fmt):
+    """Decode the pixels, turning truncation and corruption into ImageRejected."""
+    try:
+        image.load()
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        if "truncated" in str(exc):
+            raise ImageRejected(f"truncated {fmt.upper()}") from None
+        raise ImageRejected(f"damaged {fmt.upper()} data ({exc})") from None
+
+
+def _native_channels(image, fmt, data):
+    """Channels TensorFlow decodes from the original bytes, or None when it cannot keep them."""
+    if fmt == "jpeg":
+        return {"L": 1, "RGB": 3}.get(image.mode) if image.format in ("JPEG", "MPO") else None
+    if fmt == "png":
+        if image.format != "PNG" or data[24] > 8:  # IHDR bit depth: 16-bit is converted
+            return None
+        base = 3 if image.mode == "P" else _NATIVE_MODES.get(image.mode)
+        if base is None:
+            return None
+        transparent = "transparency" in image.info and image.mode in ("L", "RGB", "P")
+        return base + 1 if transparent else base
+    if fmt == "gif":
+        return 3 if not getattr(image, "is_animated", False) else None
+    if fmt == "bmp":
+        bits, compression = data[28], int.from_bytes(data[30:34], "little")
+        return 3 if image.mode == "RGB" and bits == 24 and compression == 0 else None
+    return None
+
+
+def _to_8bit(image):
+    """Normalize any Pillow mode to L, LA, RGB or RGBA (16-bit and float scaled to 8-bit)."""
+    mode = image.mode
+    if mode in ("L", "LA", "RGB", "RGBA"):
+        return image
+    if mode == "1":
+        return image.convert("L")
+    if mode.startswith("I") or mode == "F":
+        pixels = np.asarray(image)
+        if pixels.dtype.kind == "f":
+            scale = 255.0 if pixels.max(initial=0) <= 1.0 else 1.0
+            pixels = np.clip(pixels * scale + 0.5, 0, 255)
+        elif mode.startswith("I;16") or pixels.max(initial=0) > 255:
+            pixels = np.clip(pixels, 0, 65535) >> 8  # 16-bit -> 8-bit, as TensorFlow scales
+        return Image.fromarray(pixels.astype(np.uint8), "L")
+    if mode in ("P", "PA") and ("transparency" in image.info or mode == "PA"):
+        return image.convert("RGBA")
+    if mode in ("La",):
+        return image.convert("LA")
+    if mode in ("RGBa", "RGBX"):
+        return image.convert("RGBA" if mode == "RGBa" else "RGB")
+    return image.convert("RGB")  # P, CMYK, YCbCr, LAB, HSV
+
+
+def _encode(image, fmt, quality):
+    buffer = io.BytesIO()
+    if fmt == "jpeg":
+        if image.mode not in ("L", "RGB"):
+            image = image.convert("RGB")
+        image.save(buffer, "JPEG", quality=quality)
+    else:
+        image.save(buffer, "PNG")
+    return StoredImage(buffer.getvalue(), fmt, image.height, image.width,
+                       _NATIVE_MODES[image.mode])
+
+
+def prepare_image(data, options):
+    """Check one image and return what to store.
+
+    Args:
+        data: the image file's bytes.
+        options: an ImageOptions.
+
+    Returns:
+        A StoredImage whose ``encoded`` bytes decode with ``tf.io.decode_image`` upright.
+
+    Raises:
+        ImageRejected: with a human reason ("not an image", "truncated JPEG", ...).
+    """
+    image = _open(data, options)
+    fmt = sniff_format(data) or (image.format or "image").lower()
+    orientation = image.getexif().get(_EXIF_ORIENTATION, 1)
+    rotate = orientation in _ROTATING_ORIENTATIONS
+    if options.size is not None:
+        return _resize(image, fmt, rotate, orientation, options)
+    channels = None if rotate else _native_channels(image, fmt, data)
+    if channels is not None:
+        if options.check == "decode":
+            _load(image, fmt)
+        return StoredImage(data, fmt, image.height, image.width, channels)
+    _load(image, fmt)
+    if rotate:
+        image = ImageOps.exif_transpose(image)
+    return _encode(_to_8bit(image), "jpeg" if fmt == "jpeg" else "png", 95)
+
+
+def _resize(image, fmt, rotate, orientation, options):
+    height, width = options.size
+    if fmt == "jpeg":
+        swapped = orientation in (5, 6, 7, 8)  # stored sideways: draft the transposed size
+        image.draft("RGB", (height, width) if swapped else (width, height))
+    _load(image, fmt)
+    if rotate:
+        image = ImageOps.exif_transpose(image)
+    image = _to_8bit(image)
+    if image.mode != "RGB":
+        image = image.convert("RGB")  # resized output is uniform: 3 channels, alpha dropped
+    image = image.resize((width, height), Image.BILINEAR)
+    return _encode(image, options.format, options.quality)

@@ -1,0 +1,111 @@
+"""``load()``: ready ``tf.data`` pipelines from an output folder's manifest and records.
+
+Reads only ``metadata.json`` and the shards it lists (never globs). TensorFlow is imported here,
+lazily, so that ``import tfrecorder_lite`` stays light.
+"""
+
+from . import example, manifest
+from .errors import SchemaError
+
+_JPEG_RATIOS = (8, 4, 2)
+
+
+def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=False, seed=None,
+         as_supervised=True, shuffle_buffer=1000, drop_remainder=False, channels=3):
+    """Return a ``tf.data.Dataset`` of a split, or a dict split -> dataset when split is None.
+
+    Args:
+        output_dir: a folder written by ``to_tfrecord`` / ``convert``.
+        split: "TRAIN", "VALIDATION" or "TEST" (case-insensitive), or None for all splits.
+        batch_size: batch the examples, or None for single examples.
+        image_size: (height, width) to resize to (images stay uint8), or None.
+        shuffle: shuffle shard order and examples (with a buffer of ``shuffle_buffer``).
+        seed: shuffle seed (None: different every run).
+        as_supervised: yield ``(image, label)``; False yields the feature dict plus ``image``.
+        shuffle_buffer: examples held by the shuffle buffer.
+        drop_remainder: drop the last, smaller batch.
+        channels: channels of the decoded image (3: RGB, 1: grayscale).
+
+    Returns:
+        A dataset yielding uint8 ``[H, W, channels]`` images and int64 labels (batched when asked).
+
+    Raises:
+        ManifestError: no finished output in ``output_dir``.
+        SchemaError: an unknown split, or batching images of different sizes without image_size.
+    """
+    metadata = manifest.read_metadata(output_dir)
+    if split is None:
+        return {name: load(output_dir, name, batch_size=batch_size, image_size=image_size,
+                           shuffle=shuffle, seed=seed, as_supervised=as_supervised,
+                           shuffle_buffer=shuffle_buffer, drop_remainder=drop_remainder,
+                           channels=channels)
+                for name in metadata["splits"]}
+    split = manifest.normalize_split(metadata, split)
+    if image_size is not None:
+        image_size = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
+    if batch_size and image_size is None and metadata["image"]["size"] is None:
+        raise SchemaError(
+            f"the images in {output_dir} have different sizes, so they cannot be batched as "
+            "they are: pass image_size=(height, width) to load(), or batch_size=None"
+        )
+    import tensorflow as tf
+
+    paths = manifest.shard_paths(output_dir, metadata, split)
+    num_examples = metadata["splits"][split]["num_examples"]
+    compression = metadata["compression"] or ""
+    spec = example.parse_spec(metadata["features"])
+    decode = _decoder(tf, spec, image_size, channels, as_supervised)
+
+    files = tf.data.Dataset.from_tensor_slices(paths)
+    if shuffle:
+        files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
+    records = files.interleave(
+        lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
+        cycle_length=max(1, min(len(paths), 8)), num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=not shuffle,
+    ).apply(tf.data.experimental.assert_cardinality(num_examples))
+    if shuffle:
+        records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    dataset = records.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle)
+    if batch_size:
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder,
+                                num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _decoder(tf, spec, image_size, channels, as_supervised):
+    """The map function: parse one record, decode (and resize) its image."""
+
+    def decode_any(encoded):
+        return tf.io.decode_image(encoded, channels=channels, expand_animations=False)
+
+    def decode_jpeg_scaled(features):
+        # JPEG can decode at 1/2, 1/4 or 1/8 scale for free: pick the smallest that still
+        # covers the target size, then resize the rest of the way.
+        height, width = features[example.HEIGHT], features[example.WIDTH]
+        branches = [lambda r=r: tf.io.decode_jpeg(features[example.ENCODED], channels=channels,
+                                                  ratio=r) for r in _JPEG_RATIOS]
+        branches.append(lambda: tf.io.decode_jpeg(features[example.ENCODED], channels=channels))
+        fits = [tf.logical_and(height // r >= image_size[0], width // r >= image_size[1])
+                for r in _JPEG_RATIOS]
+        index = tf.reduce_sum(tf.cast(tf.logical_not(tf.stack(fits)), tf.int32))
+        # fits is monotone (a smaller ratio fits whenever a larger one does), so the count of
+        # ratios that do not fit is the index of the largest one that does.
+        return tf.switch_case(index, branches)
+
+    def decode(serialized):
+        features = tf.io.parse_single_example(serialized, spec)
+        if image_size is None:
+            image = decode_any(features[example.ENCODED])
+        else:
+            image = tf.cond(tf.equal(features[example.FORMAT], "jpeg"),
+                            lambda: decode_jpeg_scaled(features),
+                            lambda: decode_any(features[example.ENCODED]))
+            image = tf.image.resize(image, image_size)
+            image = tf.cast(tf.clip_by_value(tf.round(image), 0, 255), tf.uint8)
+            image = tf.ensure_shape(image, (*image_size, channels))
+        if as_supervised:
+            return image, features[example.LABEL]
+        return {**features, "image": image}
+
+    return decode

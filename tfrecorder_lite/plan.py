@@ -1,0 +1,199 @@
+"""The write plan: label vocabulary, seeded shuffle, split -> shards. Frozen and picklable.
+
+Everything that decides the output bytes is decided here, before any image is opened, so the
+same table, options and seed give the same shards whatever the parallelism.
+"""
+
+import dataclasses
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import example, files, schema
+from .errors import SchemaError
+from .images import ImageOptions
+from .tfrecord import COMPRESSIONS
+
+FORMAT_VERSION = 1
+TARGET_SHARD_BYTES = 128 * 2**20
+_RESIZED_BYTES_PER_PIXEL = 0.3  # rough JPEG size estimate used to pick shard counts
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """One output file: which rows (positions in the table) go into it, in order."""
+
+    split: str
+    index: int
+    num_shards: int
+    positions: tuple
+    suffix: str = ""
+
+    @property
+    def name(self):
+        """File name, e.g. ``train-00000-of-00004.tfrecord``."""
+        return (f"{self.split.lower()}-{self.index:05d}-of-{self.num_shards:05d}"
+                f".tfrecord{self.suffix}")
+
+
+@dataclass(frozen=True, eq=False)
+class WritePlan:
+    """What to write, decided up front.
+
+    Attributes:
+        labels: label id -> label text.
+        shards: every ShardSpec, split by split.
+        paths, label_ids, extras: per table position (extras: tuple of values, one per column).
+        extra_kinds: (column, feature kind) of every carried column.
+        rejected: (position, reason) of rows refused before any image was read.
+        splits: splits present in the table, in TRAIN, VALIDATION, TEST order.
+        fingerprint: sha256 of everything above plus the image files' sizes and times.
+    """
+
+    labels: tuple
+    shards: tuple
+    paths: tuple
+    label_ids: tuple
+    extras: tuple
+    extra_kinds: tuple
+    image: ImageOptions
+    compression: str
+    rejected: tuple
+    splits: tuple
+    fingerprint: str
+
+    @property
+    def features(self):
+        """Feature key -> kind of every record (the image features plus carried columns)."""
+        return {**example.IMAGE_FEATURES, **dict(self.extra_kinds)}
+
+
+def _label_ids(labels, label_map):
+    """Return (ids per row as a list, id -> text tuple); blank labels get id -1."""
+    blank = labels.isna() | labels.astype("string").str.strip().eq("").fillna(True)
+    if label_map is not None:
+        mapping = schema.label_map_ids(label_map)
+        found = [None if b else schema.lookup_label(mapping, v) for v, b in zip(labels, blank)]
+        ids = [-1 if i is None else i for i in found]
+        texts = [""] * (max(mapping.values(), default=-1) + 1)
+        for text, i in mapping.items():
+            texts[i] = str(text)
+        return ids, tuple(texts)
+    if schema.is_integer_labels(labels):
+        ids = [-1 if b or v < 0 else int(v) for v, b in zip(labels, blank)]
+        return ids, tuple(str(i) for i in range(max(ids, default=-1) + 1))
+    text = labels.astype(object).map(str)
+    vocabulary = sorted(set(text[~blank]))
+    index = {t: i for i, t in enumerate(vocabulary)}
+    return [-1 if b else index[t] for t, b in zip(text, blank)], tuple(vocabulary)
+
+
+def _extra_columns(df, used):
+    """(name, kind) of every carried column and each row's values as plain Python."""
+    kinds, columns = [], []
+    for name in df.columns:
+        if name in used:
+            continue
+        key = str(name)
+        if key in example.IMAGE_FEATURES:
+            raise SchemaError(f"column '{key}' clashes with a record feature key; rename it")
+        kind = example.kind_of_dtype(df[name].dtype)
+        values = df[name]
+        if kind == example.BYTES:
+            values = values.astype(object).where(values.notna(), "").map(str)
+        kinds.append((key, kind))
+        columns.append(values.tolist())
+    return tuple(kinds), tuple(zip(*columns)) if columns else ((),) * len(df)
+
+
+def _shard_count(requested, split, n_rows, n_bytes):
+    if isinstance(requested, dict):
+        requested = {str(k).upper(): v for k, v in requested.items()}.get(split)
+    if requested is None:
+        wanted = math.ceil(n_bytes / TARGET_SHARD_BYTES)
+    elif isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
+        wanted = requested
+    else:
+        raise SchemaError(f"num_shards must be a positive integer, a dict per split or None, "
+                          f"not {requested!r}")
+    return max(1, min(wanted, n_rows))
+
+
+def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=None,
+               num_shards=None, compression=None, image=ImageOptions(), shuffle=True, seed=0):
+    """Decide labels, order and shards; rows with problems go to ``rejected``.
+
+    Args:
+        df: the table (already checked for its columns).
+        base_dir: folder relative image paths resolve against.
+        Other arguments: as in ``to_tfrecord``.
+
+    Returns:
+        A WritePlan.
+    """
+    problems = schema.row_problems(df, split_col, image_col, label_col, label_map)
+    reasons = {}
+    positions_of = {row: i for i, row in enumerate(df.index)} if len(problems) else {}
+    for row, _column, _value, problem in problems.itertuples(index=False):
+        reasons.setdefault(positions_of[row], problem)
+
+    splits = schema.canonical_splits(df[split_col]).tolist()
+    label_ids, labels = _label_ids(df[label_col], label_map)
+    extra_kinds, extras = _extra_columns(df, {split_col, image_col, label_col})
+    compression = compression and compression.upper()
+
+    paths, sizes = [], []
+    fingerprint = hashlib.sha256()
+    for position, uri in enumerate(df[image_col].tolist()):
+        path, size = None, 0
+        if position not in reasons:
+            try:
+                path = files.resolve(uri, base_dir)
+            except files.UnsupportedURIError as exc:
+                reasons[position] = str(exc)
+            else:
+                found = files.stat(path)
+                if found is None:
+                    reasons[position] = "file not found"
+                else:
+                    size = found[0]
+                    fingerprint.update(f"{path}\0{found[0]}\0{found[1]}\n".encode())
+        paths.append(path)
+        sizes.append(size)
+
+    shards, present = [], []
+    suffix = COMPRESSIONS[compression]
+    for split_number, split in enumerate(schema.SPLITS):
+        positions = np.array([p for p, s in enumerate(splits) if s == split and p not in reasons],
+                             dtype=np.int64)
+        if not any(s == split for s in splits):
+            continue
+        present.append(split)
+        if shuffle and len(positions):
+            rng = np.random.default_rng([seed, split_number])
+            positions = positions[rng.permutation(len(positions))]
+        if image.size is not None:
+            n_bytes = len(positions) * image.size[0] * image.size[1] * 3 * _RESIZED_BYTES_PER_PIXEL
+        else:
+            n_bytes = sum(sizes[p] for p in positions)
+        count = _shard_count(num_shards, split, len(positions), n_bytes)
+        bounds = [len(positions) * i // count for i in range(count + 1)]
+        shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), suffix)
+                   for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+
+    rejected = tuple(sorted(reasons.items()))
+    description = {
+        "format_version": FORMAT_VERSION, "labels": labels, "image": dataclasses.asdict(image),
+        "compression": compression, "extra_kinds": extra_kinds, "rejected": rejected,
+        "shards": [(s.name, s.positions) for s in shards], "label_ids": label_ids,
+        "extras": extras,
+    }
+    fingerprint.update(json.dumps(description, default=str, sort_keys=True).encode())
+    return WritePlan(
+        labels=labels, shards=tuple(shards), paths=tuple(paths), label_ids=tuple(label_ids),
+        extras=tuple(extras), extra_kinds=extra_kinds, image=image, compression=compression,
+        rejected=rejected, splits=tuple(present), fingerprint=fingerprint.hexdigest(),
+    )

@@ -1,0 +1,121 @@
+"""TFRecord file framing: write and read records, with their CRCs, in plain Python.
+
+Each record is ``uint64 length | uint32 masked_crc32c(length) | data | uint32 masked_crc32c(data)``,
+optionally inside a GZIP or ZLIB stream, exactly as ``tf.io.TFRecordWriter`` writes it.
+"""
+
+import hashlib
+import struct
+import zlib
+
+import google_crc32c
+
+COMPRESSIONS = {None: "", "GZIP": ".gz", "ZLIB": ".zz"}
+_WBITS = {"GZIP": 16 + zlib.MAX_WBITS, "ZLIB": zlib.MAX_WBITS}
+_READ_CHUNK = 1 << 20
+
+
+class RecordError(ValueError):
+    """A record is damaged; ``index`` is its position in the file (0-based)."""
+
+    def __init__(self, index, message):
+        self.index = index
+        super().__init__(f"record {index}: {message}")
+
+
+def normalize_compression(compression):
+    """Return None, "GZIP" or "ZLIB" for the user's spelling (case-insensitive, "" means none)."""
+    if compression in (None, "", "NONE", "none"):
+        return None
+    upper = str(compression).upper()
+    if upper in ("GZIP", "GZ"):
+        return "GZIP"
+    if upper in ("ZLIB", "ZZ"):
+        return "ZLIB"
+    raise ValueError(f"compression must be None, 'GZIP' or 'ZLIB', not {compression!r}")
+
+
+def masked_crc(data):
+    """The masked CRC-32C that TFRecord stores beside lengths and payloads."""
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+class RecordWriter:
+    """Append records to an open binary file, tracking the bytes written and their sha256."""
+
+    def __init__(self, fileobj, compression=None):
+        self._file = fileobj
+        self._sha = hashlib.sha256()
+        self.bytes_written = 0
+        self.num_records = 0
+        self._compressor = (
+            zlib.compressobj(6, zlib.DEFLATED, _WBITS[compression]) if compression else None
+        )
+
+    def _emit(self, data):
+        if data:
+            self._file.write(data)
+            self._sha.update(data)
+            self.bytes_written += len(data)
+
+    def write(self, record):
+        """Append one serialized record."""
+        length = struct.pack("<Q", len(record))
+        frame = b"".join(
+            (length, struct.pack("<I", masked_crc(length)), record,
+             struct.pack("<I", masked_crc(record)))
+        )
+        self._emit(self._compressor.compress(frame) if self._compressor else frame)
+        self.num_records += 1
+
+    def close(self):
+        """Flush compression; returns the sha256 hex digest of everything written."""
+        if self._compressor:
+            self._emit(self._compressor.flush())
+            self._compressor = None
+        return self._sha.hexdigest()
+
+
+def _chunks(fileobj, compression):
+    decompressor = zlib.decompressobj(_WBITS[compression]) if compression else None
+    while True:
+        raw = fileobj.read(_READ_CHUNK)
+        if not raw:
+            break
+        yield decompressor.decompress(raw) if decompressor else raw
+    if decompressor:
+        yield decompressor.flush()
+        if not decompressor.eof:
+            raise EOFError("compressed stream ends early")
+
+
+def iter_records(fileobj, compression=None):
+    """Yield each record's payload, checking both CRCs.
+
+    Raises:
+        RecordError: naming the record index, for a bad CRC or a truncated record.
+    """
+    buffer, pos, index = b"", 0, 0
+    try:
+        for chunk in _chunks(fileobj, compression):
+            buffer = buffer[pos:] + chunk
+            pos = 0
+            while len(buffer) - pos >= 12:
+                length_bytes = buffer[pos:pos + 8]
+                if struct.unpack_from("<I", buffer, pos + 8)[0] != masked_crc(length_bytes):
+                    raise RecordError(index, "length CRC mismatch (corrupted record)")
+                (length,) = struct.unpack("<Q", length_bytes)
+                end = pos + 12 + length + 4
+                if len(buffer) < end:
+                    break
+                data = buffer[pos + 12:end - 4]
+                if struct.unpack_from("<I", buffer, end - 4)[0] != masked_crc(data):
+                    raise RecordError(index, "data CRC mismatch (corrupted record)")
+                yield data
+                pos = end
+                index += 1
+    except (zlib.error, EOFError) as exc:
+        raise RecordError(index, f"compressed stream is damaged ({exc})") from None
+    if len(buffer) > pos:
+        raise RecordError(index, f"truncated record ({len(buffer) - pos} trailing bytes)")

@@ -1,0 +1,97 @@
+"""``validate()``: the table's problems, including unreadable images and duplicated bytes."""
+
+import hashlib
+
+import joblib
+import pandas as pd
+
+from . import files, schema
+from .images import ImageOptions, ImageRejected, prepare_image
+
+
+def inspect_images(items, options):
+    """Check images (a joblib task): return (position, sha256 of the bytes or None, problem)."""
+    out = []
+    for position, path in items:
+        try:
+            data = files.read_bytes(path)
+        except FileNotFoundError:
+            out.append((position, None, "file not found"))
+            continue
+        except OSError as exc:
+            out.append((position, None, f"cannot read file ({exc.strerror or exc})"))
+            continue
+        problem = None
+        try:
+            prepare_image(data, options)
+        except ImageRejected as exc:
+            problem = str(exc)
+        except Exception as exc:  # a malformed image is a problem to report, not a crash
+            problem = f"cannot read image ({type(exc).__name__}: {exc})"
+        out.append((position, hashlib.sha256(data).digest(), problem))
+    return out
+
+
+def _where(df, position, image_col, splits):
+    return f"row {df.index[position]!r} ({df[image_col].iloc[position]}, {splits[position]})"
+
+
+def validate(df, *, split_col="split", image_col="image_uri", label_col="label", label_map=None,
+             check="header", base_dir=None, n_jobs=-1):
+    """Report every problem of the table, one row per problem.
+
+    Checks columns, split values, labels and paths; with ``check`` ("header" or "decode") also
+    opens every image, and reports rows whose image bytes equal another row's (train/test
+    leakage across splits, duplicates within one) and rows identical to another.
+
+    Returns:
+        A DataFrame with columns row, column, value, problem (empty when the table is clean).
+
+    Raises:
+        SchemaError: when a required column is missing.
+    """
+    problems = schema.row_problems(df, split_col, image_col, label_col, label_map)
+    found = list(problems.itertuples(index=False, name=None))
+    bad_rows = set(problems["row"])
+    splits = schema.canonical_splits(df[split_col]).tolist()
+
+    identical, first_of = set(), {}
+    for row, key in zip(df.index, pd.util.hash_pandas_object(df, index=False)):
+        if key in first_of:
+            identical.add(row)
+            found.append((row, None, None, f"identical to row {first_of[key]!r}"))
+        else:
+            first_of[key] = row
+
+    items = []
+    for position, (row, uri) in enumerate(zip(df.index, df[image_col])):
+        if row in bad_rows or row in identical:
+            continue
+        try:
+            items.append((position, files.resolve(uri, base_dir)))
+        except files.UnsupportedURIError as exc:
+            found.append((row, image_col, uri, str(exc)))
+    if check is not None and items:
+        options = ImageOptions(check=check)
+        size = max(1, min(64, len(items) // 16))
+        results = joblib.Parallel(n_jobs=n_jobs, prefer="threads")(
+            joblib.delayed(inspect_images)(items[i:i + size], options)
+            for i in range(0, len(items), size))
+        first_with = {}
+        for position, digest, problem in (r for chunk in results for r in chunk):
+            row, uri = df.index[position], df[image_col].iloc[position]
+            if problem:
+                found.append((row, image_col, uri, problem))
+            if digest is None:
+                continue
+            if digest in first_with:
+                other = first_with[digest]
+                kind = ("train/test leakage" if splits[other] != splits[position]
+                        else "duplicate image")
+                found.append((row, image_col, uri, f"{kind}: same image bytes as "
+                              f"{_where(df, other, image_col, splits)}"))
+            else:
+                first_with[digest] = position
+    order = {row: i for i, row in enumerate(df.index)}
+    found.sort(key=lambda p: order.get(p[0], -1))
+    return schema.problems_frame(found)

@@ -1,0 +1,332 @@
+"""Write a WritePlan: parallel image preparation, ordered shard writing, resume, manifest.
+
+Workers (joblib; threads or processes, the caller's ``joblib.parallel_config`` wins) turn chunks
+of rows into serialized records. The main process appends them to shards in plan order, so the
+bytes never depend on the parallelism. Each shard is written under a temporary name and renamed
+when complete, with a receipt beside it; ``metadata.json`` is written last.
+"""
+
+import json
+import logging
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import joblib
+import pandas as pd
+from tqdm.auto import tqdm
+
+from . import __version__, example, files, manifest
+from .errors import InvalidRowError, OutputExistsError
+from .images import ImageRejected, prepare_image
+from .tfrecord import RecordWriter
+
+logger = logging.getLogger(__name__)
+
+STATE_DIR = ".tfrecorder_lite"
+_JOB = "job.json"
+_OUR_FILE = re.compile(
+    r"^((train|validation|test)-\d{5}-of-\d{5}\.tfrecord(\.gz|\.zz)?|metadata\.json|labels\.txt"
+    r"|rejected\.csv)(\.tmp)?$"
+)
+
+
+@dataclass
+class ConversionResult:
+    """What ``to_tfrecord`` wrote.
+
+    Attributes:
+        output_dir: the output folder (absolute).
+        counts: split -> number of records written.
+        labels: label id -> label text.
+        rejected: the rows not written, indexed by input row label: input columns + ``reason``.
+        metadata: the content of metadata.json.
+    """
+
+    output_dir: str
+    counts: dict
+    labels: list
+    rejected: pd.DataFrame
+    metadata: dict
+
+    def __repr__(self):
+        return (f"ConversionResult(output_dir={self.output_dir!r}, counts={self.counts}, "
+                f"labels={len(self.labels)}, rejected={len(self.rejected)})")
+
+
+def prepare_records(items, image_options, extra_kinds):
+    """Turn rows into serialized records (a joblib task: top level, picklable, no TensorFlow).
+
+    Args:
+        items: tuples (position, path, label_id, label_text, extras).
+        image_options: ImageOptions.
+        extra_kinds: (column, kind) pairs matching ``extras``.
+
+    Returns:
+        A list of (position, record bytes or None, (format, height, width, channels) or reason).
+    """
+    kinds = {**example.IMAGE_FEATURES, **dict(extra_kinds)}
+    out = []
+    for position, path, label_id, label_text, extras in items:
+        try:
+            stored = prepare_image(files.read_bytes(path), image_options)
+        except ImageRejected as exc:
+            out.append((position, None, str(exc)))
+            continue
+        except FileNotFoundError:
+            out.append((position, None, "file not found"))
+            continue
+        except OSError as exc:
+            out.append((position, None, f"cannot read file ({exc.strerror or exc})"))
+            continue
+        except Exception as exc:  # a malformed image must never take a worker down
+            out.append((position, None, f"cannot read image ({type(exc).__name__}: {exc})"))
+            continue
+        features = {
+            example.ENCODED: stored.encoded,
+            example.FORMAT: stored.format,
+            example.HEIGHT: stored.height,
+            example.WIDTH: stored.width,
+            example.CHANNELS: stored.channels,
+            example.FILENAME: os.path.basename(path),
+            example.LABEL: label_id,
+            example.LABEL_TEXT: label_text,
+        }
+        features.update(zip((name for name, _ in extra_kinds), extras))
+        info = (stored.format, stored.height, stored.width, stored.channels)
+        out.append((position, example.encode_example(features, kinds), info))
+    return out
+
+
+def _tasks(plan, shards, size):
+    """(shard, rows, is_last_chunk_of_shard) for every chunk of ``size`` rows, in plan order."""
+    for shard in shards:
+        for start in range(0, len(shard.positions), size):
+            rows = [(p, plan.paths[p], plan.label_ids[p], plan.labels[plan.label_ids[p]],
+                     plan.extras[p]) for p in shard.positions[start:start + size]]
+            yield shard, rows, start + size >= len(shard.positions)
+
+
+def _prepare_output_dir(output_dir, fingerprint, overwrite):
+    """Check what the folder holds; return 'complete', or the receipts of finished shards."""
+    names = files.list_dir(output_dir)
+    state_dir = os.path.join(output_dir, STATE_DIR)
+    previous = None
+    if manifest.METADATA in names:
+        try:
+            previous = json.loads(files.read_text(os.path.join(output_dir, manifest.METADATA)))
+        except (OSError, ValueError):
+            previous = {}
+        if previous.get("fingerprint") == fingerprint and not overwrite:
+            return "complete"
+        what = "a finished conversion of a different table or options"
+    elif STATE_DIR in names:
+        try:
+            previous = json.loads(files.read_text(os.path.join(state_dir, _JOB)))
+        except (OSError, ValueError):
+            previous = {}
+        if previous.get("fingerprint") == fingerprint and not overwrite:
+            return _finished_shards(output_dir, names)
+        what = "an unfinished conversion of a different table or options"
+    else:
+        what = f"other files ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})"
+    if names and not overwrite:
+        raise OutputExistsError(f"{output_dir} holds {what}; nothing was changed. "
+                                "Pass overwrite=True to replace it, or choose an empty folder.")
+    for name in names:
+        if _OUR_FILE.match(name) or name == STATE_DIR:
+            files.remove(os.path.join(output_dir, name))
+    files.make_dirs(state_dir)
+    files.write_atomic(os.path.join(state_dir, _JOB), json.dumps({"fingerprint": fingerprint}))
+    return {}
+
+
+def _finished_shards(output_dir, names):
+    """Receipts of shards a killed run completed; everything else it left is removed."""
+    state_dir = os.path.join(output_dir, STATE_DIR)
+    finished = {}
+    for name in files.list_dir(state_dir):
+        if not name.endswith(".json") or name == _JOB:
+            continue
+        shard = name[:-len(".json")]
+        try:
+            receipt = json.loads(files.read_text(os.path.join(state_dir, name)))
+        except (OSError, ValueError):
+            continue
+        found = files.stat(os.path.join(output_dir, shard))
+        if found is not None and found[0] == receipt["bytes"]:
+            finished[shard] = receipt
+    for name in names:
+        if name.endswith(files.TEMP_SUFFIX) or (_OUR_FILE.match(name) and name not in finished):
+            files.remove(os.path.join(output_dir, name))
+    for name in files.list_dir(state_dir):
+        if name.endswith(files.TEMP_SUFFIX):
+            files.remove(os.path.join(state_dir, name))
+    logger.info("resuming: %d finished shard(s) kept in %s", len(finished), output_dir)
+    return finished
+
+
+class _ShardSink:
+    """Collects one shard: the record file being written and what went into it."""
+
+    def __init__(self, output_dir, shard, compression):
+        self.path = os.path.join(output_dir, shard.name)
+        self.shard = shard
+        self._file = files.open_temp_for_write(self.path)
+        self.writer = RecordWriter(self._file, compression)
+        self.rejected = []
+        self.sizes, self.channels, self.formats = set(), set(), Counter()
+
+    def add(self, position, record, info):
+        if record is None:
+            self.rejected.append([position, info])
+            return
+        self.writer.write(record)
+        fmt, height, width, channels = info
+        self.formats[fmt] += 1
+        if len(self.sizes) < 2:
+            self.sizes.add((height, width))
+        self.channels.add(channels)
+
+    def finish(self, state_dir):
+        """Close, move into place and leave a receipt; returns the receipt."""
+        sha256 = self.writer.close()
+        self._file.close()
+        files.commit(self.path)
+        receipt = {
+            "name": self.shard.name, "num_examples": self.writer.num_records,
+            "bytes": self.writer.bytes_written, "sha256": sha256, "rejected": self.rejected,
+            "sizes": sorted(self.sizes), "channels": sorted(self.channels),
+            "formats": dict(self.formats),
+        }
+        files.write_atomic(os.path.join(state_dir, self.shard.name + ".json"), json.dumps(receipt))
+        return receipt
+
+    def abandon(self):
+        self._file.close()
+        files.remove(self.path + files.TEMP_SUFFIX)
+
+
+def _backend_hint(image_options):
+    return "threads" if image_options.check == "header" and image_options.size is None else \
+        "processes"
+
+
+def write_plan(plan, df, output_dir, *, on_error="raise", overwrite=False, n_jobs=-1,
+               progress=True):
+    """Write every shard of ``plan`` into ``output_dir`` and finish with the manifest.
+
+    Args:
+        plan: a WritePlan built from ``df``.
+        df: the input table (for the rejected rows' columns).
+        output_dir: the output folder.
+        on_error: "raise" (stop at the first bad row) or "skip" (reject it with a reason).
+        overwrite: replace whatever the folder holds.
+        n_jobs: joblib worker count (-1: all cores).
+        progress: show a tqdm progress bar.
+
+    Returns:
+        A ConversionResult.
+    """
+    if on_error == "raise" and plan.rejected:
+        position, reason = plan.rejected[0]
+        raise InvalidRowError(df.index[position], plan.paths[position], reason)
+    output_dir = os.path.abspath(str(output_dir))
+    state = _prepare_output_dir(output_dir, plan.fingerprint, overwrite)
+    if state == "complete":
+        logger.info("%s already holds this conversion; nothing to do", output_dir)
+        return _result_from_disk(output_dir, df)
+    state_dir = os.path.join(output_dir, STATE_DIR)
+    receipts = dict(state)
+    todo = [s for s in plan.shards if s.name not in receipts]
+    total = sum(len(s.positions) for s in todo)
+    workers = joblib.cpu_count() if n_jobs in (None, -1) else max(1, n_jobs)
+    chunk_size = max(4, min(64, total // (8 * workers) or 1))
+    tasks = list(_tasks(plan, todo, chunk_size))
+    parallel = joblib.Parallel(n_jobs=n_jobs, prefer=_backend_hint(plan.image),
+                               return_as="generator")
+    results = parallel(joblib.delayed(prepare_records)(chunk, plan.image, plan.extra_kinds)
+                       for _, chunk, _ in tasks)
+    sink = None
+    with tqdm(total=total, unit="img", desc="tfrecorder_lite", disable=not progress) as bar:
+        try:
+            for (shard, _, last), records in zip(tasks, results):
+                if sink is None or sink.shard is not shard:
+                    sink = _ShardSink(output_dir, shard, plan.compression)
+                for position, record, info in records:
+                    if record is None and on_error == "raise":
+                        raise InvalidRowError(df.index[position], plan.paths[position], info)
+                    sink.add(position, record, info)
+                bar.update(len(records))
+                if last:
+                    receipts[shard.name] = sink.finish(state_dir)
+                    sink = None
+        finally:
+            if sink is not None:
+                sink.abandon()
+            results.close()
+    for shard in todo:  # shards with no rows at all
+        if shard.name not in receipts:
+            empty = _ShardSink(output_dir, shard, plan.compression)
+            receipts[shard.name] = empty.finish(state_dir)
+    return _finish(plan, df, output_dir, receipts)
+
+
+def _finish(plan, df, output_dir, receipts):
+    rejected = list(plan.rejected)
+    for receipt in receipts.values():
+        rejected += [tuple(r) for r in receipt["rejected"]]
+    rejected.sort()
+    rejected_df = df.iloc[[p for p, _ in rejected]].copy()
+    rejected_df["reason"] = [reason for _, reason in rejected]
+    manifest.write_labels(output_dir, plan.labels)
+    rejected_path = os.path.join(output_dir, manifest.REJECTED)
+    if rejected:
+        files.write_atomic(rejected_path, rejected_df.to_csv(index_label=df.index.name or "row"))
+    splits, sizes, channels, formats = {}, set(), set(), Counter()
+    for split in plan.splits:
+        shards = [receipts[s.name] for s in plan.shards if s.split == split]
+        splits[split] = {
+            "num_examples": sum(r["num_examples"] for r in shards),
+            "shards": [{k: r[k] for k in ("name", "num_examples", "bytes", "sha256")}
+                       for r in shards],
+        }
+        for r in shards:
+            sizes.update(tuple(s) for s in r["sizes"])
+            channels.update(r["channels"])
+            formats.update(r["formats"])
+    resized = plan.image.size is not None
+    metadata = {
+        "format_version": manifest.FORMAT_VERSION,
+        "created_by": f"tfrecorder_lite {__version__}",
+        "fingerprint": plan.fingerprint,
+        "labels": list(plan.labels),
+        "features": {k: {"dtype": v, "shape": []} for k, v in plan.features.items()},
+        "compression": plan.compression,
+        "image": {
+            "stored": "resized" if resized else "encoded",
+            "size": list(sizes.pop()) if len(sizes) == 1 else None,
+            "channels": channels.pop() if len(channels) == 1 else None,
+            "formats": dict(sorted(formats.items())),
+        },
+        "rejected": len(rejected),
+        "splits": splits,
+    }
+    manifest.write_metadata(output_dir, metadata)
+    files.remove(os.path.join(output_dir, STATE_DIR))
+    counts = {split: info["num_examples"] for split, info in splits.items()}
+    logger.info("wrote %s to %s (%d rejected)", counts, output_dir, len(rejected))
+    return ConversionResult(output_dir, counts, list(plan.labels), rejected_df, metadata)
+
+
+def _result_from_disk(output_dir, df):
+    metadata = manifest.read_metadata(output_dir)
+    rejected_path = os.path.join(output_dir, manifest.REJECTED)
+    if files.is_file(rejected_path):
+        rejected = pd.read_csv(rejected_path, index_col=0)
+        rejected.index.name = df.index.name
+    else:
+        rejected = df.iloc[[]].assign(reason=pd.Series(dtype=object))
+    counts = {split: info["num_examples"] for split, info in metadata["splits"].items()}
+    return ConversionResult(output_dir, counts, metadata["labels"], rejected, metadata)

@@ -11,17 +11,18 @@ __version__ = "0.1.0"
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 from . import accessor  # noqa: E402,F401  (registers DataFrame.tfrecord)
-from .convert import convert, to_tfrecord  # noqa: E402
+from .conversion import convert, to_tfrecord  # noqa: E402
 from .errors import (  # noqa: E402
     InvalidRowError, ManifestError, OutputExistsError, SchemaError, TFRecorderError, VerifyError,
 )
 from .loader import load  # noqa: E402
 from .manifest import read_metadata  # noqa: E402
-from .validate import validate  # noqa: E402
+from .validation import validate  # noqa: E402
+from .verification import verify  # noqa: E402
 from .writer import ConversionResult  # noqa: E402
 
 __all__ = [
     "ConversionResult", "InvalidRowError", "ManifestError", "OutputExistsError", "SchemaError",
     "TFRecorderError", "VerifyError", "__version__", "convert", "load", "read_metadata",
-    "to_tfrecord", "validate",
+    "to_tfrecord", "validate", "verify",
 ]

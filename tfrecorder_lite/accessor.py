@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from . import convert, validate
+from . import conversion, validation
 
 
 @pd.api.extensions.register_dataframe_accessor("tfrecord")
@@ -13,9 +13,9 @@ class TFRecordAccessor:
         self._df = df
 
     def validate(self, **options):
-        """Problems of this table (see :func:`tfrecorder_lite.validate.validate`)."""
-        return validate.validate(self._df, **options)
+        """Problems of this table (see :func:`tfrecorder_lite.validation.validate`)."""
+        return validation.validate(self._df, **options)
 
     def to_tfrecord(self, output_dir, **options):
-        """Write TFRecord shards (see :func:`tfrecorder_lite.convert.to_tfrecord`)."""
-        return convert.to_tfrecord(self._df, output_dir, **options)
+        """Write TFRecord shards (see :func:`tfrecorder_lite.conversion.to_tfrecord`)."""
+        return conversion.to_tfrecord(self._df, output_dir, **options)

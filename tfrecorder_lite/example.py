@@ -104,3 +104,84 @@ def parse_spec(features):
         key: tf.io.FixedLenFeature([], tf.as_dtype(spec["dtype"]))
         for key, spec in features.items()
     }
+
+
+def _read_varint(data, pos):
+    result = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError("truncated varint")
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return result, pos
+
+
+def _fields(data):
+    """Yield (field number, wire type, value) of a protobuf message; bytes for wire type 2."""
+    pos = 0
+    while pos < len(data):
+        key, pos = _read_varint(data, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _read_varint(data, pos)
+        elif wire == 2:
+            size, pos = _read_varint(data, pos)
+            value, pos = data[pos:pos + size], pos + size
+            if len(value) != size:
+                raise ValueError("truncated field")
+        elif wire in (1, 5):
+            width = 8 if wire == 1 else 4
+            value, pos = data[pos:pos + width], pos + width
+            if len(value) != width:
+                raise ValueError("truncated field")
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+        yield number, wire, value
+
+
+def _values(kind, payload):
+    values = []
+    for number, wire, value in _fields(payload):
+        if number != 1:
+            continue
+        if kind == BYTES:
+            values.append(value)
+        elif kind == INT64 and wire == 2:
+            pos = 0
+            while pos < len(value):
+                v, pos = _read_varint(value, pos)
+                values.append(v - (1 << 64) if v >= 1 << 63 else v)
+        elif kind == INT64:
+            values.append(value - (1 << 64) if value >= 1 << 63 else value)
+        elif wire == 2:
+            values += list(struct.unpack(f"<{len(value) // 4}f", value))
+        else:
+            values.append(struct.unpack("<f", value)[0])
+    return values
+
+
+def decode_example(data):
+    """Parse a serialized ``tf.train.Example`` into {key: (kind, [values])}.
+
+    Raises:
+        ValueError: when the bytes are not a well-formed Example.
+    """
+    kinds = {1: BYTES, 2: FLOAT, 3: INT64}
+    features = {}
+    for number, _, message in _fields(data):
+        if number != 1:
+            continue
+        for entry_number, _, entry in _fields(message):
+            if entry_number != 1:
+                continue
+            parts = {n: v for n, w, v in _fields(entry) if w == 2}
+            key = parts.get(1, b"").decode("utf-8")
+            feature = list(_fields(parts.get(2, b"")))
+            if len(feature) != 1 or feature[0][0] not in kinds:
+                raise ValueError(f"feature {key!r} is not a bytes, float or int64 list")
+            kind = kinds[feature[0][0]]
+            features[key] = (kind, _values(kind, feature[0][2]))
+    return features

@@ -155,12 +155,12 @@ def _to_8bit(image):
     return image.convert("RGB")  # P, CMYK, YCbCr, LAB, HSV
 
 
-def _encode(image, fmt, quality):
+def _encode(image, fmt, quality, subsampling=-1):
     buffer = io.BytesIO()
     if fmt == "jpeg":
         if image.mode not in ("L", "RGB"):
             image = image.convert("RGB")
-        image.save(buffer, "JPEG", quality=quality)
+        image.save(buffer, "JPEG", quality=quality, subsampling=subsampling)
     else:
         image.save(buffer, "PNG")
     return StoredImage(buffer.getvalue(), fmt, image.height, image.width,
@@ -194,7 +194,9 @@ def prepare_image(data, options):
     _load(image, fmt)
     if rotate:
         image = ImageOps.exif_transpose(image)
-    return _encode(_to_8bit(image), "jpeg" if fmt == "jpeg" else "png", 95)
+    if fmt == "jpeg":  # a second JPEG generation: high quality, no chroma subsampling
+        return _encode(_to_8bit(image), "jpeg", 95, subsampling=0)
+    return _encode(_to_8bit(image), "png", None)
 
 
 def _resize(image, fmt, rotate, orientation, options):

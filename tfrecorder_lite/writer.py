@@ -64,7 +64,8 @@ def prepare_records(items, image_options, extra_kinds):
         extra_kinds: (column, kind) pairs matching ``extras``.
 
     Returns:
-        A list of (position, record bytes or None, (format, height, width, channels) or reason).
+        A list of (position, record bytes or None, reason or
+        (format, height, width, channels, label_id)).
     """
     kinds = {**example.IMAGE_FEATURES, **dict(extra_kinds)}
     out = []
@@ -94,7 +95,7 @@ def prepare_records(items, image_options, extra_kinds):
             example.LABEL_TEXT: label_text,
         }
         features.update(zip((name for name, _ in extra_kinds), extras))
-        info = (stored.format, stored.height, stored.width, stored.channels)
+        info = (stored.format, stored.height, stored.width, stored.channels, label_id)
         out.append((position, example.encode_example(features, kinds), info))
     return out
 
@@ -176,15 +177,16 @@ class _ShardSink:
         self._file = files.open_temp_for_write(self.path)
         self.writer = RecordWriter(self._file, compression)
         self.rejected = []
-        self.sizes, self.channels, self.formats = set(), set(), Counter()
+        self.sizes, self.channels, self.formats, self.labels = set(), set(), Counter(), Counter()
 
     def add(self, position, record, info):
         if record is None:
             self.rejected.append([position, info])
             return
         self.writer.write(record)
-        fmt, height, width, channels = info
+        fmt, height, width, channels, label_id = info
         self.formats[fmt] += 1
+        self.labels[label_id] += 1
         if len(self.sizes) < 2:
             self.sizes.add((height, width))
         self.channels.add(channels)
@@ -198,7 +200,7 @@ class _ShardSink:
             "name": self.shard.name, "num_examples": self.writer.num_records,
             "bytes": self.writer.bytes_written, "sha256": sha256, "rejected": self.rejected,
             "sizes": sorted(self.sizes), "channels": sorted(self.channels),
-            "formats": dict(self.formats),
+            "formats": dict(self.formats), "labels": {str(k): v for k, v in self.labels.items()},
         }
         files.write_atomic(os.path.join(state_dir, self.shard.name + ".json"), json.dumps(receipt))
         return receipt
@@ -287,8 +289,12 @@ def _finish(plan, df, output_dir, receipts):
     splits, sizes, channels, formats = {}, set(), set(), Counter()
     for split in plan.splits:
         shards = [receipts[s.name] for s in plan.shards if s.split == split]
+        per_label = Counter()
+        for r in shards:
+            per_label.update({int(k): v for k, v in r["labels"].items()})
         splits[split] = {
             "num_examples": sum(r["num_examples"] for r in shards),
+            "label_counts": {plan.labels[i]: per_label[i] for i in sorted(per_label)},
             "shards": [{k: r[k] for k in ("name", "num_examples", "bytes", "sha256")}
                        for r in shards],
         }

@@ -1,0 +1,113 @@
+"""The ``tfrecorder-lite`` command: convert, verify, info.
+
+Exit status: 0 success, 1 verification failed, 2 bad input (one line on stderr, no traceback).
+"""
+
+import argparse
+import logging
+import sys
+
+from . import __version__, manifest
+from .conversion import convert
+from .verification import verify
+from .errors import TFRecorderError, VerifyError
+
+
+def _size(text):
+    try:
+        height, width = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected HEIGHTxWIDTH, e.g. 224x224, not {text!r}")
+    return height, width
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="tfrecorder-lite",
+        description="Turn a table of labelled images into TFRecord shards, and check them.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    c = commands.add_parser("convert", help="write TFRecord shards from a CSV or image folder")
+    c.add_argument("source", help="CSV file (split,image_uri,label) or folder SPLIT/LABEL/FILE")
+    c.add_argument("output_dir")
+    c.add_argument("--num-shards", type=int, help="shards per split (default: ~128 MiB each)")
+    c.add_argument("--image-size", type=_size, metavar="HxW", help="resize at write time")
+    c.add_argument("--image-format", choices=["jpeg", "png"], default="jpeg",
+                   help="encoding of resized images")
+    c.add_argument("--compression", type=str.upper, choices=["GZIP", "ZLIB"])
+    c.add_argument("--check", choices=["decode", "header"], default="decode")
+    c.add_argument("--on-error", choices=["raise", "skip"], default="raise",
+                   help="stop at the first bad row, or skip it into rejected.csv")
+    c.add_argument("--no-shuffle", action="store_true", help="keep the input order")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--overwrite", action="store_true", help="replace what OUTPUT_DIR holds")
+    c.add_argument("--jobs", type=int, default=-1, help="parallel workers (default: all cores)")
+    c.add_argument("--no-progress", action="store_true")
+    c.add_argument("--split-col", default="split")
+    c.add_argument("--image-col", default="image_uri")
+    c.add_argument("--label-col", default="label")
+
+    v = commands.add_parser("verify", help="check every shard against metadata.json")
+    v.add_argument("output_dir")
+    v.add_argument("--decode", action="store_true", help="also decode every image")
+
+    i = commands.add_parser("info", help="counts per split and label")
+    i.add_argument("output_dir")
+    return parser
+
+
+def _convert(args):
+    result = convert(
+        args.source, args.output_dir, split_col=args.split_col, image_col=args.image_col,
+        label_col=args.label_col, num_shards=args.num_shards, compression=args.compression,
+        image_size=args.image_size, image_format=args.image_format, check=args.check,
+        on_error=args.on_error, shuffle=not args.no_shuffle, seed=args.seed,
+        overwrite=args.overwrite, n_jobs=args.jobs, progress=not args.no_progress)
+    counts = ", ".join(f"{split} {n}" for split, n in result.counts.items())
+    print(f"wrote {counts} to {result.output_dir}")
+    if len(result.rejected):
+        print(f"rejected {len(result.rejected)} row(s): see {result.output_dir}/rejected.csv")
+    return 0
+
+
+def _info(args):
+    metadata = manifest.read_metadata(args.output_dir)
+    image = metadata["image"]
+    size = "x".join(map(str, image["size"])) if image["size"] else "various sizes"
+    print(f"{args.output_dir}: {len(metadata['labels'])} labels, images {image['stored']} "
+          f"({size}), compression {metadata['compression'] or 'none'}, "
+          f"{metadata['rejected']} rejected")
+    for split, info in metadata["splits"].items():
+        print(f"{split}: {info['num_examples']} examples in {len(info['shards'])} shard(s)")
+        for label, count in info.get("label_counts", {}).items():
+            print(f"  {label}: {count}")
+    return 0
+
+
+def main(argv=None):
+    """Entry point of ``tfrecorder-lite``; returns the exit status."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "convert":
+            return _convert(args)
+        if args.command == "info":
+            return _info(args)
+        print(verify(args.output_dir, decode=args.decode))
+        return 0
+    except VerifyError as exc:
+        print(f"tfrecorder-lite: {exc}", file=sys.stderr)
+        return 1
+    except (TFRecorderError, OSError, ValueError) as exc:
+        print(f"tfrecorder-lite: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tfrecorder-lite: interrupted; re-run the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

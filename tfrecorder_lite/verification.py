@@ -1,0 +1,105 @@
+"""``verify()``: re-read every shard and check it against metadata.json."""
+
+import hashlib
+import os
+
+from . import example, manifest
+from .errors import VerifyError
+from .tfrecord import RecordError, iter_records
+
+
+class _HashingReader:
+    """A read-only file wrapper that hashes what is read through it."""
+
+    def __init__(self, fileobj):
+        self._file = fileobj
+        self.sha256 = hashlib.sha256()
+
+    def read(self, size=-1):
+        data = self._file.read(size)
+        self.sha256.update(data)
+        return data
+
+
+def _check_record(data, features, decode_image):
+    parsed = example.decode_example(data)
+    for key, spec in features.items():
+        if key not in parsed:
+            raise ValueError(f"feature '{key}' missing")
+        kind, values = parsed[key]
+        if kind != spec["dtype"] or len(values) != 1:
+            raise ValueError(f"feature '{key}' holds {len(values)} {kind} value(s), "
+                             f"expected one {spec['dtype']}")
+    if decode_image is not None:
+        decode_image(parsed[example.ENCODED][1][0])
+
+
+def _check_shard(path, shard, compression, features, decode_image):
+    """Problems of one shard file (empty list when it is sound)."""
+    name = shard["name"]
+    if not os.path.isfile(path):
+        return [f"{name}: shard file is missing"]
+    problems, count = [], 0
+    size = os.path.getsize(path)
+    if size != shard["bytes"]:
+        problems.append(f"{name}: {size} bytes, metadata.json says {shard['bytes']} "
+                        "(truncated or changed)")
+    with open(path, "rb") as f:
+        reader = _HashingReader(f)
+        try:
+            for count, data in enumerate(iter_records(reader, compression), start=1):
+                try:
+                    _check_record(data, features, decode_image)
+                except Exception as exc:  # a record that does not parse or decode
+                    problems.insert(0, f"{name}: record {count - 1}: {exc}")
+                    break
+        except RecordError as exc:
+            problems.insert(0, f"{name}: {exc}")
+        else:
+            if count != shard["num_examples"]:
+                problems.append(f"{name}: {count} records, metadata.json says "
+                                f"{shard['num_examples']}")
+            if reader.sha256.hexdigest() != shard["sha256"]:
+                problems.append(f"{name}: sha256 differs from metadata.json")
+    return problems
+
+
+def _tf_decoder():
+    import tensorflow as tf
+
+    def decode_image(encoded):
+        tf.io.decode_image(encoded, channels=3, expand_animations=False)
+
+    return decode_image
+
+
+def verify(output_dir, decode=False):
+    """Read every record of every shard and check it against ``metadata.json``.
+
+    Checks both CRCs of each record, that each parses as an Example with the manifest's
+    features, and each shard's record count, size and sha256; with ``decode`` also decodes every
+    image with TensorFlow.
+
+    Returns:
+        A one-line summary, e.g. "OK: 3 splits, 5 shards, 3000 records verified".
+
+    Raises:
+        ManifestError: no finished output in ``output_dir``.
+        VerifyError: naming each damaged shard file and record index (``exc.problems``).
+    """
+    metadata = manifest.read_metadata(output_dir)
+    decode_image = _tf_decoder() if decode else None
+    problems, shards, records = [], 0, 0
+    for split, info in metadata["splits"].items():
+        for path, shard in zip(manifest.shard_paths(output_dir, metadata, split), info["shards"]):
+            problems += _check_shard(path, shard, metadata["compression"], metadata["features"],
+                                     decode_image)
+            shards += 1
+            records += shard["num_examples"]
+    if problems:
+        error = VerifyError(f"{len(problems)} problem(s) in {output_dir}:\n  " +
+                            "\n  ".join(problems))
+        error.problems = problems
+        raise error
+    what = "records verified" + (" and decoded" if decode else "")
+    return f"OK: {len(metadata['splits'])} split(s), {shards} shard(s), {records} {what}"

@@ -20,7 +20,7 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         batch_size: batch the examples, or None for single examples.
         image_size: (height, width) to resize to (images stay uint8), or None.
         shuffle: shuffle shard order and examples (with a buffer of ``shuffle_buffer``).
-        seed: shuffle seed (None: different every run).
+        seed: shuffle seed (None: a different order every run; a seed repeats exactly).
         as_supervised: yield ``(image, label)``; False yields the feature dict plus ``image``.
         shuffle_buffer: examples held by the shuffle buffer.
         drop_remainder: drop the last, smaller batch.
@@ -56,20 +56,21 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
     spec = example.parse_spec(metadata["features"])
     decode = _decoder(tf, spec, image_size, channels, as_supervised)
 
+    deterministic = not shuffle or seed is not None  # a seeded shuffle must repeat exactly
     files = tf.data.Dataset.from_tensor_slices(paths)
     if shuffle:
         files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
     records = files.interleave(
         lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
         cycle_length=max(1, min(len(paths), 8)), num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=not shuffle,
+        deterministic=deterministic,
     ).apply(tf.data.experimental.assert_cardinality(num_examples))
     if shuffle:
         records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    dataset = records.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle)
+    dataset = records.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
     if batch_size:
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder,
-                                num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle)
+                                num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 

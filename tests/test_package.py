@@ -1,0 +1,79 @@
+"""Package hygiene: light import, library logging, the record format in plain Python."""
+
+import logging
+import os
+import struct
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+import tfrecorder_lite
+from tfrecorder_lite import example, tfrecord
+
+
+def test_import_registers_accessor_without_tensorflow():
+    code = ("import sys, pandas, tfrecorder_lite; "
+            "assert hasattr(pandas.DataFrame, 'tfrecord'); "
+            "print('tensorflow' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_library_logging_only():
+    assert any(isinstance(h, logging.NullHandler)
+               for h in logging.getLogger("tfrecorder_lite").handlers)
+    code = "import logging, tfrecorder_lite; print(len(logging.getLogger().handlers))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "0", "importing the library must not configure the root logger"
+
+
+@pytest.mark.parametrize("value", [0, 1, 127, 128, 2**40, -1, -(2**63), 2**63 - 1])
+def test_encoded_examples_parse_with_tensorflow(value):
+    kinds = {"b": example.BYTES, "i": example.INT64, "f": example.FLOAT, "u": example.BYTES}
+    data = example.encode_example({"b": b"\x00\xffxyz" * 50, "i": value, "f": 0.25,
+                                   "u": "h\u00e9llo"}, kinds)
+    parsed = tf.train.Example.FromString(data).features.feature
+    assert parsed["b"].bytes_list.value == [b"\x00\xffxyz" * 50]
+    assert parsed["i"].int64_list.value == [value]
+    assert parsed["f"].float_list.value == [0.25]
+    assert parsed["u"].bytes_list.value == ["h\u00e9llo".encode()]
+    assert example.decode_example(data)["i"] == (example.INT64, [value])
+    assert example.decode_example(tf.train.Example.FromString(data).SerializeToString()) == \
+        example.decode_example(data)
+
+
+@pytest.mark.parametrize("compression", [None, "GZIP", "ZLIB"])
+def test_record_framing_matches_tensorflow_both_ways(tmp_path, compression):
+    records = [b"", b"a", os.urandom(70_000), b"last"]
+    ours = str(tmp_path / "ours")
+    with open(ours, "wb") as f:
+        writer = tfrecord.RecordWriter(f, compression)
+        for r in records:
+            writer.write(r)
+        writer.close()
+    read = [r.numpy() for r in tf.data.TFRecordDataset(ours, compression_type=compression or "")]
+    assert read == records
+    theirs = str(tmp_path / "theirs")
+    with tf.io.TFRecordWriter(theirs, options=compression or "") as w:
+        for r in records:
+            w.write(r)
+    with open(theirs, "rb") as f:
+        assert list(tfrecord.iter_records(f, compression)) == records
+
+
+def test_record_reader_names_the_damaged_record(tmp_path):
+    path = tmp_path / "r"
+    with open(path, "wb") as f:
+        writer = tfrecord.RecordWriter(f)
+        for i in range(3):
+            writer.write(bytes([i]) * 100)
+        writer.close()
+    data = bytearray(path.read_bytes())
+    data[116 + 12 + 50] ^= 1  # inside the payload of record 1
+    path.write_bytes(bytes(data))
+    with open(path, "rb") as f, pytest.raises(tfrecord.RecordError, match="record 1: data CRC"):
+        list(tfrecord.iter_records(f))
+    assert struct.calcsize("<QI") + 100 + 4 == 116

@@ -211,8 +211,10 @@ class _ShardSink:
 
 
 def _backend_hint(image_options):
-    return "threads" if image_options.check == "header" and image_options.size is None else \
-        "processes"
+    # Pillow decodes with the GIL released, so threads pay wherever images are kept as they are
+    # (and records need not be sent between processes); resizing is enough Python to need
+    # processes.
+    return "threads" if image_options.size is None else "processes"
 
 
 def write_plan(plan, df, output_dir, *, on_error="raise", overwrite=False, n_jobs=-1,

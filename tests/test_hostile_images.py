@@ -248,9 +248,6 @@ def test_on_error_raise_names_the_first_bad_row_in_table_order(tmp_path):
     assert info.value.row == 1 and info.value.path == broken
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: rows refused for a cell problem (split, label) keep path None in the plan "
-    "(plan.build_plan skips files.resolve for them), so InvalidRowError omits the image path."))
 def test_on_error_raise_names_the_path_of_a_row_with_a_bad_split(tmp_path):
     good = ig.save(tmp_path / "good.png", ig.noise_rgb(8, 8), "PNG")
     df = pd.DataFrame({"split": ["train", "TRIAN"], "image_uri": [good, good],
@@ -485,10 +482,7 @@ _UNDECODABLE_BUG = (
     pytest.param(_gif_without_trailer, marks=pytest.mark.xfail(strict=True, reason=(
         _UNDECODABLE_BUG.format("a GIF missing its last 2 bytes (block terminator, trailer) "
                                 "decodes in Pillow; TF 'failed to slurp gif file'")))),
-    pytest.param(_os2_bitmap, marks=pytest.mark.xfail(strict=True, reason=(
-        _UNDECODABLE_BUG.format("_native_channels reads bits/compression at BITMAPINFOHEADER "
-                                "offsets without checking the header size (12 for OS/2), and "
-                                "TF cannot decode OS/2 bitmaps")))),
+    _os2_bitmap,
 ])
 def test_every_stored_image_decodes_in_tensorflow(tmp_path, make):
     path = make(tmp_path)
@@ -503,10 +497,6 @@ def test_every_stored_image_decodes_in_tensorflow(tmp_path, make):
     tfrecorder_lite.verify(out, decode=True)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: images._native_channels counts a tRNS chunk as an alpha channel for gray and RGB "
-    "PNGs, but TF adds alpha only for palette PNGs: image/channels says 2 (gray) / 4 (RGB) "
-    "where tf.io.decode_image(channels=0) gives 1 / 3."))
 def test_channels_feature_matches_decoded_png_with_transparency_chunk(tmp_path):
     gray = Image.fromarray(ig.noise_rgb(6, 7)[..., 0], "L")
     rows = [("train", ig.save(tmp_path / "gray_trns.png", gray, "PNG", transparency=5), "a"),
@@ -523,10 +513,6 @@ def test_channels_feature_matches_decoded_png_with_transparency_chunk(tmp_path):
         assert record["image/channels"] == decoded.shape[-1], record["image/filename"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: for PNG, image.getexif() in images.prepare_image loads the whole image, outside "
-    "_load(), so truncation escapes as a raw OSError that writer.prepare_records reports as "
-    "'cannot read file (image file is truncated)' instead of 'truncated PNG'."))
 def test_truncated_png_reason_says_truncated_png(tmp_path):
     data = ig.encode(ig.noise_rgb(64, 64, seed=70), "PNG")
     path = ig.write_bytes(tmp_path / "cut.png", data[: len(data) // 2])

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from . import files
+
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own default decompression-bomb limit
 _NATIVE_MODES = {"1": 1, "L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
 _ROTATING_ORIENTATIONS = {2, 3, 4, 5, 6, 7, 8}
@@ -101,14 +103,21 @@ def _bomb_reason(pixels, options):
             f"(limit {options.max_pixels / 1e6:.0f} Mpx)")
 
 
+_DECODE_ERRORS = (OSError, SyntaxError, ValueError, EOFError)
+
+
+def _decode_failure(exc, fmt):
+    if "truncated" in str(exc):
+        return ImageRejected(f"truncated {fmt.upper()}")
+    return ImageRejected(f"damaged {fmt.upper()} data ({exc})")
+
+
 def _load(image, fmt):
     """Decode the pixels, turning truncation and corruption into ImageRejected."""
     try:
         image.load()
-    except (OSError, SyntaxError, ValueError, EOFError) as exc:
-        if "truncated" in str(exc):
-            raise ImageRejected(f"truncated {fmt.upper()}") from None
-        raise ImageRejected(f"damaged {fmt.upper()} data ({exc})") from None
+    except _DECODE_ERRORS as exc:
+        raise _decode_failure(exc, fmt) from None
 
 
 def _native_channels(image, fmt, data):
@@ -121,13 +130,15 @@ def _native_channels(image, fmt, data):
         base = 3 if image.mode == "P" else _NATIVE_MODES.get(image.mode)
         if base is None:
             return None
-        transparent = "transparency" in image.info and image.mode in ("L", "RGB", "P")
-        return base + 1 if transparent else base
+        # TensorFlow turns a tRNS chunk into alpha for palette PNGs only
+        return base + 1 if image.mode == "P" and "transparency" in image.info else base
     if fmt == "gif":
         return 3 if not getattr(image, "is_animated", False) else None
     if fmt == "bmp":
+        header_size = int.from_bytes(data[14:18], "little")  # 12: OS/2 bitmaps, which TF lacks
         bits, compression = data[28], int.from_bytes(data[30:34], "little")
-        return 3 if image.mode == "RGB" and bits == 24 and compression == 0 else None
+        native = header_size >= 40 and image.mode == "RGB" and bits == 24 and compression == 0
+        return 3 if native else None
     return None
 
 
@@ -182,7 +193,10 @@ def prepare_image(data, options):
     """
     image = _open(data, options)
     fmt = sniff_format(data) or (image.format or "image").lower()
-    orientation = image.getexif().get(_EXIF_ORIENTATION, 1)
+    try:
+        orientation = image.getexif().get(_EXIF_ORIENTATION, 1)  # PNG: may read to the end
+    except _DECODE_ERRORS as exc:
+        raise _decode_failure(exc, fmt) from None
     rotate = orientation in _ROTATING_ORIENTATIONS
     if options.size is not None:
         return _resize(image, fmt, rotate, orientation, options)
@@ -197,6 +211,26 @@ def prepare_image(data, options):
     if fmt == "jpeg":  # a second JPEG generation: high quality, no chroma subsampling
         return _encode(_to_8bit(image), "jpeg", 95, subsampling=0)
     return _encode(_to_8bit(image), "png", None)
+
+
+def prepare_file(path, options):
+    """Read the image file at ``path`` and prepare it; every failure becomes ImageRejected.
+
+    Returns:
+        ``(data, stored)``: the file's bytes and the StoredImage to write.
+    """
+    try:
+        data = files.read_bytes(path)
+    except FileNotFoundError:
+        raise ImageRejected("file not found") from None
+    except OSError as exc:
+        raise ImageRejected(f"cannot read file ({exc.strerror or exc})") from None
+    try:
+        return data, prepare_image(data, options)
+    except ImageRejected:
+        raise
+    except Exception as exc:  # a malformed image must never take a worker down
+        raise ImageRejected(f"cannot read image ({type(exc).__name__}: {exc})") from None
 
 
 def _resize(image, fmt, rotate, orientation, options):

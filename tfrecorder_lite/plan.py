@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from . import example, files, schema
 from .errors import SchemaError
@@ -148,7 +149,7 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
     paths, sizes = [], []
     fingerprint = hashlib.sha256()
     for position, uri in enumerate(df[image_col].tolist()):
-        path, size = None, 0
+        path, size = (None if pd.isna(uri) else str(uri)), 0  # reported as is if refused
         if position not in reasons:
             try:
                 path = files.resolve(uri, base_dir)

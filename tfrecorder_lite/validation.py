@@ -6,7 +6,7 @@ import joblib
 import pandas as pd
 
 from . import files, schema
-from .images import ImageOptions, ImageRejected, prepare_image
+from .images import ImageOptions, ImageRejected, prepare_file
 
 
 def inspect_images(items, options):
@@ -14,21 +14,11 @@ def inspect_images(items, options):
     out = []
     for position, path in items:
         try:
-            data = files.read_bytes(path)
-        except FileNotFoundError:
-            out.append((position, None, "file not found"))
-            continue
-        except OSError as exc:
-            out.append((position, None, f"cannot read file ({exc.strerror or exc})"))
-            continue
-        problem = None
-        try:
-            prepare_image(data, options)
+            data, _ = prepare_file(path, options)
         except ImageRejected as exc:
-            problem = str(exc)
-        except Exception as exc:  # a malformed image is a problem to report, not a crash
-            problem = f"cannot read image ({type(exc).__name__}: {exc})"
-        out.append((position, hashlib.sha256(data).digest(), problem))
+            out.append((position, None, str(exc)))  # no digest: the bytes were not compared
+        else:
+            out.append((position, hashlib.sha256(data).digest(), None))
     return out
 
 

@@ -39,7 +39,7 @@ def _check_shard(path, shard, compression, features, decode_image):
     name = shard["name"]
     if not os.path.isfile(path):
         return [f"{name}: shard file is missing"]
-    problems, count = [], 0
+    problems, count, damaged = [], 0, False
     size = os.path.getsize(path)
     if size != shard["bytes"]:
         problems.append(f"{name}: {size} bytes, metadata.json says {shard['bytes']} "
@@ -52,10 +52,12 @@ def _check_shard(path, shard, compression, features, decode_image):
                     _check_record(data, features, decode_image)
                 except Exception as exc:  # a record that does not parse or decode
                     problems.insert(0, f"{name}: record {count - 1}: {exc}")
+                    damaged = True
                     break
         except RecordError as exc:
             problems.insert(0, f"{name}: {exc}")
-        else:
+            damaged = True
+        if not damaged:
             if count != shard["num_examples"]:
                 problems.append(f"{name}: {count} records, metadata.json says "
                                 f"{shard['num_examples']}")

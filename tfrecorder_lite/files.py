@@ -3,6 +3,7 @@
 Only local paths (and ``file://`` URIs) are supported today.
 """
 
+import hashlib
 import os
 import shutil
 from urllib.parse import urlparse
@@ -51,6 +52,15 @@ def read_bytes(path):
     """Return the whole content of the file at ``path``."""
     with open(path, "rb") as f:
         return f.read()
+
+
+def sha256(path, chunk_size=1 << 20):
+    """Return the hex sha256 of the file at ``path``, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(chunk_size), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def read_text(path):

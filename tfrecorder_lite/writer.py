@@ -149,8 +149,10 @@ def _finished_shards(output_dir, names):
             receipt = json.loads(files.read_text(os.path.join(state_dir, name)))
         except (OSError, ValueError):
             continue
-        found = files.stat(os.path.join(output_dir, shard))
-        if found is not None and found[0] == receipt["bytes"]:
+        path = os.path.join(output_dir, shard)
+        found = files.stat(path)
+        if found is not None and found[0] == receipt["bytes"] and \
+                files.sha256(path) == receipt["sha256"]:
             finished[shard] = receipt
     for name in names:
         if name.endswith(files.TEMP_SUFFIX) or (_OUR_FILE.match(name) and name not in finished):
@@ -228,15 +230,20 @@ def write_plan(plan, df, output_dir, *, on_error="raise", overwrite=False, n_job
         A ConversionResult.
     """
     if on_error == "raise" and plan.rejected:
-        position, reason = plan.rejected[0]
-        raise InvalidRowError(df.index[position], plan.paths[position], reason)
+        _raise_first(plan, df, plan.rejected)
     output_dir = os.path.abspath(str(output_dir))
     state = _prepare_output_dir(output_dir, plan.fingerprint, overwrite)
     if state == "complete":
         logger.info("%s already holds this conversion; nothing to do", output_dir)
-        return _result_from_disk(output_dir, df)
+        result = _result_from_disk(output_dir, df)
+        if on_error == "raise" and len(result.rejected):  # a finished on_error="skip" run
+            _raise_first(plan, df, zip(result.metadata["rejected_rows"], result.rejected.reason))
+        return result
     state_dir = os.path.join(output_dir, STATE_DIR)
     receipts = dict(state)
+    if on_error == "raise":  # shards an interrupted on_error="skip" run finished
+        _raise_first(plan, df, [tuple(r) for receipt in receipts.values()
+                                for r in receipt["rejected"]])
     todo = [s for s in plan.shards if s.name not in receipts]
     total = sum(len(s.positions) for s in todo)
     workers = joblib.cpu_count() if n_jobs in (None, -1) else max(1, n_jobs)
@@ -271,17 +278,38 @@ def write_plan(plan, df, output_dir, *, on_error="raise", overwrite=False, n_job
     return _finish(plan, df, output_dir, receipts)
 
 
+def _raise_first(plan, df, rejected):
+    """Raise InvalidRowError for the first (by table position) of (position, reason) pairs."""
+    rejected = sorted(rejected)
+    if rejected:
+        position, reason = rejected[0]
+        raise InvalidRowError(df.index[position], plan.paths[position], reason)
+
+
+def _rejected_frame(df, rejected):
+    """The input rows at the positions of (position, reason) pairs, plus a ``reason`` column."""
+    frame = df.iloc[[position for position, _ in rejected]].copy()
+    frame["reason"] = [reason for _, reason in rejected]
+    return frame
+
+
+def _index_label(index):
+    """Column header(s) for the row labels in rejected.csv, one per index level."""
+    if isinstance(index, pd.MultiIndex):
+        return [name or f"level_{i}" for i, name in enumerate(index.names)]
+    return index.name or "row"
+
+
 def _finish(plan, df, output_dir, receipts):
     rejected = list(plan.rejected)
     for receipt in receipts.values():
         rejected += [tuple(r) for r in receipt["rejected"]]
     rejected.sort()
-    rejected_df = df.iloc[[p for p, _ in rejected]].copy()
-    rejected_df["reason"] = [reason for _, reason in rejected]
+    rejected_df = _rejected_frame(df, rejected)
     manifest.write_labels(output_dir, plan.labels)
     rejected_path = os.path.join(output_dir, manifest.REJECTED)
     if rejected:
-        files.write_atomic(rejected_path, rejected_df.to_csv(index_label=df.index.name or "row"))
+        files.write_atomic(rejected_path, rejected_df.to_csv(index_label=_index_label(df.index)))
     splits, sizes, channels, formats = {}, set(), set(), Counter()
     for split in plan.splits:
         shards = [receipts[s.name] for s in plan.shards if s.split == split]
@@ -313,6 +341,7 @@ def _finish(plan, df, output_dir, receipts):
             "formats": dict(sorted(formats.items())),
         },
         "rejected": len(rejected),
+        "rejected_rows": [position for position, _ in rejected],
         "splits": splits,
     }
     manifest.write_metadata(output_dir, metadata)
@@ -323,12 +352,14 @@ def _finish(plan, df, output_dir, receipts):
 
 
 def _result_from_disk(output_dir, df):
+    """The result of a finished run of the same job: rejected rows come from ``df`` itself."""
     metadata = manifest.read_metadata(output_dir)
-    rejected_path = os.path.join(output_dir, manifest.REJECTED)
-    if files.is_file(rejected_path):
-        rejected = pd.read_csv(rejected_path, index_col=0)
-        rejected.index.name = df.index.name
-    else:
-        rejected = df.iloc[[]].assign(reason=pd.Series(dtype=object))
+    positions = metadata.get("rejected_rows", [])
+    reasons = []
+    if positions:
+        table = pd.read_csv(os.path.join(output_dir, manifest.REJECTED), dtype=str,
+                            keep_default_na=False)
+        reasons = table["reason"].tolist()
+    rejected = _rejected_frame(df, list(zip(positions, reasons)))
     counts = {split: info["num_examples"] for split, info in metadata["splits"].items()}
     return ConversionResult(output_dir, counts, metadata["labels"], rejected, metadata)

@@ -588,6 +588,34 @@ def test_transparent_gifs_keep_their_transparency_as_alpha(tmp_path):
         assert np.array_equal(ig.tf_decode(record["image/encoded"], channels=0), expected)
 
 
+def _png_with_late_chunk(upright, orientation, kind, payload):
+    """A PNG whose orientation chunk comes after the pixel data (IDAT), just before IEND."""
+    data = ig.encode(ig.sideways(upright, orientation), "PNG")
+    iend = data.rindex(b"IEND") - 4
+    return data[:iend] + ig.png_chunk(kind, payload) + data[iend:]
+
+
+@pytest.mark.parametrize("check", ["decode", "header"])
+@pytest.mark.parametrize("where", ["eXIf", "XMP"])
+def test_png_orientation_stored_after_the_pixels_is_applied(tmp_path, where, check):
+    upright = ig.noise_rgb(10, 16, seed=73)
+    if where == "eXIf":
+        data = _png_with_late_chunk(upright, 6, b"eXIf", ig.exif_bytes(6))
+    else:
+        xmp = (b'<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/'
+               b'1999/02/22-rdf-syntax-ns#"><rdf:Description xmlns:tiff="http://ns.adobe.com/'
+               b'tiff/1.0/" tiff:Orientation="6"/></rdf:RDF></x:xmpmeta>')
+        data = _png_with_late_chunk(upright, 6, b"iTXt",
+                                    b"XML:com.adobe.xmp\x00\x00\x00\x00\x00" + xmp)
+    assert data.index(b"IDAT") < data.index(where.encode()[:4] if where == "eXIf" else b"iTXt")
+    path = ig.write_bytes(tmp_path / "late.png", data)
+    df = pd.DataFrame({"split": ["train"], "image_uri": [path], "label": ["a"]})
+    out = tmp_path / "out"
+    df.tfrecord.to_tfrecord(out, check=check, n_jobs=1, progress=False)
+    (record,) = ig.read_examples(str(out))
+    assert np.array_equal(ig.tf_decode(record["image/encoded"]), upright)
+
+
 def test_truncated_png_reason_says_truncated_png(tmp_path):
     data = ig.encode(ig.noise_rgb(64, 64, seed=70), "PNG")
     path = ig.write_bytes(tmp_path / "cut.png", data[: len(data) // 2])

@@ -10,6 +10,7 @@ import io
 import re
 import warnings
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -20,6 +21,7 @@ DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own default decompression-bomb limit
 _NATIVE_MODES = {"1": 1, "L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
 _ROTATING_ORIENTATIONS = {2, 3, 4, 5, 6, 7, 8}
 _EXIF_ORIENTATION = 0x0112
+_PNG_METADATA_CHUNKS = {b"eXIf", b"tEXt", b"zTXt", b"iTXt"}  # where Pillow finds EXIF and XMP
 
 
 @dataclass(frozen=True)
@@ -143,10 +145,24 @@ def _native_channels(image, fmt, data):
     return None
 
 
+def _orientation(image, fmt, png_walk):
+    """The EXIF orientation (1-8), read without decoding pixels wherever the file allows."""
+    read_exif = image.getexif
+    if png_walk is not None:
+        problem, kinds = png_walk
+        late = kinds[kinds.index(b"IDAT"):] if b"IDAT" in kinds else kinds
+        if problem is None and not _PNG_METADATA_CHUNKS.intersection(late):
+            # Pillow's PNG getexif() decodes the whole image to look for metadata after the
+            # pixels; when the walk shows there is none, the chunks read so far suffice.
+            read_exif = partial(Image.Image.getexif, image)
+    try:
+        return read_exif().get(_EXIF_ORIENTATION, 1)
+    except _DECODE_ERRORS as exc:
+        raise _decode_failure(exc, fmt) from None
+
+
 def _container_problem(data, fmt, image):
     """What TensorFlow's decoder would refuse in bytes that Pillow accepts, or None."""
-    if fmt == "png":
-        return structure.png_problem(data)
     if fmt == "gif":
         return structure.gif_problem(data)
     if fmt == "bmp":
@@ -205,16 +221,14 @@ def prepare_image(data, options):
     """
     image = _open(data, options)
     fmt = sniff_format(data) or (image.format or "image").lower()
-    try:
-        orientation = image.getexif().get(_EXIF_ORIENTATION, 1)  # PNG: may read to the end
-    except _DECODE_ERRORS as exc:
-        raise _decode_failure(exc, fmt) from None
+    png_walk = structure.png_chunks(data) if fmt == "png" else None
+    orientation = _orientation(image, fmt, png_walk)
     rotate = orientation in _ROTATING_ORIENTATIONS
     if options.size is not None:
         return _resize(image, fmt, rotate, orientation, options)
     channels = None if rotate else _native_channels(image, fmt, data)
     if channels is not None:
-        problem = _container_problem(data, fmt, image)
+        problem = png_walk[0] if png_walk else _container_problem(data, fmt, image)
         if problem:
             raise ImageRejected(problem)
         if options.check == "decode":

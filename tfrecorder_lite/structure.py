@@ -17,24 +17,30 @@ _JPEG_STANDALONE = {0x01, 0xD8}  # TEM, SOI: no length field
 _GIF_TRAILER, _GIF_EXTENSION, _GIF_IMAGE = 0x3B, 0x21, 0x2C
 
 
-def png_problem(data):
-    """Why libpng would refuse this PNG (a chunk cut short, a bad CRC, no IEND), or None."""
+def png_chunks(data):
+    """Walk a PNG's chunks as libpng does.
+
+    Returns:
+        ``(problem, kinds)``: why libpng would refuse the file (a chunk cut short, a bad CRC,
+        no IEND) or None, and the chunk types read, in order.
+    """
     view = memoryview(data)
-    pos, size = _PNG_SIGNATURE_SIZE, len(data)
+    pos, size, kinds = _PNG_SIGNATURE_SIZE, len(data), []
     while True:
         if pos + 12 > size:
-            return "truncated PNG"
+            return "truncated PNG", kinds
         length = int.from_bytes(view[pos:pos + 4], "big")
         kind = bytes(view[pos + 4:pos + 8])
         end = pos + 8 + length
         if length > 0x7FFFFFFF:
-            return f"damaged PNG data (chunk length {length})"
+            return f"damaged PNG data (chunk length {length})", kinds
         if end + 4 > size:
-            return "truncated PNG"
+            return "truncated PNG", kinds
         if zlib.crc32(view[pos + 4:end]) != int.from_bytes(view[end:end + 4], "big"):
-            return f"damaged PNG data (bad CRC in {kind.decode('latin-1')!r} chunk)"
+            return f"damaged PNG data (bad CRC in {kind.decode('latin-1')!r} chunk)", kinds
+        kinds.append(kind)
         if kind == b"IEND":
-            return None
+            return None, kinds
         pos = end + 4
 
 

@@ -5,6 +5,7 @@ Detection API). Encoding is done here in plain Python (the protobuf wire format 
 ``tf.train.Example`` is small and stable), so writing records never imports TensorFlow.
 """
 
+import functools
 import struct
 
 ENCODED = "image/encoded"
@@ -30,7 +31,15 @@ IMAGE_FEATURES = {
 }
 
 
+_ONE_BYTE = [bytes((i,)) for i in range(128)]
+
+# Field tags (number << 3 | wire type 2) of the length-delimited fields used below.
+_FIELD_1, _FIELD_2, _FIELD_3 = b"\x0a", b"\x12", b"\x1a"
+
+
 def _varint(value):
+    if 0 <= value < 128:
+        return _ONE_BYTE[value]
     if value < 0:
         value += 1 << 64  # int64 is encoded as its two's complement
     out = bytearray()
@@ -41,27 +50,32 @@ def _varint(value):
     return bytes(out)
 
 
-def _wrap(field_number, parts, size):
-    """Prefix ``parts`` (a length-delimited payload of ``size`` bytes) with tag and length."""
-    head = _varint(field_number << 3 | 2) + _varint(size)
-    return [head, *parts], len(head) + size
+def _length_delimited(tag, payload):
+    return tag + _varint(len(payload)) + payload
+
+
+@functools.lru_cache(maxsize=None)
+def _key_field(key):
+    """The map entry's key field (Features.feature is a map<string, Feature>)."""
+    return _length_delimited(_FIELD_1, key.encode("utf-8"))
 
 
 def _feature(kind, value):
-    """Return ``(parts, size)`` of one ``tf.train.Feature`` holding a single value."""
+    """Return ``(head, value_bytes)``: one serialized ``tf.train.Feature`` is head + value_bytes.
+
+    A bytes value is returned as it is, so that it is copied only once, into the record.
+    """
     if kind == BYTES:
         if isinstance(value, str):
             value = value.encode("utf-8")
-        parts, size = _wrap(1, [value], len(value))  # BytesList.value
-        return _wrap(1, parts, size)  # Feature.bytes_list
+        inner = _FIELD_1 + _varint(len(value))  # BytesList.value
+        return _FIELD_1 + _varint(len(inner) + len(value)) + inner, value  # Feature.bytes_list
     if kind == INT64:
-        packed = _varint(int(value))
-        parts, size = _wrap(1, [packed], len(packed))  # Int64List.value (packed)
-        return _wrap(3, parts, size)  # Feature.int64_list
+        packed = _length_delimited(_FIELD_1, _varint(int(value)))  # Int64List.value (packed)
+        return _length_delimited(_FIELD_3, packed), b""  # Feature.int64_list
     if kind == FLOAT:
-        packed = struct.pack("<f", value)
-        parts, size = _wrap(1, [packed], 4)  # FloatList.value (packed)
-        return _wrap(2, parts, size)  # Feature.float_list
+        packed = _length_delimited(_FIELD_1, struct.pack("<f", value))  # FloatList.value
+        return _length_delimited(_FIELD_2, packed), b""  # Feature.float_list
     raise ValueError(f"unknown feature kind {kind!r}")
 
 
@@ -75,16 +89,17 @@ def encode_example(features, kinds):
     Returns:
         The serialized Example (keys in sorted order, so equal input gives equal bytes).
     """
-    entries, total = [], 0
+    parts, total = [], 0
     for key in sorted(features):
-        key_bytes = key.encode("utf-8")
-        key_parts, key_size = _wrap(1, [key_bytes], len(key_bytes))
-        value_parts, value_size = _wrap(2, *_feature(kinds[key], features[key]))
-        parts, size = _wrap(1, key_parts + value_parts, key_size + value_size)  # Features.feature
-        entries += parts
-        total += size
-    parts, _ = _wrap(1, entries, total)  # Example.features
-    return b"".join(parts)
+        head, value = _feature(kinds[key], features[key])
+        key_field = _key_field(key)
+        feature_size = len(head) + len(value)
+        value_field = _FIELD_2 + _varint(feature_size)  # map entry value: the Feature
+        entry_size = len(key_field) + len(value_field) + feature_size
+        entry_head = _FIELD_1 + _varint(entry_size)  # Features.feature entry
+        parts += (entry_head, key_field, value_field, head, value)
+        total += len(entry_head) + entry_size
+    return b"".join([_FIELD_1, _varint(total), *parts])  # Example.features
 
 
 def kind_of_dtype(dtype):

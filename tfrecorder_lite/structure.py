@@ -95,6 +95,8 @@ def jpeg_problem(data):
     marker, as libjpeg does; whatever follows the end-of-image marker (a motion photo's video,
     padding) is ignored, as libjpeg ignores it.
     """
+    if data.endswith(b"\xff\xd9"):  # the common case (entropy-coded data never holds FF D9)
+        return None
     pos, size = 2, len(data)
     while True:
         marker = _JPEG_MARKER.search(data, pos)  # skips fill bytes and stray bytes before markers

@@ -29,7 +29,8 @@ class ImageOptions:
     """How images are checked and stored.
 
     Attributes:
-        check: "decode" (decode every image fully) or "header" (read headers only).
+        check: "decode" (decode every image; kept JPEGs at 1/8 scale, which still reads and
+            checks all their compressed data) or "header" (headers and file structure only).
         size: (height, width) to resize to, or None to keep the original size.
         format: encoding of resized images, "jpeg" or "png".
         quality: JPEG quality of resized images.
@@ -231,9 +232,14 @@ def prepare_image(data, options):
         problem = png_walk[0] if png_walk else _container_problem(data, fmt, image)
         if problem:
             raise ImageRejected(problem)
+        height, width = image.height, image.width
         if options.check == "decode":
+            if fmt == "jpeg":
+                # libjpeg still reads and checks every byte of the compressed data at 1/8
+                # scale; only the full-size reconstruction, not needed here, is skipped
+                image.draft(image.mode, (1, 1))
             _load(image, fmt)
-        return StoredImage(data, fmt, image.height, image.width, channels)
+        return StoredImage(data, fmt, height, width, channels)
     _load(image, fmt)
     if rotate:
         image = ImageOps.exif_transpose(image)

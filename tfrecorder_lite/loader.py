@@ -69,13 +69,16 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     dataset = records.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
     if batch_size:
-        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder,
-                                num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+        # a plain batch: parallel batching only adds threads that compete with the decoders
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def _decoder(tf, spec, image_size, channels, as_supervised):
     """The map function: parse one record, decode (and resize) its image."""
+    if as_supervised:  # parse only what the image and label need
+        spec = {key: spec[key] for key in (example.ENCODED, example.FORMAT, example.HEIGHT,
+                                           example.WIDTH, example.LABEL)}
 
     def decode_any(encoded):
         return tf.io.decode_image(encoded, channels=channels, expand_animations=False)

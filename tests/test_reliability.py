@@ -478,14 +478,21 @@ def test_verify_passes_with_a_one_line_summary(finished):
     assert "6 shard(s)" in summary and "3 split(s)" in summary
 
 
-def test_verify_names_the_shard_and_record_of_a_flipped_byte(copy):
-    out, name, data = copy
+def flip_a_bit_mid_shard(out, name, data, bit):
+    """Rewrite shard ``name`` (bytes ``data``) with one bit flipped mid-file; returns the index of
+    the record that holds it."""
     middle = len(data) // 2
     record = next(i for i, (a, b) in enumerate(ig.record_offsets(data)) if a <= middle < b)
     damaged = bytearray(data)
-    damaged[middle] ^= 0x01
+    damaged[middle] ^= bit
     with open(os.path.join(out, name), "wb") as f:
         f.write(damaged)
+    return record
+
+
+def test_verify_names_the_shard_and_record_of_a_flipped_byte(copy):
+    out, name, data = copy
+    record = flip_a_bit_mid_shard(out, name, data, 0x01)
     error = _verify_error(out)
     assert f"{name}: record {record}:" in str(error), str(error)
     assert any(p.startswith(f"{name}: record {record}:") for p in error.problems)
@@ -582,12 +589,7 @@ def test_cli_verify_exit_status_and_messages(copy):
     lines = decoded.stdout.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("OK") and "decoded" in lines[0]
 
-    middle = len(data) // 2
-    record = next(i for i, (a, b) in enumerate(ig.record_offsets(data)) if a <= middle < b)
-    damaged = bytearray(data)
-    damaged[middle] ^= 0x10
-    with open(os.path.join(out, name), "wb") as f:
-        f.write(damaged)
+    record = flip_a_bit_mid_shard(out, name, data, 0x10)
     broken = cli("verify", out)
     assert broken.returncode == 1
     assert f"{name}: record {record}:" in broken.stderr and broken.stdout == ""

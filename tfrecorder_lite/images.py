@@ -162,8 +162,10 @@ def _orientation(image, fmt, png_walk):
         raise _decode_failure(exc, fmt) from None
 
 
-def _container_problem(data, fmt, image):
+def _container_problem(data, fmt, image, png_walk):
     """What TensorFlow's decoder would refuse in bytes that Pillow accepts, or None."""
+    if fmt == "png":
+        return png_walk[0]
     if fmt == "gif":
         return structure.gif_problem(data)
     if fmt == "bmp":
@@ -229,7 +231,7 @@ def prepare_image(data, options):
         return _resize(image, fmt, rotate, orientation, options)
     channels = None if rotate else _native_channels(image, fmt, data)
     if channels is not None:
-        problem = png_walk[0] if png_walk else _container_problem(data, fmt, image)
+        problem = _container_problem(data, fmt, image, png_walk)
         if problem:
             raise ImageRejected(problem)
         height, width = image.height, image.width

@@ -599,15 +599,16 @@ def _png_with_late_chunk(upright, orientation, kind, payload):
 @pytest.mark.parametrize("where", ["eXIf", "XMP"])
 def test_png_orientation_stored_after_the_pixels_is_applied(tmp_path, where, check):
     upright = ig.noise_rgb(10, 16, seed=73)
+    chunk = b"eXIf" if where == "eXIf" else b"iTXt"
     if where == "eXIf":
-        data = _png_with_late_chunk(upright, 6, b"eXIf", ig.exif_bytes(6))
+        data = _png_with_late_chunk(upright, 6, chunk, ig.exif_bytes(6))
     else:
         xmp = (b'<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/'
                b'1999/02/22-rdf-syntax-ns#"><rdf:Description xmlns:tiff="http://ns.adobe.com/'
                b'tiff/1.0/" tiff:Orientation="6"/></rdf:RDF></x:xmpmeta>')
-        data = _png_with_late_chunk(upright, 6, b"iTXt",
+        data = _png_with_late_chunk(upright, 6, chunk,
                                     b"XML:com.adobe.xmp\x00\x00\x00\x00\x00" + xmp)
-    assert data.index(b"IDAT") < data.index(where.encode()[:4] if where == "eXIf" else b"iTXt")
+    assert data.index(b"IDAT") < data.index(chunk)
     path = ig.write_bytes(tmp_path / "late.png", data)
     df = pd.DataFrame({"split": ["train"], "image_uri": [path], "label": ["a"]})
     out = tmp_path / "out"

@@ -301,6 +301,43 @@ def test_resume_after_a_kill_between_metadata_and_cleanup(crash_points):
 
 # ============================================================== refusal and no-op
 
+@pytest.mark.parametrize("check", ["header", "decode"])
+def test_a_failing_disk_write_stops_the_run_and_leaves_no_partial_shard(mixed, tmp_path,
+                                                                       monkeypatch, check):
+    """Shards are written on a background thread; its errors (here ENOSPC on the third shard
+    write) must surface in the caller, with no metadata.json and no temporary file left behind."""
+    df, _ = mixed
+    real_open = tfrecorder_lite.files.open_temp_for_write
+    writes = []
+
+    class FullDisk:
+        def __init__(self, path):
+            self._file = real_open(path)
+
+        def write(self, data):
+            writes.append(len(data))
+            if len(writes) == 3:
+                raise OSError(28, "No space left on device")
+            return self._file.write(data)
+
+        def close(self):
+            self._file.close()
+
+    def open_temp_for_write(path):
+        return FullDisk(path) if SHARD.match(os.path.basename(path)) else real_open(path)
+
+    monkeypatch.setattr(tfrecorder_lite.files, "open_temp_for_write", open_temp_for_write)
+    out = tmp_path / "out"
+    with pytest.raises(OSError, match="No space left"):
+        convert(df, out, check=check, on_error="skip")
+    assert len(writes) == 3
+    assert not (out / "metadata.json").exists()
+    assert not list(out.glob("*.tmp"))
+    monkeypatch.undo()
+    result = convert(df, out, check=check, on_error="skip")  # the re-run finishes the job
+    assert tfrecorder_lite.verify(out).startswith("OK") and sum(result.counts.values()) > 0
+
+
 def test_refuses_a_folder_holding_an_unrelated_file(mixed, tmp_path):
     df, _ = mixed
     out = tmp_path / "out"

@@ -1,16 +1,18 @@
 """Write a WritePlan: parallel image preparation, ordered shard writing, resume, manifest.
 
-Workers (joblib; threads or processes, the caller's ``joblib.parallel_config`` wins) turn chunks
-of rows into serialized records. The main process appends them to shards in plan order, so the
-bytes never depend on the parallelism. Each shard is written under a temporary name and renamed
-when complete, with a receipt beside it; ``metadata.json`` is written last.
+Workers (joblib threads or processes, whichever pays for the kind of image work) turn chunks of
+rows into serialized records. The main process hands them to shards in plan order, so the bytes
+never depend on the parallelism, and a thread per shard frames, hashes and writes them. Each
+shard is written under a temporary name and renamed when complete, with a receipt beside it;
+``metadata.json`` is written last.
 """
 
 import json
 import logging
 import os
 import re
-from collections import Counter
+from collections import Counter, deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import joblib
@@ -165,13 +167,21 @@ def _finished_shards(output_dir, names):
 
 
 class _ShardSink:
-    """Collects one shard: the record file being written and what went into it."""
+    """Collects one shard: the record file being written and what went into it.
+
+    Framing, CRCs, sha256 and the file writes run on one background thread per shard (hashlib,
+    CRC32C and file writes release the GIL), in the order the records were added.
+    """
+
+    _MAX_PENDING_BATCHES = 4  # bounds the records held in memory while the thread catches up
 
     def __init__(self, output_dir, shard, compression):
         self.path = os.path.join(output_dir, shard.name)
         self.shard = shard
         self._file = files.open_temp_for_write(self.path)
         self.writer = RecordWriter(self._file, compression)
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfrecorder_lite-io")
+        self._batch, self._pending, self._failed = [], deque(), False
         self.rejected = []
         self.sizes, self.channels, self.formats, self.labels = set(), set(), Counter(), Counter()
 
@@ -179,7 +189,7 @@ class _ShardSink:
         if record is None:
             self.rejected.append([position, info])
             return
-        self.writer.write(record)
+        self._batch.append(record)
         fmt, height, width, channels, label_id = info
         self.formats[fmt] += 1
         self.labels[label_id] += 1
@@ -187,8 +197,31 @@ class _ShardSink:
             self.sizes.add((height, width))
         self.channels.add(channels)
 
+    def flush(self):
+        """Hand the records added so far to the writing thread."""
+        if self._batch:
+            self._pending.append(self._io.submit(self._write, self._batch))
+            self._batch = []
+        while self._pending and (self._pending[0].done() or
+                                 len(self._pending) > self._MAX_PENDING_BATCHES):
+            self._pending.popleft().result()  # re-raises a write error here
+
+    def _write(self, records):
+        if self._failed:  # the shard is lost already: write nothing more
+            return
+        try:
+            for record in records:
+                self.writer.write(record)
+        except BaseException:
+            self._failed = True
+            raise
+
     def finish(self, state_dir):
         """Close, move into place and leave a receipt; returns the receipt."""
+        self.flush()
+        while self._pending:
+            self._pending.popleft().result()
+        self._io.shutdown()
         sha256 = self.writer.close()
         self._file.close()
         files.commit(self.path)
@@ -202,15 +235,24 @@ class _ShardSink:
         return receipt
 
     def abandon(self):
+        self._io.shutdown(wait=True, cancel_futures=True)
         self._file.close()
         files.remove(self.path + files.TEMP_SUFFIX)
 
 
-def _backend_hint(image_options):
-    # Pillow decodes with the GIL released, so threads pay wherever images are kept as they are
-    # (and records need not be sent between processes); resizing is enough Python to need
-    # processes.
-    return "threads" if image_options.size is None else "processes"
+def _parallelism(image_options, n_jobs):
+    """joblib ``(n_jobs, prefer)`` that pays for this kind of image work (measured on 2 cores).
+
+    A header check is short Python under the GIL, where more threads only contend: rows are
+    prepared in the calling thread while each shard's writing thread hashes and writes. Pillow
+    decodes with the GIL released, so threads pay for full decodes (and records need not cross
+    processes); resizing is enough Python to need processes.
+    """
+    if image_options.size is not None:
+        return n_jobs, "processes"
+    if image_options.check == "header":
+        return 1, None
+    return n_jobs, "threads"
 
 
 def write_plan(plan, df, output_dir, *, on_error="raise", overwrite=False, n_jobs=-1,
@@ -246,11 +288,11 @@ def write_plan(plan, df, output_dir, *, on_error="raise", overwrite=False, n_job
                                 for r in receipt["rejected"]])
     todo = [s for s in plan.shards if s.name not in receipts]
     total = sum(len(s.positions) for s in todo)
+    n_jobs, prefer = _parallelism(plan.image, n_jobs)
     workers = joblib.cpu_count() if n_jobs in (None, -1) else max(1, n_jobs)
     chunk_size = max(4, min(64, total // (8 * workers) or 1))
     tasks = list(_tasks(plan, todo, chunk_size))
-    parallel = joblib.Parallel(n_jobs=n_jobs, prefer=_backend_hint(plan.image),
-                               return_as="generator")
+    parallel = joblib.Parallel(n_jobs=n_jobs, prefer=prefer, return_as="generator")
     results = parallel(joblib.delayed(prepare_records)(chunk, plan.image, plan.extra_kinds)
                        for _, chunk, _ in tasks)
     sink = None
@@ -263,6 +305,7 @@ def write_plan(plan, df, output_dir, *, on_error="raise", overwrite=False, n_job
                     if record is None and on_error == "raise":
                         raise InvalidRowError(df.index[position], plan.paths[position], info)
                     sink.add(position, record, info)
+                sink.flush()
                 bar.update(len(records))
                 if last:
                     receipts[shard.name] = sink.finish(state_dir)

@@ -106,7 +106,8 @@ def _decoder(tf, spec, image_size, channels, as_supervised):
                             lambda: decode_jpeg_scaled(features),
                             lambda: decode_any(features[example.ENCODED]))
             image = tf.image.resize(image, image_size)
-            image = tf.cast(tf.clip_by_value(tf.round(image), 0, 255), tf.uint8)
+            # bilinear output lies within [0, 255]: adding 0.5 and truncating rounds it
+            image = tf.cast(image + 0.5, tf.uint8)
             image = tf.ensure_shape(image, (*image_size, channels))
         if as_supervised:
             return image, features[example.LABEL]

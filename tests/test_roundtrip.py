@@ -9,6 +9,7 @@ import tensorflow as tf
 from PIL import Image, ImageOps
 
 import tfrecorder_lite
+from tfrecorder_lite import loader
 from conftest import photo, save
 
 
@@ -142,8 +143,8 @@ def test_output_bytes_stay_close_to_source_bytes_when_kept_as_encoded(tmp_path, 
 def test_image_size_resizes_at_write_time(tmp_path, image_table, image_format):
     result = image_table.tfrecord.to_tfrecord(tmp_path / "out", image_size=(16, 12),
                                               image_format=image_format, progress=False)
-    assert result.metadata["image"] == {
-        "stored": "resized", "size": [16, 12], "channels": 3, "formats": {image_format: 24}}
+    assert result.metadata["image"] == {"stored": "resized", "size": [16, 12], "max_size": [16, 12],
+                                        "channels": 3, "formats": {image_format: 24}}
     dataset = tfrecorder_lite.load(tmp_path / "out", "train", batch_size=16)
     images, labels = next(iter(dataset))
     assert images.shape == (16, 16, 12, 3) and images.dtype == tf.uint8
@@ -165,6 +166,32 @@ def test_loader_resize_matches_a_plain_resize_of_the_decoded_image(tmp_path):
     plain = tf.image.resize(tf.io.decode_jpeg(open(big, "rb").read(), channels=3), (50, 40))
     assert image.shape == (50, 40, 3) and image.dtype == tf.uint8
     assert np.abs(image.numpy().astype(float) - plain.numpy()).mean() < 4
+
+
+def test_loader_decodes_every_format_and_size_in_one_dataset(tmp_path):
+    """One pipeline routes a large JPEG (decoded at 1/4 scale), a small JPEG (full size) and a
+    PNG (any-format decoder) to the right decoder; each matches a plain decode + resize."""
+    paths = [save(photo(400, 300, seed=10), tmp_path / "big.jpg", "JPEG", quality=95),
+             save(photo(60, 50, seed=11), tmp_path / "small.jpg", "JPEG", quality=95),
+             save(photo(90, 70, seed=12), tmp_path / "lossless.png", "PNG")]
+    df = pd.DataFrame({"split": ["TRAIN"] * 3, "image_uri": paths, "label": ["a", "b", "c"]})
+    result = df.tfrecord.to_tfrecord(tmp_path / "out", shuffle=False, progress=False)
+    assert result.metadata["image"]["max_size"] == [400, 300]
+    assert loader._useful_jpeg_ratios(result.metadata["image"], (50, 40)) == (4, 2)
+    loaded = tfrecorder_lite.load(tmp_path / "out", "TRAIN", image_size=(50, 40))
+    for (image, _), path in zip(loaded, paths):
+        plain = tf.image.resize(tf.io.decode_image(open(path, "rb").read(), channels=3), (50, 40))
+        tolerance = 4 if path.endswith(".jpg") else 0.5
+        assert np.abs(image.numpy().astype(float) - plain.numpy()).mean() < tolerance, path
+
+
+def test_jpeg_scales_are_only_tried_where_some_image_is_big_enough():
+    info = {"formats": {"jpeg": 5, "png": 1}, "max_size": [500, 1000]}
+    assert loader._useful_jpeg_ratios(info, (224, 224)) == (2,)
+    assert loader._useful_jpeg_ratios(info, (60, 100)) == (8, 4, 2)
+    assert loader._useful_jpeg_ratios(info, (300, 300)) == ()
+    assert loader._useful_jpeg_ratios({"formats": {"png": 6}, "max_size": [900, 900]}, (9, 9)) == ()
+    assert loader._useful_jpeg_ratios(info, None) == ()
 
 
 @pytest.mark.parametrize("compression,suffix", [("GZIP", ".gz"), ("zlib", ".zz")])

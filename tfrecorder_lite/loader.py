@@ -54,7 +54,8 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
     num_examples = metadata["splits"][split]["num_examples"]
     compression = metadata["compression"] or ""
     spec = example.parse_spec(metadata["features"])
-    decode = _decoder(tf, spec, image_size, channels, as_supervised)
+    ratios = _useful_jpeg_ratios(metadata["image"], image_size)
+    decode = _decoder(tf, spec, image_size, channels, as_supervised, ratios)
 
     deterministic = not shuffle or seed is not None  # a seeded shuffle must repeat exactly
     files = tf.data.Dataset.from_tensor_slices(paths)
@@ -74,7 +75,16 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def _decoder(tf, spec, image_size, channels, as_supervised):
+def _useful_jpeg_ratios(image_info, image_size):
+    """The JPEG DCT scales (8, 4, 2) that can still cover ``image_size`` for some image."""
+    if image_size is None or "jpeg" not in image_info["formats"]:
+        return ()
+    max_height, max_width = image_info.get("max_size") or (float("inf"), float("inf"))
+    return tuple(r for r in _JPEG_RATIOS
+                 if max_height // r >= image_size[0] and max_width // r >= image_size[1])
+
+
+def _decoder(tf, spec, image_size, channels, as_supervised, ratios):
     """The map function: parse one record, decode (and resize) its image."""
     if as_supervised:  # parse only what the image and label need
         spec = {key: spec[key] for key in (example.ENCODED, example.FORMAT, example.HEIGHT,
@@ -83,28 +93,32 @@ def _decoder(tf, spec, image_size, channels, as_supervised):
     def decode_any(encoded):
         return tf.io.decode_image(encoded, channels=channels, expand_animations=False)
 
-    def decode_jpeg_scaled(features):
+    def decode_scaled(features):
         # JPEG can decode at 1/2, 1/4 or 1/8 scale for free: pick the smallest that still
-        # covers the target size, then resize the rest of the way.
+        # covers the target size, then resize the rest of the way. One switch (no nesting):
+        # branch i < len(ratios) decodes at 1/ratios[i], then full-size JPEG, then any format.
+        encoded = features[example.ENCODED]
         height, width = features[example.HEIGHT], features[example.WIDTH]
-        branches = [lambda r=r: tf.io.decode_jpeg(features[example.ENCODED], channels=channels,
-                                                  ratio=r) for r in _JPEG_RATIOS]
-        branches.append(lambda: tf.io.decode_jpeg(features[example.ENCODED], channels=channels))
+        branches = [lambda r=r: tf.io.decode_jpeg(encoded, channels=channels, ratio=r)
+                    for r in ratios]
+        branches += [lambda: tf.io.decode_jpeg(encoded, channels=channels),
+                     lambda: decode_any(encoded)]
         fits = [tf.logical_and(height // r >= image_size[0], width // r >= image_size[1])
-                for r in _JPEG_RATIOS]
-        index = tf.reduce_sum(tf.cast(tf.logical_not(tf.stack(fits)), tf.int32))
+                for r in ratios]
         # fits is monotone (a smaller ratio fits whenever a larger one does), so the count of
         # ratios that do not fit is the index of the largest one that does.
+        jpeg_index = tf.reduce_sum(tf.cast(tf.logical_not(tf.stack(fits)), tf.int32))
+        index = tf.where(tf.equal(features[example.FORMAT], "jpeg"), jpeg_index,
+                         len(ratios) + 1)
         return tf.switch_case(index, branches)
 
     def decode(serialized):
         features = tf.io.parse_single_example(serialized, spec)
-        if image_size is None:
-            image = decode_any(features[example.ENCODED])
+        if ratios:
+            image = decode_scaled(features)
         else:
-            image = tf.cond(tf.equal(features[example.FORMAT], "jpeg"),
-                            lambda: decode_jpeg_scaled(features),
-                            lambda: decode_any(features[example.ENCODED]))
+            image = decode_any(features[example.ENCODED])
+        if image_size is not None:
             image = tf.image.resize(image, image_size)
             # bilinear output lies within [0, 255]: adding 0.5 and truncating rounds it
             image = tf.cast(image + 0.5, tf.uint8)

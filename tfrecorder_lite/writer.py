@@ -184,6 +184,7 @@ class _ShardSink:
         self._batch, self._pending, self._failed = [], deque(), False
         self.rejected = []
         self.sizes, self.channels, self.formats, self.labels = set(), set(), Counter(), Counter()
+        self.max_size = [0, 0]
 
     def add(self, position, record, info):
         if record is None:
@@ -195,6 +196,7 @@ class _ShardSink:
         self.labels[label_id] += 1
         if len(self.sizes) < 2:
             self.sizes.add((height, width))
+        self.max_size = [max(self.max_size[0], height), max(self.max_size[1], width)]
         self.channels.add(channels)
 
     def flush(self):
@@ -228,7 +230,8 @@ class _ShardSink:
         receipt = {
             "name": self.shard.name, "num_examples": self.writer.num_records,
             "bytes": self.writer.bytes_written, "sha256": sha256, "rejected": self.rejected,
-            "sizes": sorted(self.sizes), "channels": sorted(self.channels),
+            "sizes": sorted(self.sizes), "max_size": self.max_size,
+            "channels": sorted(self.channels),
             "formats": dict(self.formats), "labels": {str(k): v for k, v in self.labels.items()},
         }
         files.write_atomic(os.path.join(state_dir, self.shard.name + ".json"), json.dumps(receipt))
@@ -353,7 +356,7 @@ def _finish(plan, df, output_dir, receipts):
     rejected_path = os.path.join(output_dir, manifest.REJECTED)
     if rejected:
         files.write_atomic(rejected_path, rejected_df.to_csv(index_label=_index_label(df.index)))
-    splits, sizes, channels, formats = {}, set(), set(), Counter()
+    splits, sizes, channels, formats, max_size = {}, set(), set(), Counter(), [0, 0]
     for split in plan.splits:
         shards = [receipts[s.name] for s in plan.shards if s.split == split]
         per_label = Counter()
@@ -367,6 +370,7 @@ def _finish(plan, df, output_dir, receipts):
         }
         for r in shards:
             sizes.update(tuple(s) for s in r["sizes"])
+            max_size = [max(a, b) for a, b in zip(max_size, r["max_size"])]
             channels.update(r["channels"])
             formats.update(r["formats"])
     resized = plan.image.size is not None
@@ -380,6 +384,7 @@ def _finish(plan, df, output_dir, receipts):
         "image": {
             "stored": "resized" if resized else "encoded",
             "size": list(sizes.pop()) if len(sizes) == 1 else None,
+            "max_size": max_size,
             "channels": channels.pop() if len(channels) == 1 else None,
             "formats": dict(sorted(formats.items())),
         },

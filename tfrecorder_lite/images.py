@@ -21,6 +21,8 @@ DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own default decompression-bomb limit
 _NATIVE_MODES = {"1": 1, "L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
 _ROTATING_ORIENTATIONS = {2, 3, 4, 5, 6, 7, 8}
 _EXIF_ORIENTATION = 0x0112
+_PILLOW_FORMATS = {"jpeg": ["JPEG"], "png": ["PNG"], "gif": ["GIF"], "bmp": ["BMP"],
+                   "webp": ["WEBP"], "tiff": ["TIFF"]}
 _PNG_METADATA_CHUNKS = {b"eXIf", b"tEXt", b"zTXt", b"iTXt"}  # where Pillow finds EXIF and XMP
 
 
@@ -76,20 +78,20 @@ def sniff_format(data):
     return None
 
 
-def _open(data, options):
+def _open(data, sniffed, options):
     """Open the header with Pillow, turning every failure into ImageRejected."""
     if not data:
         raise ImageRejected("empty file")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(data))
+            # naming the sniffed format spares Pillow from trying its other plugins first
+            image = Image.open(io.BytesIO(data), formats=_PILLOW_FORMATS.get(sniffed))
     except Image.DecompressionBombError as exc:
         match = re.search(r"\((\d+) pixels\)", str(exc))
         pixels = int(match.group(1)) if match else options.max_pixels + 1
         raise ImageRejected(_bomb_reason(pixels, options)) from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as exc:
-        sniffed = sniff_format(data)
         if sniffed is None:
             raise ImageRejected("not an image") from None
         raise ImageRejected(f"damaged {sniffed.upper()} header ({exc})") from None
@@ -222,8 +224,9 @@ def prepare_image(data, options):
     Raises:
         ImageRejected: with a human reason ("not an image", "truncated JPEG", ...).
     """
-    image = _open(data, options)
-    fmt = sniff_format(data) or (image.format or "image").lower()
+    sniffed = sniff_format(data)
+    image = _open(data, sniffed, options)
+    fmt = sniffed or (image.format or "image").lower()
     png_walk = structure.png_chunks(data) if fmt == "png" else None
     orientation = _orientation(image, fmt, png_walk)
     rotate = orientation in _ROTATING_ORIENTATIONS

@@ -586,6 +586,7 @@ def test_transparent_gifs_keep_their_transparency_as_alpha(tmp_path):
         assert (expected[..., 3] == 0).any()  # the case is real: some pixels are transparent
         assert record["image/format"] == b"png" and record["image/channels"] == 4
         assert np.array_equal(ig.tf_decode(record["image/encoded"], channels=0), expected)
+    assert tfrecorder_lite.verify(out, decode=True).startswith("OK")
 
 
 def _png_with_late_chunk(upright, orientation, kind, payload):

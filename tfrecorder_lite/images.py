@@ -171,7 +171,7 @@ def _container_problem(data, fmt, image, png_walk):
     if fmt == "gif":
         return structure.gif_problem(data)
     if fmt == "bmp":
-        return structure.bmp_problem(data, image.width, image.height, 3)
+        return structure.bmp_problem(data, image.width, image.height)  # kept BMPs are 24-bit
     return structure.jpeg_problem(data)
 
 

@@ -79,11 +79,11 @@ def gif_problem(data):
     return "truncated GIF"
 
 
-def bmp_problem(data, width, height, channels):
-    """Why TensorFlow's BMP reader would refuse this BMP (pixels past the end), or None."""
+def bmp_problem(data, width, height):
+    """Why TensorFlow's BMP reader would refuse this 24-bit BMP (pixels past the end), or None."""
     offset = int.from_bytes(data[10:14], "little")
-    row_size = (8 * channels * width + 31) // 32 * 4
-    if offset + (height - 1) * row_size + width * channels > len(data):
+    row_size = (24 * width + 31) // 32 * 4  # rows of 3-byte pixels, padded to 4 bytes
+    if offset + (height - 1) * row_size + width * 3 > len(data):
         return "truncated BMP"
     return None
 

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import tfrecorder_lite
-from tfrecorder_lite import example, files, tfrecord
+from tfrecorder_lite import example, storage, tfrecord
 
 
 def test_import_registers_accessor_without_tensorflow():
@@ -101,6 +101,6 @@ def test_read_bytes_reads_whole_files_beyond_one_read(tmp_path, monkeypatch, siz
     data = os.urandom(size)
     path = tmp_path / "f"
     path.write_bytes(data)
-    assert files.read_bytes(str(path)) == data
-    monkeypatch.setattr(files, "_ONE_READ_LIMIT", 1000)  # files larger than one read
-    assert files.read_bytes(str(path)) == data
+    assert storage.read_bytes(str(path)) == data
+    monkeypatch.setattr(storage, "_ONE_READ_LIMIT", 1000)  # files larger than one read
+    assert storage.read_bytes(str(path)) == data

@@ -178,11 +178,12 @@ CRASH_HELPER = textwrap.dedent(r'''
     every k; resume each time in this process and compare with an uninterrupted run."""
     import hashlib, json, os, shutil, signal, sys
     import tfrecorder_lite
-    from tfrecorder_lite import files
+    from tfrecorder_lite.storage import PendingFile, Store
 
     csv, work = sys.argv[1], sys.argv[2]
     OPTIONS = dict(num_shards=2, n_jobs=1, on_error="skip", progress=False)
-    OPERATIONS = ("make_dirs", "open_temp_for_write", "commit", "remove", "write_atomic")
+    OPERATIONS = ((Store, "make_dirs"), (Store, "open_for_commit"), (PendingFile, "commit"),
+                  (Store, "remove"), (Store, "write_atomic"))
 
     def digest(folder):
         out = {}
@@ -200,17 +201,19 @@ CRASH_HELPER = textwrap.dedent(r'''
             try:
                 count = [0]
                 def wrap(name, function):
-                    def wrapper(*args, **kwargs):
-                        value = function(*args, **kwargs)
+                    def wrapper(self, *args, **kwargs):
+                        value = function(self, *args, **kwargs)
                         count[0] += 1  # nested ones too (write_atomic = open, write, commit)
                         if count[0] == k:
+                            what = args[0] if args else getattr(self, "name", None)
+                            what = what or os.path.basename(self.url)
                             with open(marker, "w") as f:
-                                f.write(f"{name} {os.path.basename(str(args[0]))}")
+                                f.write(f"{name} {what}")
                             os.kill(os.getpid(), signal.SIGKILL)
                         return value
                     return wrapper
-                for name in OPERATIONS:
-                    setattr(files, name, wrap(name, getattr(files, name)))
+                for owner, name in OPERATIONS:
+                    setattr(owner, name, wrap(name, getattr(owner, name)))
                 tfrecorder_lite.convert(csv, out, **OPTIONS)
                 os._exit(0)
             except BaseException:
@@ -247,7 +250,7 @@ CRASH_HELPER = textwrap.dedent(r'''
 ''')
 
 # Crash points where resuming is known to fail (see the xfail tests below).
-STATE_DIR_WITHOUT_JOB = {"make_dirs .tfrecorder_lite", "open_temp_for_write job.json"}
+STATE_DIR_WITHOUT_JOB = {"make_dirs .tfrecorder_lite", "open_for_commit job.json"}
 METADATA_WITHOUT_CLEANUP = {"commit metadata.json", "write_atomic metadata.json"}
 
 
@@ -277,7 +280,7 @@ def test_resume_after_a_kill_following_any_file_operation(crash_points):
     operations = [e["op"] for e in crash_points]
     # 4 shards (2 per split) each written, committed and receipted; then the manifest files
     assert len(crash_points) >= 12
-    for kind in ("open_temp_for_write", "commit"):
+    for kind in ("open_for_commit", "commit"):
         shards = [op for op in operations if op.startswith(kind + " ")
                   and SHARD.match(op.split(" ", 1)[1])]
         assert len(shards) == 4, (kind, operations)
@@ -307,26 +310,17 @@ def test_a_failing_disk_write_stops_the_run_and_leaves_no_partial_shard(mixed, t
     """Shards are written on a background thread; its errors (here ENOSPC on the third shard
     write) must surface in the caller, with no metadata.json and no temporary file left behind."""
     df, _ = mixed
-    real_open = tfrecorder_lite.files.open_temp_for_write
+    real_write = tfrecorder_lite.storage.PendingFile.write
     writes = []
 
-    class FullDisk:
-        def __init__(self, path):
-            self._file = real_open(path)
-
-        def write(self, data):
+    def write(pending, data):
+        if SHARD.match(pending.name):
             writes.append(len(data))
             if len(writes) == 3:
                 raise OSError(28, "No space left on device")
-            return self._file.write(data)
+        return real_write(pending, data)
 
-        def close(self):
-            self._file.close()
-
-    def open_temp_for_write(path):
-        return FullDisk(path) if SHARD.match(os.path.basename(path)) else real_open(path)
-
-    monkeypatch.setattr(tfrecorder_lite.files, "open_temp_for_write", open_temp_for_write)
+    monkeypatch.setattr(tfrecorder_lite.storage.PendingFile, "write", write)
     out = tmp_path / "out"
     with pytest.raises(OSError, match="No space left"):
         convert(df, out, check=check, on_error="skip")
@@ -410,15 +404,15 @@ def test_on_error_raise_never_returns_rejected_rows(mixed, tmp_path):
 
 def interrupt_before_the_manifest(monkeypatch, df, out, **options):
     """Run a conversion that is interrupted (Ctrl-C) just before metadata.json is written."""
-    real_write_atomic = tfrecorder_lite.files.write_atomic
+    real_write_atomic = tfrecorder_lite.storage.Store.write_atomic
 
-    def crash_at_the_manifest(path, data):
-        if path.endswith("metadata.json"):
+    def crash_at_the_manifest(store, name, data):
+        if name == "metadata.json":
             raise KeyboardInterrupt("interrupted before the manifest")
-        return real_write_atomic(path, data)
+        return real_write_atomic(store, name, data)
 
     with monkeypatch.context() as patch:
-        patch.setattr(tfrecorder_lite.files, "write_atomic", crash_at_the_manifest)
+        patch.setattr(tfrecorder_lite.storage.Store, "write_atomic", crash_at_the_manifest)
         with pytest.raises(KeyboardInterrupt):
             convert(df, out, **options)
     assert not (out / "metadata.json").exists() and (out / ".tfrecorder_lite").is_dir()

@@ -4,6 +4,7 @@ Exit status: 0 success, 1 verification failed, 2 bad input (one line on stderr, 
 """
 
 import argparse
+import json
 import logging
 import sys
 
@@ -21,6 +22,23 @@ def _size(text):
     return height, width
 
 
+def _storage_options(text):
+    try:
+        options = json.loads(text)
+    except ValueError:
+        options = None
+    if not isinstance(options, dict):
+        raise argparse.ArgumentTypeError(
+            f"expected a JSON object, e.g. '{{\"token\": \"anon\"}}', not {text!r}")
+    return options
+
+
+def _add_storage_options(parser):
+    parser.add_argument("--storage-options", type=_storage_options, metavar="JSON",
+                        help="fsspec options for remote URLs, as a JSON object (one for every "
+                             "protocol, or keyed by protocol: '{\"s3\": {...}, \"gs\": {...}}')")
+
+
 def _parser():
     parser = argparse.ArgumentParser(
         prog="tfrecorder-lite",
@@ -30,8 +48,9 @@ def _parser():
     commands = parser.add_subparsers(dest="command", required=True)
 
     c = commands.add_parser("convert", help="write TFRecord shards from a CSV or image folder")
-    c.add_argument("source", help="CSV file (split,image_uri,label) or folder SPLIT/LABEL/FILE")
-    c.add_argument("output_dir")
+    c.add_argument("source", help="CSV file (split,image_uri,label) or folder SPLIT/LABEL/FILE: "
+                                  "a path or a URL (gs://, s3://, http(s)://, ...)")
+    c.add_argument("output_dir", help="a folder: a path or a URL (gs://, s3://, ...)")
     c.add_argument("--num-shards", type=int, help="shards per split (default: ~128 MiB each)")
     c.add_argument("--image-size", type=_size, metavar="HxW", help="resize at write time")
     c.add_argument("--image-format", choices=["jpeg", "png"], default="jpeg",
@@ -48,13 +67,16 @@ def _parser():
     c.add_argument("--split-col", default="split")
     c.add_argument("--image-col", default="image_uri")
     c.add_argument("--label-col", default="label")
+    _add_storage_options(c)
 
     v = commands.add_parser("verify", help="check every shard against metadata.json")
     v.add_argument("output_dir")
     v.add_argument("--decode", action="store_true", help="also decode every image")
+    _add_storage_options(v)
 
     i = commands.add_parser("info", help="counts per split and label")
     i.add_argument("output_dir")
+    _add_storage_options(i)
     return parser
 
 
@@ -64,7 +86,8 @@ def _convert(args):
         label_col=args.label_col, num_shards=args.num_shards, compression=args.compression,
         image_size=args.image_size, image_format=args.image_format, check=args.check,
         on_error=args.on_error, shuffle=not args.no_shuffle, seed=args.seed,
-        overwrite=args.overwrite, n_jobs=args.jobs, progress=not args.no_progress)
+        overwrite=args.overwrite, n_jobs=args.jobs, progress=not args.no_progress,
+        storage_options=args.storage_options)
     counts = ", ".join(f"{split} {n}" for split, n in result.counts.items())
     print(f"wrote {counts} to {result.output_dir}")
     if len(result.rejected):
@@ -73,7 +96,7 @@ def _convert(args):
 
 
 def _info(args):
-    metadata = manifest.read_metadata(args.output_dir)
+    metadata = manifest.read_metadata(args.output_dir, args.storage_options)
     image = metadata["image"]
     size = "x".join(map(str, image["size"])) if image["size"] else "various sizes"
     print(f"{args.output_dir}: {len(metadata['labels'])} labels, images {image['stored']} "
@@ -96,12 +119,12 @@ def main(argv=None):
             return _convert(args)
         if args.command == "info":
             return _info(args)
-        print(verify(args.output_dir, decode=args.decode))
+        print(verify(args.output_dir, decode=args.decode, storage_options=args.storage_options))
         return 0
     except VerifyError as exc:
         print(f"tfrecorder-lite: {exc}", file=sys.stderr)
         return 1
-    except (TFRecorderError, OSError, ValueError) as exc:
+    except (TFRecorderError, OSError, ValueError, ImportError) as exc:
         print(f"tfrecorder-lite: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -4,6 +4,7 @@ from . import schema, sources
 from .errors import SchemaError
 from .images import ImageOptions
 from .plan import build_plan
+from .storage import Store
 from .tfrecord import normalize_compression
 from .writer import write_plan
 
@@ -28,12 +29,13 @@ def image_options(check="decode", image_size=None, image_format="jpeg"):
 def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", label_col="label",
                 num_shards=None, compression=None, image_size=None, image_format="jpeg",
                 label_map=None, check="decode", on_error="raise", shuffle=True, seed=0,
-                overwrite=False, n_jobs=-1, progress=True, base_dir=None):
+                overwrite=False, n_jobs=-1, progress=True, base_dir=None, storage_options=None):
     """Write the table's images as TFRecord shards per split, with a manifest.
 
     Args:
         df: a DataFrame with split, image and label columns; other columns become features.
-        output_dir: folder for the shards, ``labels.txt``, ``rejected.csv``, ``metadata.json``.
+        output_dir: folder for the shards, ``labels.txt``, ``rejected.csv``, ``metadata.json``:
+            a local path or any fsspec URL (``gs://bucket/records``, ``s3://...``).
         split_col, image_col, label_col: column names.
         num_shards: shards per split (int or dict per split); None aims at ~128 MiB shards.
         compression: None, "GZIP" or "ZLIB".
@@ -47,7 +49,11 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         overwrite: replace what ``output_dir`` holds.
         n_jobs: parallel workers (-1: all cores).
         progress: show a progress bar.
-        base_dir: folder that relative image paths resolve against (default: working folder).
+        base_dir: folder (path or URL) that relative image paths resolve against (default:
+            the working folder).
+        storage_options: fsspec options (credentials, endpoints) for remote images and output:
+            one dict for every remote URL, or a dict per protocol when the call uses two,
+            e.g. ``{"s3": {...}, "gs": {...}}``.
 
     Returns:
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).
@@ -59,6 +65,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             image is read; else the first image that fails, in writing order.
             ``validate()`` lists every problem at once.
         OutputExistsError: ``output_dir`` holds something else and ``overwrite`` is False.
+        UnsupportedURLError, MissingDependencyError: an unusable URL, before anything is written.
     """
     if on_error not in ON_ERROR:
         raise SchemaError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
@@ -68,20 +75,26 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     except ValueError as exc:
         raise SchemaError(str(exc)) from None
     schema.check_columns(df, split_col, image_col, label_col)
+    store = Store(output_dir, storage_options)
+    store.check_writable()
     plan = build_plan(df, split_col=split_col, image_col=image_col, label_col=label_col,
                       base_dir=base_dir, label_map=label_map, num_shards=num_shards,
-                      compression=compression, image=options, shuffle=shuffle, seed=seed)
-    return write_plan(plan, df, output_dir, on_error=on_error, overwrite=overwrite,
+                      compression=compression, image=options, shuffle=shuffle, seed=seed,
+                      storage_options=storage_options)
+    return write_plan(plan, df, store, on_error=on_error, overwrite=overwrite,
                       n_jobs=n_jobs, progress=progress)
 
 
 def convert(source, output_dir, **options):
     """Convert a DataFrame, a CSV file or an image folder (``SPLIT/LABEL/FILE``).
 
-    Relative image paths in a CSV resolve against the CSV's folder. Takes the options of
+    ``source`` and ``output_dir`` are local paths or fsspec URLs. Relative image paths in a CSV
+    resolve against the CSV's folder (a URL for a remote CSV). Takes the options of
     :func:`to_tfrecord`.
     """
     columns = {k: options[k] for k in ("split_col", "image_col", "label_col") if k in options}
-    df, base_dir = sources.read_source(source, **columns)
+    Store(output_dir, options.get("storage_options")).check_writable()  # before reading
+    df, base_dir = sources.read_source(source, storage_options=options.get("storage_options"),
+                                       **columns)
     options.setdefault("base_dir", base_dir)
     return to_tfrecord(df, output_dir, **options)

@@ -36,3 +36,11 @@ class ManifestError(TFRecorderError, OSError):
 
 class VerifyError(TFRecorderError, OSError):
     """A shard does not match metadata.json or holds a damaged record."""
+
+
+class UnsupportedURLError(TFRecorderError, ValueError):
+    """A URL names a scheme that no installed fsspec filesystem knows."""
+
+
+class MissingDependencyError(TFRecorderError, ImportError):
+    """A URL needs a package that is not installed; the message names the extra to install."""

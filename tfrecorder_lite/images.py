@@ -15,7 +15,7 @@ from functools import partial
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from . import files, structure
+from . import structure
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own default decompression-bomb limit
 _NATIVE_MODES = {"1": 1, "L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
@@ -277,20 +277,29 @@ def _plain_jpeg(data, options):
     return StoredImage(data, "jpeg", height, width, channels)
 
 
-def prepare_file(path, options):
-    """Read the image file at ``path`` and prepare it; every failure becomes ImageRejected.
+def unreadable_reason(error):
+    """The rejection reason of a file that could not be read (an OSError)."""
+    if isinstance(error, FileNotFoundError):
+        return "file not found"
+    if isinstance(error, IsADirectoryError):
+        return "is a folder, not a file"
+    return f"cannot read file ({getattr(error, 'strerror', None) or error})"
+
+
+def prepare_content(content, options):
+    """Prepare one row's image from what reading its file gave; every failure is ImageRejected.
+
+    Args:
+        content: the file's bytes, or the OSError that reading it raised.
+        options: an ImageOptions.
 
     Returns:
-        ``(data, stored)``: the file's bytes and the StoredImage to write.
+        The StoredImage to write.
     """
+    if isinstance(content, Exception):
+        raise ImageRejected(unreadable_reason(content))
     try:
-        data = files.read_bytes(path)
-    except FileNotFoundError:
-        raise ImageRejected("file not found") from None
-    except OSError as exc:
-        raise ImageRejected(f"cannot read file ({exc.strerror or exc})") from None
-    try:
-        return data, prepare_image(data, options)
+        return prepare_image(content, options)
     except ImageRejected:
         raise
     except Exception as exc:  # a malformed image must never take a worker down

@@ -4,20 +4,25 @@ Reads only ``metadata.json`` and the shards it lists (never globs). TensorFlow i
 lazily, so that ``import tfrecorder_lite`` stays light.
 """
 
+import os
+
 import joblib
 
-from . import example, manifest
+from . import example, manifest, shard_cache
 from .errors import SchemaError
+from .storage import Store
 
 _JPEG_RATIOS = (8, 4, 2)
 
 
 def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=False, seed=None,
-         as_supervised=True, shuffle_buffer=1000, drop_remainder=False, channels=3):
+         as_supervised=True, shuffle_buffer=1000, drop_remainder=False, channels=3,
+         storage_options=None, cache_dir=None):
     """Return a ``tf.data.Dataset`` of a split, or a dict split -> dataset when split is None.
 
     Args:
-        output_dir: a folder written by ``to_tfrecord`` / ``convert``.
+        output_dir: a folder written by ``to_tfrecord`` / ``convert``: a local path or any
+            fsspec URL.
         split: "TRAIN", "VALIDATION" or "TEST" (case-insensitive), or None for all splits.
         batch_size: batch the examples, or None for single examples.
         image_size: (height, width) to resize to (images stay uint8), or None.
@@ -27,6 +32,11 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         shuffle_buffer: examples held by the shuffle buffer.
         drop_remainder: drop the last, smaller batch.
         channels: channels of the decoded image (3: RGB, 1: grayscale).
+        storage_options: fsspec options for a remote ``output_dir``.
+        cache_dir: where remote shards are copied before reading (see ``shard_cache``).
+            TensorFlow reads ``gs://`` on Google Cloud itself, so those are copied only when
+            ``cache_dir`` or ``storage_options`` is given, or ``STORAGE_EMULATOR_HOST`` is set;
+            every other remote shard is copied (default: ``~/.cache/tfrecorder_lite``).
 
     Returns:
         A dataset yielding uint8 ``[H, W, channels]`` images and int64 labels (batched when asked).
@@ -35,12 +45,14 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         ManifestError: no finished output in ``output_dir``.
         SchemaError: an unknown split, or batching images of different sizes without image_size.
     """
-    metadata = manifest.read_metadata(output_dir)
+    store = Store(output_dir, storage_options)
+    metadata = manifest.read_metadata(store)
     if split is None:
         return {name: load(output_dir, name, batch_size=batch_size, image_size=image_size,
                            shuffle=shuffle, seed=seed, as_supervised=as_supervised,
                            shuffle_buffer=shuffle_buffer, drop_remainder=drop_remainder,
-                           channels=channels)
+                           channels=channels, storage_options=storage_options,
+                           cache_dir=cache_dir)
                 for name in metadata["splits"]}
     split = manifest.normalize_split(metadata, split)
     if image_size is not None:
@@ -52,7 +64,7 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         )
     import tensorflow as tf
 
-    paths = manifest.shard_paths(output_dir, metadata, split)
+    paths = _shard_files(store, metadata["splits"][split]["shards"], cache_dir)
     num_examples = metadata["splits"][split]["num_examples"]
     compression = metadata["compression"] or ""
     spec = example.parse_spec(metadata["features"])
@@ -80,6 +92,21 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
     # epochs (this pipeline and a hand-written one alike, 2 cores); with it off, in none.
     options.autotune.enabled = False
     return dataset.prefetch(tf.data.AUTOTUNE).with_options(options)
+
+
+def reads_natively(store, cache_dir=None):
+    """True when TensorFlow should open the store's shard URLs itself (local, or real GCS)."""
+    if store.is_local:
+        return True
+    return (store.protocol == "gs" and cache_dir is None and not store.storage_options
+            and not os.environ.get("STORAGE_EMULATOR_HOST"))
+
+
+def _shard_files(store, shards, cache_dir):
+    """Paths or URLs that TensorFlow can open for ``shards`` (manifest entries)."""
+    if reads_natively(store, cache_dir):
+        return [store.path(shard["name"]) for shard in shards]
+    return shard_cache.local_copies(store, shards, cache_dir)
 
 
 def _useful_jpeg_ratios(image_info, image_size):

@@ -4,11 +4,10 @@
 """
 
 import json
-import os
 import re
 
-from . import files
 from .errors import ManifestError, SchemaError
+from .storage import Store
 
 METADATA = "metadata.json"
 LABELS = "labels.txt"
@@ -17,43 +16,41 @@ FORMAT_VERSION = 1
 SHARD_NAME = re.compile(r"^(train|validation|test)-\d{5}-of-\d{5}\.tfrecord(\.gz|\.zz)?$")
 
 
-def write_labels(output_dir, labels):
+def write_labels(store, labels):
     """Write ``labels.txt``: one label per line, line number = id."""
-    files.write_atomic(os.path.join(output_dir, LABELS), "".join(f"{t}\n" for t in labels))
+    store.write_atomic(LABELS, "".join(f"{t}\n" for t in labels))
 
 
-def write_metadata(output_dir, metadata):
+def write_metadata(store, metadata):
     """Write ``metadata.json`` atomically (call this last)."""
-    text = json.dumps(metadata, indent=2, sort_keys=False) + "\n"
-    files.write_atomic(os.path.join(output_dir, METADATA), text)
+    store.write_atomic(METADATA, json.dumps(metadata, indent=2, sort_keys=False) + "\n")
 
 
-def read_metadata(output_dir):
-    """Read ``metadata.json``.
+def read_metadata(output_dir, storage_options=None):
+    """Read ``metadata.json`` of an output folder (a path, any fsspec URL, or a Store).
 
     Raises:
         ManifestError: when the folder has no (readable) metadata.json.
     """
-    path = os.path.join(str(output_dir), METADATA)
-    if not files.is_file(path):
-        raise ManifestError(
-            f"{path} not found: {output_dir} is not a finished tfrecorder_lite output "
-            "(the conversion may still be running, or was interrupted: re-run it to finish)"
-        )
+    store = output_dir if isinstance(output_dir, Store) else Store(output_dir, storage_options)
+    path = store.path(METADATA)
     try:
-        metadata = json.loads(files.read_text(path))
+        text = store.read_text(METADATA)
+    except FileNotFoundError:
+        raise ManifestError(
+            f"{path} not found: {store.url} is not a finished tfrecorder_lite output "
+            "(the conversion may still be running, or was interrupted: re-run it to finish)"
+        ) from None
     except (OSError, ValueError) as exc:
+        raise ManifestError(f"cannot read {path}: {exc}") from None
+    try:
+        metadata = json.loads(text)
+    except ValueError as exc:
         raise ManifestError(f"cannot read {path}: {exc}") from None
     if metadata.get("format_version") != FORMAT_VERSION:
         raise ManifestError(f"{path}: unsupported format_version "
                             f"{metadata.get('format_version')!r} (this reader knows {FORMAT_VERSION})")
     return metadata
-
-
-def shard_paths(output_dir, metadata, split):
-    """Absolute paths of the shards of ``split``, in order."""
-    return [os.path.join(os.path.abspath(output_dir), shard["name"])
-            for shard in metadata["splits"][split]["shards"]]
 
 
 def normalize_split(metadata, split):

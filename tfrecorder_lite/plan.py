@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import example, files, schema
-from .errors import SchemaError
-from .images import ImageOptions
+from . import example, schema, storage
+from .errors import SchemaError, UnsupportedURLError
+from .images import ImageOptions, unreadable_reason
 from .tfrecord import COMPRESSIONS
 
 FORMAT_VERSION = 1
@@ -124,12 +124,14 @@ def _shard_count(requested, split, n_rows, n_bytes):
 
 
 def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=None,
-               num_shards=None, compression=None, image=ImageOptions(), shuffle=True, seed=0):
+               num_shards=None, compression=None, image=ImageOptions(), shuffle=True, seed=0,
+               storage_options=None):
     """Decide labels, order and shards; rows with problems go to ``rejected``.
 
     Args:
         df: the table (already checked for its columns).
-        base_dir: folder relative image paths resolve against.
+        base_dir: folder (path or URL) relative image paths resolve against.
+        storage_options: fsspec options for image URLs (see ``storage.options_for``).
         Other arguments: as in ``to_tfrecord``.
 
     Returns:
@@ -146,24 +148,25 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
     extra_kinds, extras = _extra_columns(df, {split_col, image_col, label_col})
     compression = compression and compression.upper()
 
-    paths, sizes = [], []
-    fingerprint = hashlib.sha256()
+    paths, sizes, to_stat = [], [0] * len(df), []
     for position, uri in enumerate(df[image_col].tolist()):
-        path, size = (None if pd.isna(uri) else str(uri)), 0  # reported as is if refused
+        path = None if pd.isna(uri) else str(uri)  # reported as is if refused
         if position not in reasons:
             try:
-                path = files.resolve(uri, base_dir)
-            except files.UnsupportedURIError as exc:
+                path = storage.resolve(uri, base_dir)
+            except UnsupportedURLError as exc:
                 reasons[position] = str(exc)
             else:
-                found = files.stat(path)
-                if found is None:
-                    reasons[position] = "file not found"
-                else:
-                    size = found[0]
-                    fingerprint.update(f"{path}\0{found[0]}\0{found[1]}\n".encode())
+                to_stat.append(position)
         paths.append(path)
-        sizes.append(size)
+    fingerprint = hashlib.sha256()
+    found = storage.stat_many([paths[p] for p in to_stat], storage_options)
+    for position, stat in zip(to_stat, found):
+        if isinstance(stat, Exception):
+            reasons[position] = unreadable_reason(stat)
+        else:
+            sizes[position] = stat[0]
+            fingerprint.update(f"{paths[position]}\0{stat[0]}\0{stat[1]}\n".encode())
 
     shards, present = [], []
     suffix = COMPRESSIONS[compression]

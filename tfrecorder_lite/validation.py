@@ -5,20 +5,22 @@ import hashlib
 import joblib
 import pandas as pd
 
-from . import files, schema
-from .images import ImageOptions, ImageRejected, prepare_file
+from . import schema, storage
+from .errors import UnsupportedURLError
+from .images import ImageOptions, ImageRejected, prepare_content
 
 
-def inspect_images(items, options):
+def inspect_images(items, options, storage_options=None):
     """Check images (a joblib task): return (position, sha256 of the bytes or None, problem)."""
     out = []
-    for position, path in items:
+    contents = storage.read_many([path for _, path in items], storage_options)
+    for (position, _), content in zip(items, contents):
         try:
-            data, _ = prepare_file(path, options)
+            prepare_content(content, options)
         except ImageRejected as exc:
             out.append((position, None, str(exc)))  # no digest: the bytes were not compared
         else:
-            out.append((position, hashlib.sha256(data).digest(), None))
+            out.append((position, hashlib.sha256(content).digest(), None))
     return out
 
 
@@ -27,7 +29,7 @@ def _where(df, position, image_col, splits):
 
 
 def validate(df, *, split_col="split", image_col="image_uri", label_col="label", label_map=None,
-             check="header", base_dir=None, n_jobs=-1):
+             check="header", base_dir=None, n_jobs=-1, storage_options=None):
     """Report every problem of the table, one row per problem.
 
     Checks columns, split values, labels and paths; with ``check`` ("header" or "decode") also
@@ -58,14 +60,14 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         if row in bad_rows or row in identical:
             continue
         try:
-            items.append((position, files.resolve(uri, base_dir)))
-        except files.UnsupportedURIError as exc:
+            items.append((position, storage.resolve(uri, base_dir)))
+        except UnsupportedURLError as exc:
             found.append((row, image_col, uri, str(exc)))
     if check is not None and items:
         options = ImageOptions(check=check)
         size = max(1, min(64, len(items) // 16))
         results = joblib.Parallel(n_jobs=n_jobs, prefer="threads")(
-            joblib.delayed(inspect_images)(items[i:i + size], options)
+            joblib.delayed(inspect_images)(items[i:i + size], options, storage_options)
             for i in range(0, len(items), size))
         first_with = {}
         for position, digest, problem in (r for chunk in results for r in chunk):

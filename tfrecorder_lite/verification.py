@@ -1,10 +1,10 @@
 """``verify()``: re-read every shard and check it against metadata.json."""
 
 import hashlib
-import os
 
 from . import example, manifest
 from .errors import VerifyError
+from .storage import Store
 from .tfrecord import RecordError, iter_records
 
 
@@ -34,17 +34,17 @@ def _check_record(data, features, decode_image):
         decode_image(parsed[example.ENCODED][1][0])
 
 
-def _check_shard(path, shard, compression, features, decode_image):
+def _check_shard(store, shard, compression, features, decode_image):
     """Problems of one shard file (empty list when it is sound)."""
     name = shard["name"]
-    if not os.path.isfile(path):
+    size = store.size(name)
+    if size is None:
         return [f"{name}: shard file is missing"]
     problems, count, damaged = [], 0, False
-    size = os.path.getsize(path)
     if size != shard["bytes"]:
         problems.append(f"{name}: {size} bytes, metadata.json says {shard['bytes']} "
                         "(truncated or changed)")
-    with open(path, "rb") as f:
+    with store.open_read(name) as f:
         reader = _HashingReader(f)
         try:
             for count, data in enumerate(iter_records(reader, compression), start=1):
@@ -75,8 +75,10 @@ def _tf_decoder():
     return decode_image
 
 
-def verify(output_dir, decode=False):
+def verify(output_dir, decode=False, *, storage_options=None):
     """Read every record of every shard and check it against ``metadata.json``.
+
+    ``output_dir`` is a local path or any fsspec URL; remote shards are streamed, not copied.
 
     Checks both CRCs of each record, that each parses as an Example with the manifest's
     features, and each shard's record count, size and sha256; with ``decode`` also decodes every
@@ -89,17 +91,18 @@ def verify(output_dir, decode=False):
         ManifestError: no finished output in ``output_dir``.
         VerifyError: naming each damaged shard file and record index (``exc.problems``).
     """
-    metadata = manifest.read_metadata(output_dir)
+    store = Store(output_dir, storage_options)
+    metadata = manifest.read_metadata(store)
     decode_image = _tf_decoder() if decode else None
     problems, shards, records = [], 0, 0
-    for split, info in metadata["splits"].items():
-        for path, shard in zip(manifest.shard_paths(output_dir, metadata, split), info["shards"]):
-            problems += _check_shard(path, shard, metadata["compression"], metadata["features"],
+    for info in metadata["splits"].values():
+        for shard in info["shards"]:
+            problems += _check_shard(store, shard, metadata["compression"], metadata["features"],
                                      decode_image)
             shards += 1
             records += shard["num_examples"]
     if problems:
-        error = VerifyError(f"{len(problems)} problem(s) in {output_dir}:\n  " +
+        error = VerifyError(f"{len(problems)} problem(s) in {store.url}:\n  " +
                             "\n  ".join(problems))
         error.problems = problems
         raise error

@@ -2,14 +2,14 @@
 
 Workers (joblib threads or processes, whichever pays for the kind of image work) turn chunks of
 rows into serialized records. The main process hands them to shards in plan order, so the bytes
-never depend on the parallelism, and a thread per shard frames, hashes and writes them. Each
-shard is written under a temporary name and renamed when complete, with a receipt beside it;
-``metadata.json`` is written last.
+never depend on the parallelism, and a thread per shard frames, hashes and writes them. Every
+file goes through the storage layer, which shows it under its final name only when complete
+(see ``storage.PendingFile``); each shard leaves a receipt, and ``metadata.json`` is written last.
 """
 
+import io
 import json
 import logging
-import os
 import re
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
@@ -19,9 +19,9 @@ import joblib
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import __version__, example, files, manifest
+from . import __version__, example, manifest, storage
 from .errors import InvalidRowError, OutputExistsError
-from .images import ImageRejected, prepare_file
+from .images import ImageRejected, prepare_content
 from .tfrecord import RecordWriter
 
 logger = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class ConversionResult:
     """What ``to_tfrecord`` wrote.
 
     Attributes:
-        output_dir: the output folder (absolute).
+        output_dir: the output folder (an absolute path, or a URL).
         counts: split -> number of records written.
         labels: label id -> label text.
         rejected: the rows not written, indexed by input row label: input columns + ``reason``.
@@ -57,13 +57,14 @@ class ConversionResult:
                 f"labels={len(self.labels)}, rejected={len(self.rejected)})")
 
 
-def prepare_records(items, image_options, extra_kinds):
+def prepare_records(items, image_options, extra_kinds, storage_options=None):
     """Turn rows into serialized records (a joblib task: top level, picklable, no TensorFlow).
 
     Args:
         items: tuples (position, path, label_id, label_text, extras).
         image_options: ImageOptions.
         extra_kinds: (column, kind) pairs matching ``extras``.
+        storage_options: fsspec options for remote image URLs.
 
     Returns:
         A list of (position, record chunks (see ``encode_example_chunks``) or None, reason or
@@ -71,9 +72,10 @@ def prepare_records(items, image_options, extra_kinds):
     """
     kinds = {**example.IMAGE_FEATURES, **dict(extra_kinds)}
     out = []
-    for position, path, label_id, label_text, extras in items:
+    contents = storage.read_many([item[1] for item in items], storage_options)
+    for (position, path, label_id, label_text, extras), content in zip(items, contents):
         try:
-            _, stored = prepare_file(path, image_options)
+            stored = prepare_content(content, image_options)
         except ImageRejected as exc:
             out.append((position, None, str(exc)))
             continue
@@ -83,7 +85,7 @@ def prepare_records(items, image_options, extra_kinds):
             example.HEIGHT: stored.height,
             example.WIDTH: stored.width,
             example.CHANNELS: stored.channels,
-            example.FILENAME: os.path.basename(path),
+            example.FILENAME: storage.basename(path),
             example.LABEL: label_id,
             example.LABEL_TEXT: label_text,
         }
@@ -102,67 +104,64 @@ def _tasks(plan, shards, size):
             yield shard, rows, start + size >= len(shard.positions)
 
 
-def _prepare_output_dir(output_dir, fingerprint, overwrite):
+def _prepare_output_dir(store, fingerprint, overwrite):
     """Check what the folder holds; return 'complete', or the receipts of finished shards."""
-    names = files.list_dir(output_dir)
-    state_dir = os.path.join(output_dir, STATE_DIR)
+    names = store.list()
+    state = store.child(STATE_DIR)
     previous = None
     if manifest.METADATA in names:
         try:
-            previous = json.loads(files.read_text(os.path.join(output_dir, manifest.METADATA)))
+            previous = json.loads(store.read_text(manifest.METADATA))
         except (OSError, ValueError):
             previous = {}
         if previous.get("fingerprint") == fingerprint and not overwrite:
-            files.remove(os.path.join(output_dir, STATE_DIR))  # a kill may have left it behind
+            store.remove(STATE_DIR)  # a kill may have left it behind
             return "complete"
         what = "a finished conversion of a different table or options"
     elif STATE_DIR in names:
         try:
-            previous = json.loads(files.read_text(os.path.join(state_dir, _JOB)))
+            previous = json.loads(state.read_text(_JOB))
         except (OSError, ValueError):
             previous = {}
         if previous.get("fingerprint") == fingerprint and not overwrite:
-            return _finished_shards(output_dir, names)
+            return _finished_shards(store, names)
         if "fingerprint" not in previous:  # killed before job.json: nothing of value is there
             overwrite = all(_OUR_FILE.match(n) or n == STATE_DIR for n in names)
         what = "an unfinished conversion of a different table or options"
     else:
         what = f"other files ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})"
     if names and not overwrite:
-        raise OutputExistsError(f"{output_dir} holds {what}; nothing was changed. "
+        raise OutputExistsError(f"{store.url} holds {what}; nothing was changed. "
                                 "Pass overwrite=True to replace it, or choose an empty folder.")
     for name in names:
         if _OUR_FILE.match(name) or name == STATE_DIR:
-            files.remove(os.path.join(output_dir, name))
-    files.make_dirs(state_dir)
-    files.write_atomic(os.path.join(state_dir, _JOB), json.dumps({"fingerprint": fingerprint}))
+            store.remove(name)
+    state.make_dirs()
+    state.write_atomic(_JOB, json.dumps({"fingerprint": fingerprint}))
     return {}
 
 
-def _finished_shards(output_dir, names):
+def _finished_shards(store, names):
     """Receipts of shards a killed run completed; everything else it left is removed."""
-    state_dir = os.path.join(output_dir, STATE_DIR)
+    state = store.child(STATE_DIR)
     finished = {}
-    for name in files.list_dir(state_dir):
+    for name in state.list():
         if not name.endswith(".json") or name == _JOB:
             continue
         shard = name[:-len(".json")]
         try:
-            receipt = json.loads(files.read_text(os.path.join(state_dir, name)))
+            receipt = json.loads(state.read_text(name))
         except (OSError, ValueError):
             continue
-        path = os.path.join(output_dir, shard)
-        found = files.stat(path)
-        if found is not None and found[0] == receipt["bytes"] and \
-                files.sha256(path) == receipt["sha256"]:
+        if store.size(shard) == receipt["bytes"] and store.sha256(shard) == receipt["sha256"]:
             finished[shard] = receipt
     for name in names:
-        if name.endswith(files.TEMP_SUFFIX) or (_OUR_FILE.match(name) and name not in finished):
-            files.remove(os.path.join(output_dir, name))
-    for name in files.list_dir(state_dir):
-        if name.endswith(files.TEMP_SUFFIX):
-            files.remove(os.path.join(state_dir, name))
-    logger.info("resuming: %d finished shard(s) kept in %s", len(finished), output_dir)
+        if name.endswith(storage.TEMP_SUFFIX) or (_OUR_FILE.match(name) and name not in finished):
+            store.remove(name)
+    for name in state.list():
+        if name.endswith(storage.TEMP_SUFFIX):
+            state.remove(name)
+    logger.info("resuming: %d finished shard(s) kept in %s", len(finished), store.url)
     return finished
 
 
@@ -176,10 +175,9 @@ class _ShardSink:
 
     _MAX_PENDING_BATCHES = 4  # bounds the records held in memory while the thread catches up
 
-    def __init__(self, output_dir, shard, compression):
-        self.path = os.path.join(output_dir, shard.name)
+    def __init__(self, store, shard, compression):
         self.shard = shard
-        self._file = files.open_temp_for_write(self.path)
+        self._file = store.open_for_commit(shard.name)
         self.writer = RecordWriter(self._file, compression)
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfrecorder_lite-io")
         self._batch, self._pending, self._failed = [], deque(), False
@@ -218,15 +216,14 @@ class _ShardSink:
             self._failed = True
             raise
 
-    def finish(self, state_dir):
-        """Close, move into place and leave a receipt; returns the receipt."""
+    def finish(self, state):
+        """Close, move into place and leave a receipt in the ``state`` Store; returns it."""
         self.flush()
         while self._pending:
             self._pending.popleft().result()
         self._io.shutdown()
         sha256 = self.writer.close()
-        self._file.close()
-        files.commit(self.path)
+        self._file.commit()
         receipt = {
             "name": self.shard.name, "num_examples": self.writer.num_records,
             "bytes": self.writer.bytes_written, "sha256": sha256, "rejected": self.rejected,
@@ -234,13 +231,12 @@ class _ShardSink:
             "channels": sorted(self.channels),
             "formats": dict(self.formats), "labels": {str(k): v for k, v in self.labels.items()},
         }
-        files.write_atomic(os.path.join(state_dir, self.shard.name + ".json"), json.dumps(receipt))
+        state.write_atomic(self.shard.name + ".json", json.dumps(receipt))
         return receipt
 
     def abandon(self):
         self._io.shutdown(wait=True, cancel_futures=True)
-        self._file.close()
-        files.remove(self.path + files.TEMP_SUFFIX)
+        self._file.discard()
 
 
 def _parallelism(image_options, n_jobs):
@@ -258,14 +254,14 @@ def _parallelism(image_options, n_jobs):
     return n_jobs, "threads"
 
 
-def write_plan(plan, df, output_dir, *, on_error="raise", overwrite=False, n_jobs=-1,
+def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
                progress=True):
-    """Write every shard of ``plan`` into ``output_dir`` and finish with the manifest.
+    """Write every shard of ``plan`` into the ``store`` folder and finish with the manifest.
 
     Args:
         plan: a WritePlan built from ``df``.
         df: the input table (for the rejected rows' columns).
-        output_dir: the output folder.
+        store: the output folder, a Store (its storage options also serve the image URLs).
         on_error: "raise" (stop at the first bad row) or "skip" (reject it with a reason).
         overwrite: replace whatever the folder holds.
         n_jobs: joblib worker count (-1: all cores).
@@ -276,15 +272,14 @@ def write_plan(plan, df, output_dir, *, on_error="raise", overwrite=False, n_job
     """
     if on_error == "raise" and plan.rejected:
         _raise_first(plan, df, plan.rejected)
-    output_dir = os.path.abspath(str(output_dir))
-    state = _prepare_output_dir(output_dir, plan.fingerprint, overwrite)
+    state = _prepare_output_dir(store, plan.fingerprint, overwrite)
     if state == "complete":
-        logger.info("%s already holds this conversion; nothing to do", output_dir)
-        result = _result_from_disk(output_dir, df)
+        logger.info("%s already holds this conversion; nothing to do", store.url)
+        result = _result_from_disk(store, df)
         if on_error == "raise" and len(result.rejected):  # a finished on_error="skip" run
             _raise_first(plan, df, zip(result.metadata["rejected_rows"], result.rejected.reason))
         return result
-    state_dir = os.path.join(output_dir, STATE_DIR)
+    state_store = store.child(STATE_DIR)
     receipts = dict(state)
     if on_error == "raise":  # shards an interrupted on_error="skip" run finished
         _raise_first(plan, df, [tuple(r) for receipt in receipts.values()
@@ -296,14 +291,15 @@ def write_plan(plan, df, output_dir, *, on_error="raise", overwrite=False, n_job
     chunk_size = max(4, min(64, total // (8 * workers) or 1))
     tasks = list(_tasks(plan, todo, chunk_size))
     parallel = joblib.Parallel(n_jobs=n_jobs, prefer=prefer, return_as="generator")
-    results = parallel(joblib.delayed(prepare_records)(chunk, plan.image, plan.extra_kinds)
+    results = parallel(joblib.delayed(prepare_records)(chunk, plan.image, plan.extra_kinds,
+                                                       store.storage_options)
                        for _, chunk, _ in tasks)
     sink = None
     with tqdm(total=total, unit="img", desc="tfrecorder_lite", disable=not progress) as bar:
         try:
             for (shard, _, last), records in zip(tasks, results):
                 if sink is None or sink.shard is not shard:
-                    sink = _ShardSink(output_dir, shard, plan.compression)
+                    sink = _ShardSink(store, shard, plan.compression)
                 for position, record, info in records:
                     if record is None and on_error == "raise":
                         raise InvalidRowError(df.index[position], plan.paths[position], info)
@@ -311,7 +307,7 @@ def write_plan(plan, df, output_dir, *, on_error="raise", overwrite=False, n_job
                 sink.flush()
                 bar.update(len(records))
                 if last:
-                    receipts[shard.name] = sink.finish(state_dir)
+                    receipts[shard.name] = sink.finish(state_store)
                     sink = None
         finally:
             if sink is not None:
@@ -319,9 +315,9 @@ def write_plan(plan, df, output_dir, *, on_error="raise", overwrite=False, n_job
             results.close()
     for shard in todo:  # shards with no rows at all
         if shard.name not in receipts:
-            empty = _ShardSink(output_dir, shard, plan.compression)
-            receipts[shard.name] = empty.finish(state_dir)
-    return _finish(plan, df, output_dir, receipts)
+            empty = _ShardSink(store, shard, plan.compression)
+            receipts[shard.name] = empty.finish(state_store)
+    return _finish(plan, df, store, receipts)
 
 
 def _raise_first(plan, df, rejected):
@@ -346,16 +342,16 @@ def _index_label(index):
     return index.name or "row"
 
 
-def _finish(plan, df, output_dir, receipts):
+def _finish(plan, df, store, receipts):
     rejected = list(plan.rejected)
     for receipt in receipts.values():
         rejected += [tuple(r) for r in receipt["rejected"]]
     rejected.sort()
     rejected_df = _rejected_frame(df, rejected)
-    manifest.write_labels(output_dir, plan.labels)
-    rejected_path = os.path.join(output_dir, manifest.REJECTED)
+    manifest.write_labels(store, plan.labels)
     if rejected:
-        files.write_atomic(rejected_path, rejected_df.to_csv(index_label=_index_label(df.index)))
+        store.write_atomic(manifest.REJECTED,
+                           rejected_df.to_csv(index_label=_index_label(df.index)))
     splits, sizes, channels, formats, max_size = {}, set(), set(), Counter(), [0, 0]
     for split in plan.splits:
         shards = [receipts[s.name] for s in plan.shards if s.split == split]
@@ -392,22 +388,22 @@ def _finish(plan, df, output_dir, receipts):
         "rejected_rows": [position for position, _ in rejected],
         "splits": splits,
     }
-    manifest.write_metadata(output_dir, metadata)
-    files.remove(os.path.join(output_dir, STATE_DIR))
+    manifest.write_metadata(store, metadata)
+    store.remove(STATE_DIR)
     counts = {split: info["num_examples"] for split, info in splits.items()}
-    logger.info("wrote %s to %s (%d rejected)", counts, output_dir, len(rejected))
-    return ConversionResult(output_dir, counts, list(plan.labels), rejected_df, metadata)
+    logger.info("wrote %s to %s (%d rejected)", counts, store.url, len(rejected))
+    return ConversionResult(store.url, counts, list(plan.labels), rejected_df, metadata)
 
 
-def _result_from_disk(output_dir, df):
+def _result_from_disk(store, df):
     """The result of a finished run of the same job: rejected rows come from ``df`` itself."""
-    metadata = manifest.read_metadata(output_dir)
+    metadata = manifest.read_metadata(store)
     positions = metadata.get("rejected_rows", [])
     reasons = []
     if positions:
-        table = pd.read_csv(os.path.join(output_dir, manifest.REJECTED), dtype=str,
+        table = pd.read_csv(io.BytesIO(store.read_bytes(manifest.REJECTED)), dtype=str,
                             keep_default_na=False)
         reasons = table["reason"].tolist()
     rejected = _rejected_frame(df, list(zip(positions, reasons)))
     counts = {split: info["num_examples"] for split, info in metadata["splits"].items()}
-    return ConversionResult(output_dir, counts, metadata["labels"], rejected, metadata)
+    return ConversionResult(store.url, counts, metadata["labels"], rejected, metadata)

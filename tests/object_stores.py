@@ -1,0 +1,115 @@
+"""Real protocol servers on 127.0.0.1 for the tests and the benchmark, each in a child process.
+
+``python object_stores.py KIND [--latency SECONDS] [--root FOLDER]`` starts one server on an
+ephemeral port, prints ``PORT <n>`` and serves until its standard input closes. KIND is ``gcs``
+(gcp-storage-emulator, the GCS JSON API), ``s3`` (moto's server) or ``http`` (a folder served by
+``http.server``). ``--latency`` sleeps that long in every request, like a distant store.
+
+:class:`Server` starts one from Python and stops it; a crash or hang of a server cannot take the
+caller with it.
+"""
+
+import argparse
+import functools
+import os
+import subprocess
+import sys
+import threading
+import time
+
+HOST = "127.0.0.1"
+
+
+def _delayed(method, latency):
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        time.sleep(latency)
+        return method(*args, **kwargs)
+    return wrapper
+
+
+def _serve_gcs(latency, root):
+    import http.server
+
+    from gcp_storage_emulator import server
+
+    # the emulator's plain HTTPServer keeps a listen backlog of 5: concurrent clients get
+    # connection resets and retry after seconds
+    http.server.HTTPServer.request_queue_size = 128
+    if latency:
+        server.Router.handle = _delayed(server.Router.handle, latency)
+    emulator = server.create_server(HOST, 0, in_memory=True)
+    emulator.start()
+    return emulator._api._httpd.server_address[1], emulator.stop
+
+
+def _serve_s3(latency, root):
+    from moto.server import ThreadedMotoServer
+    from werkzeug.serving import WSGIRequestHandler
+
+    if latency:
+        WSGIRequestHandler.run_wsgi = _delayed(WSGIRequestHandler.run_wsgi, latency)
+    moto = ThreadedMotoServer(ip_address=HOST, port=0, verbose=False)
+    moto.start()
+    return moto.get_host_and_port()[1], moto.stop
+
+
+def _serve_http(latency, root):
+    import http.server
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=root, **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    if latency:
+        Handler.handle_one_request = _delayed(Handler.handle_one_request, latency)
+    httpd = http.server.ThreadingHTTPServer((HOST, 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd.server_address[1], httpd.shutdown
+
+
+class Server:
+    """One protocol server in a child process; ``url`` is its address, ``stop()`` ends it."""
+
+    def __init__(self, kind, latency=0.0, root=None):
+        command = [sys.executable, os.path.abspath(__file__), kind, "--latency", str(latency)]
+        if root is not None:
+            command += ["--root", str(root)]
+        self.kind = kind
+        self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         text=True)
+        line = self._process.stdout.readline()
+        if not line.startswith("PORT "):
+            self.stop()
+            raise RuntimeError(f"the {kind} server did not start (said {line!r})")
+        self.port = int(line.split()[1])
+        self.url = f"http://{HOST}:{self.port}"
+
+    def stop(self):
+        if self._process.poll() is None:
+            self._process.stdin.close()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kind", choices=["gcs", "s3", "http"])
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--root", default=".")
+    args = parser.parse_args()
+    serve = {"gcs": _serve_gcs, "s3": _serve_s3, "http": _serve_http}[args.kind]
+    port, stop = serve(args.latency, args.root)
+    print(f"PORT {port}", flush=True)
+    sys.stdin.read()  # until the parent closes our input (or dies)
+    stop()
+
+
+if __name__ == "__main__":
+    main()

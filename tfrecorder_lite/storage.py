@@ -1,0 +1,534 @@
+"""Every file the library reads or writes, on the local disk or behind any fsspec URL.
+
+Local paths (and ``file://`` URLs) use the operating system directly. Any other URL goes
+through fsspec: ``gs://`` (gcsfs), ``s3://`` (s3fs), ``http(s)://``, ``memory://`` and the
+rest of fsspec's protocols. Remote files are read many at a time, concurrently.
+
+Writes never show a half-written file under its final name. Locally a file is written under a
+temporary name and renamed into place. Object stores have no rename, so a remote file is
+spooled to a local temporary file and uploaded in one ``put_file``, which gcsfs and s3fs finalize
+only once every byte has arrived (a failed or killed upload leaves no object), and the object's
+size is checked after the upload.
+
+A :class:`Store` (one folder) is picklable: a worker rebuilds the filesystem from its URL and
+storage options, so the same Store can be handed to another process or machine.
+"""
+
+import asyncio
+import functools
+import hashlib
+import os
+import posixpath
+import shutil
+import stat as stat_module
+import tempfile
+from urllib.parse import unquote, urlparse
+
+from .errors import MissingDependencyError, SchemaError, UnsupportedURLError
+
+TEMP_SUFFIX = ".tmp"
+_ONE_READ_LIMIT = 1 << 30
+_EXTRAS = {"gs": "gcs", "gcs": "gcs", "s3": "s3", "s3a": "s3", "http": "http", "https": "http"}
+_READ_ONLY = {"http", "https"}
+_CONCURRENT_REQUESTS = 64  # requests in flight at once per call, for latency-bound stores
+
+
+# ----------------------------------------------------------------------------- URLs and options
+
+def protocol_of(uri):
+    """The URL scheme of ``uri`` in lower case; ``"file"`` for plain paths."""
+    uri = str(uri)
+    scheme, sep, _ = uri.partition("://")
+    return scheme.lower() if sep and scheme.isidentifier() else "file"
+
+
+def is_remote(uri):
+    """True when ``uri`` names something other than the local disk."""
+    return protocol_of(uri) != "file"
+
+
+@functools.lru_cache(maxsize=None)
+def _filesystem_class(protocol):
+    import fsspec
+
+    try:
+        return fsspec.get_filesystem_class(protocol)
+    except ValueError:
+        raise UnsupportedURLError(
+            f"unsupported URL scheme '{protocol}://' (not a protocol fsspec knows)") from None
+    except ImportError as exc:
+        extra = _EXTRAS.get(protocol)
+        hint = f"pip install 'tfrecorder_lite[{extra}]'" if extra else str(exc)
+        raise MissingDependencyError(
+            f"{protocol}:// URLs need a package that is not installed: {hint}") from None
+
+
+def check_url(uri):
+    """Raise a clear error now, before anything is read or written, for an unusable URL.
+
+    Raises:
+        UnsupportedURLError: a scheme no installed fsspec filesystem knows.
+        MissingDependencyError: the filesystem package is missing (names the extra to install).
+    """
+    protocol = protocol_of(uri)
+    if protocol != "file":
+        _filesystem_class(protocol)
+
+
+def resolve(uri, base=None):
+    """An absolute local path, or a URL, for ``uri``.
+
+    Args:
+        uri: a local path (relative or absolute), a ``file://`` URL or any fsspec URL.
+        base: the folder (path or URL) that relative paths resolve against; default: the
+            working folder.
+
+    Raises:
+        UnsupportedURLError: for a scheme that no fsspec filesystem knows.
+    """
+    uri = os.fspath(uri) if not isinstance(uri, str) else uri
+    uri = str(uri)
+    protocol = protocol_of(uri)
+    if protocol == "file":
+        if "://" in uri:
+            uri = unquote(urlparse(uri).path)
+        path = os.path.expanduser(uri)
+        if os.path.isabs(path):
+            return os.path.normpath(path)
+        if base is not None and is_remote(base):
+            scheme, _, rest = str(base).partition("://")
+            return f"{scheme}://{posixpath.normpath(posixpath.join(rest, uri.replace(os.sep, '/')))}"
+        return os.path.normpath(os.path.join(base or os.getcwd(), path))
+    check_url(uri)
+    return uri
+
+
+def parent(uri):
+    """The folder holding ``uri`` (a path or URL)."""
+    if is_remote(uri):
+        return uri.rstrip("/").rsplit("/", 1)[0]
+    return os.path.dirname(uri)
+
+
+def basename(uri):
+    """The last component of a path or URL (without a URL's query string)."""
+    if is_remote(uri):
+        return urlparse(uri).path.rstrip("/").rsplit("/", 1)[-1]
+    return os.path.basename(uri)
+
+
+def options_for(protocol, storage_options):
+    """The fsspec options of one protocol.
+
+    ``storage_options`` is either one dict for every remote URL of a call (pandas' convention),
+    or, when a call touches two protocols, a dict keyed by protocol (fsspec's convention for
+    chained URLs): ``{"s3": {"anon": True}, "gs": {"token": "cred.json"}}``.
+    """
+    if not storage_options:
+        return {}
+    names = set(_filesystem_class(protocol).protocol) if protocol != "file" else {"file"}
+    names.add(protocol)
+    if _keyed_by_protocol(storage_options):
+        for key, options in storage_options.items():
+            if key in names:
+                return dict(options)
+        return {}
+    return dict(storage_options)
+
+
+def _keyed_by_protocol(storage_options):
+    import fsspec
+
+    known = set(fsspec.available_protocols()) | {"file"}
+    return all(isinstance(v, dict) and k in known for k, v in storage_options.items())
+
+
+def filesystem(protocol, storage_options=None):
+    """The (cached) fsspec filesystem of ``protocol`` with the options meant for it."""
+    import fsspec
+
+    check_url(f"{protocol}://")
+    return fsspec.filesystem(protocol, **options_for(protocol, storage_options))
+
+
+# ----------------------------------------------------------------------------- the local disk
+
+_FILE_KINDS = {stat_module.S_IFIFO: "a FIFO (named pipe)", stat_module.S_IFCHR: "a device",
+               stat_module.S_IFBLK: "a device", stat_module.S_IFSOCK: "a socket"}
+
+
+def _regular(st, path):
+    """Raise an OSError that says what ``path`` is, unless it is a regular file."""
+    if stat_module.S_ISREG(st.st_mode):
+        return
+    if stat_module.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(21, "is a folder, not a file", path)
+    kind = _FILE_KINDS.get(stat_module.S_IFMT(st.st_mode), "not a regular file")
+    raise OSError(0, f"{kind}, not a regular file", path)
+
+
+def _local_read(path):
+    """The whole content of a local regular file, usually in one read call."""
+    # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        _regular(st, path)
+        size = st.st_size
+        data = os.read(fd, min(size + 1, _ONE_READ_LIMIT))  # usually all of it, in one call
+        if len(data) > size or len(data) == _ONE_READ_LIMIT:  # grown meanwhile, or very large
+            data += b"".join(iter(lambda: os.read(fd, _ONE_READ_LIMIT), b""))
+        return data
+    finally:
+        os.close(fd)
+
+
+def _local_stat(path):
+    st = os.stat(path)
+    _regular(st, path)
+    return st.st_size, st.st_mtime_ns
+
+
+# ----------------------------------------------------------------------------- many files at once
+
+def _remote_identity(info):
+    """A token that changes whenever the object's content does (generation, ETag or mtime)."""
+    for key in ("generation", "ETag", "etag", "mtime", "LastModified", "last_modified"):
+        if info.get(key) is not None:
+            return str(info[key])
+    return ""
+
+
+def _gather(fs, coroutine_of, paths):
+    """Run ``coroutine_of(path)`` for every path on ``fs``'s event loop, many at a time."""
+    from fsspec.asyn import sync
+
+    async def run_all():
+        limit = asyncio.Semaphore(_CONCURRENT_REQUESTS)
+
+        async def one(path):
+            async with limit:
+                try:
+                    return await coroutine_of(path)
+                except Exception as exc:  # reported per file, never for the whole batch
+                    return exc
+
+        return await asyncio.gather(*(one(p) for p in paths))
+
+    return sync(fs.loop, run_all)
+
+
+def _many(uris, storage_options, local, remote):
+    """Apply ``local(path)`` or ``remote(fs) -> function(paths)`` to every URI.
+
+    Returns:
+        A list with each result, or the exception raised for that URI.
+    """
+    out = [None] * len(uris)
+    by_protocol = {}
+    for i, uri in enumerate(uris):
+        protocol = protocol_of(uri)
+        if protocol == "file":
+            try:
+                out[i] = local(uri)
+            except (OSError, ValueError) as exc:
+                out[i] = exc
+        else:
+            by_protocol.setdefault(protocol, []).append(i)
+    for protocol, indexes in by_protocol.items():
+        fs = filesystem(protocol, storage_options)
+        for i, value in zip(indexes, remote(fs)([uris[i] for i in indexes])):
+            out[i] = value
+    return out
+
+
+def _as_os_error(exc, uri):
+    if isinstance(exc, OSError):
+        return exc
+    return OSError(f"{type(exc).__name__}: {exc}".rstrip(": "))
+
+
+def read_many(uris, storage_options=None):
+    """The bytes of many files (paths or URLs); remote ones are fetched concurrently.
+
+    Returns:
+        One item per URI: its bytes, or the OSError that reading it raised.
+    """
+    def remote(fs):
+        if fs.async_impl:
+            return lambda paths: _gather(fs, fs._cat_file, paths)
+        return lambda paths: [_try(fs.cat_file, p) for p in paths]
+
+    return [value if isinstance(value, bytes) else _as_os_error(value, uri)
+            for uri, value in zip(uris, _many(uris, storage_options, _local_read, remote))]
+
+
+def stat_many(uris, storage_options=None):
+    """``(size, identity)`` of many files (remote ones asked concurrently).
+
+    The identity changes whenever the content does: the modification time locally, the
+    generation or ETag of an object.
+
+    Returns:
+        One item per URI: the pair, or the OSError (FileNotFoundError, IsADirectoryError, ...).
+    """
+    def file_info(info):
+        if info.get("type") == "directory":
+            return IsADirectoryError(21, "is a folder")
+        return int(info["size"]), _remote_identity(info)
+
+    def remote(fs):
+        if fs.async_impl:
+            return lambda paths: [v if isinstance(v, Exception) else file_info(v)
+                                  for v in _gather(fs, fs._info, paths)]
+        return lambda paths: [v if isinstance(v, Exception) else file_info(v)
+                              for v in (_try(fs.info, p) for p in paths)]
+
+    return [value if isinstance(value, tuple) else _as_os_error(value, uri)
+            for uri, value in zip(uris, _many(uris, storage_options, _local_stat, remote))]
+
+
+def _try(function, *args):
+    try:
+        return function(*args)
+    except Exception as exc:
+        return exc
+
+
+def read_bytes(uri, storage_options=None):
+    """The whole content of one file (path or URL)."""
+    value = read_many([uri], storage_options)[0]
+    if isinstance(value, Exception):
+        raise value
+    return value
+
+
+def is_dir(uri, storage_options=None):
+    """True when ``uri`` is an existing folder (a prefix with objects below it, remotely)."""
+    if not is_remote(uri):
+        return os.path.isdir(uri)
+    return filesystem(protocol_of(uri), storage_options).isdir(uri)
+
+
+def walk_files(root, storage_options=None):
+    """Yield ``(relative_parts, path_or_url)`` of every non-hidden file below ``root``, sorted."""
+    if is_remote(root):
+        fs = filesystem(protocol_of(root), storage_options)
+        scheme = protocol_of(root)
+        top = fs._strip_protocol(root).rstrip("/")
+        for path in sorted(fs.find(root)):
+            parts = tuple(path[len(top) + 1:].split("/"))
+            if not any(p.startswith(".") for p in parts):
+                yield parts, f"{scheme}://{path}" if scheme not in _READ_ONLY else path
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        rel = os.path.relpath(dirpath, root)
+        parts = () if rel == "." else tuple(rel.split(os.sep))
+        for name in sorted(filenames):
+            if not name.startswith("."):
+                yield parts + (name,), os.path.join(dirpath, name)
+
+
+# ----------------------------------------------------------------------------- one folder
+
+class Store:
+    """One folder, local or remote, with the operations the library needs on it.
+
+    Args:
+        url: a local path, a ``file://`` URL or any fsspec URL (``gs://bucket/records``).
+        storage_options: fsspec options (see :func:`options_for`).
+
+    Raises:
+        UnsupportedURLError, MissingDependencyError: at once, for an unusable URL.
+    """
+
+    def __init__(self, url, storage_options=None):
+        self.url = resolve(url).rstrip("/") if is_remote(url) else resolve(url)
+        self.storage_options = storage_options
+        self.protocol = protocol_of(self.url)
+
+    def __repr__(self):
+        return f"Store({self.url!r})"
+
+    def __getstate__(self):  # the filesystem is rebuilt where the Store is unpickled
+        return {k: v for k, v in self.__dict__.items() if k != "fs"}
+
+    @property
+    def is_local(self):
+        """True for a folder on the local disk."""
+        return self.protocol == "file"
+
+    @functools.cached_property
+    def fs(self):
+        """The fsspec filesystem of a remote folder."""
+        return filesystem(self.protocol, self.storage_options)
+
+    def path(self, name=""):
+        """The full path or URL of ``name`` inside this folder."""
+        if not name:
+            return self.url
+        return os.path.join(self.url, name) if self.is_local else f"{self.url}/{name}"
+
+    def child(self, name):
+        """The Store of the subfolder ``name``."""
+        store = Store.__new__(Store)
+        store.__dict__.update(self.__getstate__(), url=self.path(name))
+        return store
+
+    def check_writable(self):
+        """Raise SchemaError when this kind of folder cannot be written (http(s) URLs)."""
+        if self.protocol in _READ_ONLY:
+            raise SchemaError(f"{self.url}: {self.protocol}:// URLs are read-only; write the "
+                              "records to a local folder or an object store")
+
+    # reading
+
+    def list(self):
+        """Names of the files and folders directly inside (sorted; [] when there is none)."""
+        if self.is_local:
+            try:
+                return sorted(os.listdir(self.url))
+            except FileNotFoundError:
+                return []
+        self.fs.invalidate_cache(self.url)  # another process may have written meanwhile
+        try:
+            entries = self.fs.ls(self.url, detail=False)
+        except FileNotFoundError:
+            return []
+        top = self.fs._strip_protocol(self.url).rstrip("/")
+        return sorted({e.rstrip("/").rsplit("/", 1)[-1] for e in entries
+                       if e.rstrip("/") != top})
+
+    def size(self, name):
+        """The size in bytes of the file ``name``, or None when there is no such file."""
+        if self.is_local:
+            try:
+                st = os.stat(self.path(name))
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            return st.st_size if stat_module.S_ISREG(st.st_mode) else None
+        self.fs.invalidate_cache(self.path(name))
+        try:
+            info = self.fs.info(self.path(name))
+        except FileNotFoundError:
+            return None
+        return int(info["size"]) if info.get("type") == "file" else None
+
+    def exists(self, name):
+        """True when the file ``name`` exists."""
+        return self.size(name) is not None
+
+    def read_bytes(self, name):
+        """The whole content of the file ``name``."""
+        return read_bytes(self.path(name), self.storage_options)
+
+    def read_text(self, name):
+        """The content of the file ``name`` as text (UTF-8)."""
+        return self.read_bytes(name).decode("utf-8")
+
+    def open_read(self, name):
+        """A binary file object to read ``name`` from (streamed, for large files)."""
+        if self.is_local:
+            return open(self.path(name), "rb")
+        return self.fs.open(self.path(name), "rb", block_size=8 << 20)
+
+    def sha256(self, name, chunk_size=1 << 20):
+        """The hex sha256 of the file ``name``, read in chunks."""
+        digest = hashlib.sha256()
+        with self.open_read(name) as f:
+            for chunk in iter(lambda: f.read(chunk_size), b""):
+                digest.update(chunk)
+        return digest.hexdigest()
+
+    # writing
+
+    def make_dirs(self):
+        """Create this folder and its parents (object stores need none)."""
+        if self.is_local:
+            os.makedirs(self.url, exist_ok=True)
+
+    def open_for_commit(self, name):
+        """A :class:`PendingFile` for ``name``: write to it, then ``commit()`` or ``discard()``."""
+        self.check_writable()
+        return PendingFile(self, name)
+
+    def write_atomic(self, name, data):
+        """Write ``data`` (bytes or str) to ``name`` so that readers never see it half written."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        pending = self.open_for_commit(name)
+        try:
+            pending.write(data)
+        except BaseException:
+            pending.discard()
+            raise
+        pending.commit()
+
+    def remove(self, name):
+        """Remove a file or a whole subfolder; no error when it is already gone."""
+        path = self.path(name)
+        if self.is_local:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    os.remove(path)
+                except FileNotFoundError:
+                    pass
+            return
+        try:
+            self.fs.rm(path, recursive=True)
+        except FileNotFoundError:
+            pass
+        self.fs.invalidate_cache(path)
+
+
+class PendingFile:
+    """A file being written: it appears under its final name only on :meth:`commit`.
+
+    Locally the bytes go to ``<name>.tmp`` beside the final name, renamed on commit. Remotely
+    they go to a local temporary file, uploaded on commit in one ``put_file``.
+    """
+
+    def __init__(self, store, name):
+        self._store = store
+        self.name = name
+        self.bytes_written = 0
+        if store.is_local:
+            self._temp_path = store.path(name) + TEMP_SUFFIX
+            self._file = open(self._temp_path, "wb")
+        else:
+            spool = tempfile.NamedTemporaryFile(prefix="tfrecorder_lite-", suffix=TEMP_SUFFIX,
+                                                delete=False)
+            self._temp_path, self._file = spool.name, spool
+
+    def write(self, data):
+        """Append ``data`` (bytes)."""
+        self._file.write(data)
+        self.bytes_written += len(data)
+
+    def commit(self):
+        """Close the file and move it under its final name, whole."""
+        self._file.close()
+        store, final = self._store, self._store.path(self.name)
+        if store.is_local:
+            os.replace(self._temp_path, final)
+            return
+        try:
+            store.fs.put_file(self._temp_path, final)
+        finally:
+            os.remove(self._temp_path)
+        store.fs.invalidate_cache(final)
+        found = store.size(self.name)
+        if found != self.bytes_written:
+            raise OSError(f"{final}: uploaded {self.bytes_written} bytes, the store holds "
+                          f"{found if found is not None else 'nothing'}")
+
+    def discard(self):
+        """Close the file and forget it: nothing appears under the final name."""
+        self._file.close()
+        try:
+            os.remove(self._temp_path)
+        except FileNotFoundError:
+            pass

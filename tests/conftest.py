@@ -1,8 +1,19 @@
-"""Shared fixtures: small, real images made by Pillow, and tables pointing at them."""
+"""Shared fixtures: small, real images made by Pillow, tables pointing at them, and real object
+stores (GCS and S3 emulators, an HTTP server) on 127.0.0.1, started once per test session."""
 
+import itertools
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Object-store clients, before any of them is imported: the tests talk only to servers on
+# 127.0.0.1 (never a cloud metadata service or a real bucket), and recent gcsfs asks a gRPC API
+# for the bucket type on every open, which stalls 60 s against the emulator.
+os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"
+os.environ["NO_GCE_CHECK"] = "True"
+os.environ["GCE_METADATA_HOST"] = os.environ["GCE_METADATA_IP"] = "127.0.0.1:9"
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+os.environ["AWS_ACCESS_KEY_ID"] = os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
+os.environ.pop("AWS_PROFILE", None)
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -10,6 +21,9 @@ import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import tfrecorder_lite  # noqa: E402,F401  (registers DataFrame.tfrecord)
+from object_stores import Server  # noqa: E402
+
+GCS_OPTIONS = {"token": "anon"}  # the emulator takes any request; this skips credential lookup
 
 
 def photo(height, width, seed=0, mode="RGB"):
@@ -40,3 +54,55 @@ def image_table(tmp_path):
         path = save(photo(20 + i, 30 + 2 * i, seed=i), tmp_path / "images" / f"img{i}.{ext}", fmt)
         rows.append((split, path, "cat" if i % 3 else "dog"))
     return pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _shard_cache(tmp_path_factory):
+    """Remote shards that load() copies go to a folder of this session, not ~/.cache."""
+    os.environ["TFRECORDER_LITE_CACHE"] = str(tmp_path_factory.mktemp("shard-cache"))
+
+
+class ObjectStore:
+    """A running emulator: ``new_bucket()`` gives a fresh, empty bucket URL for each test."""
+
+    _numbers = itertools.count()
+
+    def __init__(self, protocol, server, options):
+        import fsspec
+
+        self.protocol, self.server, self.options = protocol, server, options
+        self.fs = fsspec.filesystem(protocol, **options)
+
+    def new_bucket(self):
+        name = f"bucket{next(self._numbers)}"
+        self.fs.mkdir(name)
+        return f"{self.protocol}://{name}"
+
+    def upload(self, local_folder, url):
+        """Copy a local folder's files below ``url``; returns ``url``."""
+        for dirpath, _, names in os.walk(local_folder):
+            for name in names:
+                rel = os.path.relpath(os.path.join(dirpath, name), local_folder)
+                self.fs.put_file(os.path.join(dirpath, name), f"{url}/{rel.replace(os.sep, '/')}")
+        return url
+
+
+@pytest.fixture(scope="session")
+def gcs():
+    """gcp-storage-emulator (the GCS JSON API) in a child process; gcsfs finds it through
+    STORAGE_EMULATOR_HOST."""
+    server = Server("gcs")
+    os.environ["STORAGE_EMULATOR_HOST"] = server.url
+    yield ObjectStore("gs", server, GCS_OPTIONS)
+    server.stop()
+    os.environ.pop("STORAGE_EMULATOR_HOST", None)
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """moto's S3 server in a child process; s3fs finds it through AWS_ENDPOINT_URL."""
+    server = Server("s3")
+    os.environ["AWS_ENDPOINT_URL"] = server.url
+    yield ObjectStore("s3", server, {})
+    server.stop()
+    os.environ.pop("AWS_ENDPOINT_URL", None)

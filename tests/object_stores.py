@@ -79,8 +79,9 @@ class Server:
         if root is not None:
             command += ["--root", str(root)]
         self.kind = kind
+        # the servers log every request and every client that hangs up early: not ours to show
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         text=True)
+                                         stderr=subprocess.DEVNULL, text=True)
         line = self._process.stdout.readline()
         if not line.startswith("PORT "):
             self.stop()

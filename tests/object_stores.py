@@ -31,13 +31,31 @@ def _delayed(method, latency):
 def _serve_gcs(latency, root):
     import http.server
 
-    from gcp_storage_emulator import server
+    from gcp_storage_emulator import server, storage
 
-    # the emulator's plain HTTPServer keeps a listen backlog of 5: concurrent clients get
-    # connection resets and retry after seconds
-    http.server.HTTPServer.request_queue_size = 128
+    # The emulator serves one request at a time with a listen backlog of 5: concurrent clients
+    # get connection resets and retry after seconds, and an injected delay would serialize.
+    # Serve each request on a thread of its own, like a real store; changes to its state take
+    # a lock (it is not thread-safe), reads run concurrently.
+    http.server.ThreadingHTTPServer.request_queue_size = 128
+    http.server.ThreadingHTTPServer.daemon_threads = True
+    server.server.HTTPServer = http.server.ThreadingHTTPServer
+    changes = threading.Lock()
+    handle = server.Router.handle
+
+    def handle_in_turn(router, method):
+        if method == "GET" and not router._request_handler.headers.get("x-http-method-override"):
+            return handle(router, method)
+        with changes:
+            return handle(router, method)
+
+    server.Router.handle = handle_in_turn
     if latency:
         server.Router.handle = _delayed(server.Router.handle, latency)
+    # It rewrites a JSON index of every object on each upload (uploads slow down with the
+    # square of the object count); the index is read only at start-up, so an in-memory server
+    # has no use for it.
+    storage.Storage._write_config_to_file = lambda self: None
     emulator = server.create_server(HOST, 0, in_memory=True)
     emulator.start()
     return emulator._api._httpd.server_address[1], emulator.stop
@@ -66,6 +84,7 @@ def _serve_http(latency, root):
 
     if latency:
         Handler.handle_one_request = _delayed(Handler.handle_one_request, latency)
+    http.server.ThreadingHTTPServer.request_queue_size = 128  # the default listen backlog is 5
     httpd = http.server.ThreadingHTTPServer((HOST, 0), Handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     return httpd.server_address[1], httpd.shutdown
@@ -88,6 +107,12 @@ class Server:
             raise RuntimeError(f"the {kind} server did not start (said {line!r})")
         self.port = int(line.split()[1])
         self.url = f"http://{HOST}:{self.port}"
+
+    def cpu_seconds(self):
+        """CPU time (user + system) the server process has used so far (Linux)."""
+        with open(f"/proc/{self._process.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self):
         if self._process.poll() is None:

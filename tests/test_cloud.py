@@ -5,7 +5,7 @@ that never show a partial object, a killed remote conversion that resumes, remot
 import hashlib
 import json
 import os
-import shutil
+import pickle
 import signal
 import subprocess
 import sys
@@ -468,3 +468,33 @@ def test_cli_refuses_bad_storage_options_in_one_line(capsys):
         cli.main(["info", "gs://b/x", "--storage-options", "not json"])
     assert exit_info.value.code == 2
     assert "expected a JSON object" in capsys.readouterr().err
+
+
+# ============================================================ validate and the picklable Store
+
+def test_validate_reports_the_problems_of_a_remote_table_like_a_local_one(s3, local_images):
+    df, root = local_images
+    bucket = s3.upload(root, s3.new_bucket() + "/images")
+    local = df.tfrecord.validate(check="decode")
+    remote = remote_table(df, root, bucket).tfrecord.validate(check="decode")
+    assert len(local) == 5  # the five bad rows of the mixed table
+    assert remote.problem.tolist() == local.problem.tolist()
+    assert remote.row.tolist() == local.row.tolist()
+
+
+def test_a_store_pickles_without_its_filesystem_and_works_in_another_process(s3):
+    url = s3.new_bucket() + "/pickled"
+    store = storage.Store(url)
+    store.write_atomic("a.txt", "written here")
+    assert store.fs is not None  # the filesystem is built in this process ...
+    script = textwrap.dedent("""
+        import pickle, sys
+        store = pickle.loads(sys.stdin.buffer.read())
+        assert "fs" not in vars(store)  # ... and rebuilt, not unpickled, over there
+        store.write_atomic("b.txt", store.read_text("a.txt") + ", read there")
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], input=pickle.dumps(store),
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    assert store.list() == ["a.txt", "b.txt"]
+    assert store.read_text("b.txt") == "written here, read there"

@@ -31,6 +31,10 @@ _ONE_READ_LIMIT = 1 << 30
 _EXTRAS = {"gs": "gcs", "gcs": "gcs", "s3": "s3", "s3a": "s3", "http": "http", "https": "http"}
 _READ_ONLY = {"http", "https"}
 _CONCURRENT_REQUESTS = 64  # requests in flight at once per call, for latency-bound stores
+# A folder holding at least this many of a call's files is listed (one request per 1,000
+# objects) rather than asked for each file; below it, the listing of a large folder could cost
+# more requests than it saves.
+_LIST_FOLDERS_FROM = 256
 
 
 # ----------------------------------------------------------------------------- URLs and options
@@ -267,25 +271,52 @@ def stat_many(uris, storage_options=None):
     """``(size, identity)`` of many files (remote ones asked concurrently).
 
     The identity changes whenever the content does: the modification time locally, the
-    generation or ETag of an object.
+    generation or ETag of an object. On object stores, a folder holding many of the files is
+    listed once (up to 1,000 objects per request) instead of asking for each file.
 
     Returns:
         One item per URI: the pair, or the OSError (FileNotFoundError, IsADirectoryError, ...).
     """
     def file_info(info):
+        if isinstance(info, Exception):
+            return info
         if info.get("type") == "directory":
-            return IsADirectoryError(21, "is a folder")
+            return IsADirectoryError(21, "is a folder, not a file")
         return int(info["size"]), _remote_identity(info)
 
     def remote(fs):
-        if fs.async_impl:
-            return lambda paths: [v if isinstance(v, Exception) else file_info(v)
-                                  for v in _gather(fs, fs._info, paths)]
-        return lambda paths: [v if isinstance(v, Exception) else file_info(v)
-                              for v in (_try(fs.info, p) for p in paths)]
+        return lambda paths: [file_info(v) for v in _remote_infos(fs, paths)]
 
     return [value if isinstance(value, tuple) else _as_os_error(value, uri)
             for uri, value in zip(uris, _many(uris, storage_options, _local_stat, remote))]
+
+
+def _remote_infos(fs, paths):
+    """fsspec ``info`` of each path (or the exception), listing folders that hold many."""
+    infos = [None] * len(paths)
+    listable = fs.protocol not in _READ_ONLY and not set(fs.protocol) & _READ_ONLY
+    by_folder = {}
+    for i, path in enumerate(paths):
+        by_folder.setdefault(fs._parent(path), []).append(i)
+    for folder, indexes in by_folder.items():
+        if not listable or len(indexes) < _LIST_FOLDERS_FROM:
+            continue
+        try:
+            listing = {entry["name"].rstrip("/"): entry for entry in
+                       fs.ls(folder, detail=True, refresh=True)}
+        except Exception:  # noqa: BLE001  (unlistable: ask for each file below)
+            continue
+        for i in indexes:
+            infos[i] = listing.get(fs._strip_protocol(paths[i]).rstrip("/")) or \
+                FileNotFoundError(2, "No such file", paths[i])
+    asked = [i for i, info in enumerate(infos) if info is None]
+    if fs.async_impl:
+        answers = _gather(fs, fs._info, [paths[i] for i in asked])
+    else:
+        answers = [_try(fs.info, paths[i]) for i in asked]
+    for i, answer in zip(asked, answers):
+        infos[i] = answer
+    return infos
 
 
 def _try(function, *args):

@@ -36,6 +36,13 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
     opens every image, and reports rows whose image bytes equal another row's (train/test
     leakage across splits, duplicates within one) and rows identical to another.
 
+    Args:
+        df: the table; the column and label options are those of ``to_tfrecord``.
+        check: "header", "decode", or None to check the cells only (no file is read).
+        base_dir: folder (path or URL) that relative image paths resolve against.
+        n_jobs: joblib workers that read and check images.
+        storage_options: fsspec options for remote image URLs.
+
     Returns:
         A DataFrame with columns row, column, value, problem (empty when the table is clean).
 

@@ -27,6 +27,7 @@ from .tfrecord import RecordWriter
 logger = logging.getLogger(__name__)
 
 STATE_DIR = ".tfrecorder_lite"
+_FETCHING_THREADS_PER_WORKER = 4
 _JOB = "job.json"
 _OUR_FILE = re.compile(
     r"^((train|validation|test)-\d{5}-of-\d{5}\.tfrecord(\.gz|\.zz)?|metadata\.json|labels\.txt"
@@ -239,16 +240,20 @@ class _ShardSink:
         self._file.discard()
 
 
-def _parallelism(image_options, n_jobs):
+def _parallelism(image_options, n_jobs, remote):
     """joblib ``(n_jobs, prefer)`` that pays for this kind of image work (measured on 2 cores).
 
     A header check is short Python under the GIL, where more threads only contend: rows are
     prepared in the calling thread while each shard's writing thread hashes and writes. Pillow
     decodes with the GIL released, so threads pay for full decodes (and records need not cross
-    processes); resizing is enough Python to need processes.
+    processes); resizing is enough Python to need processes. Images behind URLs are mostly a
+    wait for the store: more threads keep more chunks of requests in flight.
     """
     if image_options.size is not None:
         return n_jobs, "processes"
+    if remote:
+        workers = joblib.cpu_count() if n_jobs in (None, -1) else max(1, n_jobs)
+        return workers * _FETCHING_THREADS_PER_WORKER, "threads"
     if image_options.check == "header":
         return 1, None
     return n_jobs, "threads"
@@ -286,7 +291,8 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
                                 for r in receipt["rejected"]])
     todo = [s for s in plan.shards if s.name not in receipts]
     total = sum(len(s.positions) for s in todo)
-    n_jobs, prefer = _parallelism(plan.image, n_jobs)
+    remote = any(storage.is_remote(plan.paths[p]) for shard in todo for p in shard.positions)
+    n_jobs, prefer = _parallelism(plan.image, n_jobs, remote)
     workers = joblib.cpu_count() if n_jobs in (None, -1) else max(1, n_jobs)
     chunk_size = max(4, min(64, total // (8 * workers) or 1))
     tasks = list(_tasks(plan, todo, chunk_size))

@@ -6,20 +6,17 @@ import hashlib
 import json
 import os
 import pickle
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 
-import pandas as pd
 import pytest
-import tensorflow as tf
 
 import imagegen as ig
 import tfrecorder_lite
 from conftest import GCS_OPTIONS
 from object_stores import Server
+from processes import kill_when
 from tfrecorder_lite import (
     InvalidRowError, ManifestError, MissingDependencyError, SchemaError, UnsupportedURLError,
     VerifyError, cli, storage,
@@ -350,27 +347,15 @@ def test_a_killed_remote_conversion_resumes_byte_identical(s3, tmp_path):
 def _kill_after_first_receipt(script, csv, out, fs):
     """Run the conversion and SIGKILL it once a shard receipt exists and metadata.json does
     not. Returns True when it was killed mid-way."""
-    proc = subprocess.Popen([sys.executable, str(script), csv, out], start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    state = fs._strip_protocol(out) + "/.tfrecorder_lite"
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None:
-            fs.invalidate_cache()
-            receipts = [p for p in fs.glob(state + "/*.tfrecord.json")]
-            if receipts:
-                os.killpg(proc.pid, signal.SIGKILL)
-                break
-            time.sleep(0.02)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        _, stderr = proc.communicate(timeout=60)
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(f"conversion failed: {stderr.decode()[-2000:]}")
+    top = fs._strip_protocol(out)
+
+    def a_shard_is_finished():
+        fs.invalidate_cache()
+        return bool(fs.glob(top + "/.tfrecorder_lite/*.tfrecord.json"))
+
+    killed = kill_when([sys.executable, str(script), csv, out], a_shard_is_finished, poll=0.02)
     fs.invalidate_cache()
-    return proc.returncode == -signal.SIGKILL and not fs.exists(
-        fs._strip_protocol(out) + "/metadata.json")
+    return killed and not fs.exists(top + "/metadata.json")
 
 
 # ============================================================ loading and verifying remote output

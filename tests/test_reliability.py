@@ -7,17 +7,16 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import imagegen as ig
+from processes import kill_when
 import tfrecorder_lite
 from tfrecorder_lite import OutputExistsError, VerifyError
 
@@ -84,11 +83,6 @@ def big_job(tmp_path_factory):
     return str(images / "table.csv"), str(script)
 
 
-def _start(script, csv, out):
-    return subprocess.Popen([sys.executable, script, csv, out, "1"], start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
 def _finished_shards(out):
     try:
         return [n for n in os.listdir(out) if SHARD.match(n)]
@@ -106,24 +100,11 @@ def _partial_shards(out):
 def _run_and_kill(script, csv, out, at_least):
     """Start the conversion and SIGKILL it once ``at_least`` shards are finished and another
     one is being written, before metadata.json. Returns True when it was killed mid-way."""
-    proc = _start(script, csv, out)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None:
-            if os.path.exists(os.path.join(out, "metadata.json")):
-                break
-            if len(_finished_shards(out)) >= at_least and _partial_shards(out):
-                os.killpg(proc.pid, signal.SIGKILL)
-                break
-            time.sleep(0.001)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        _, stderr = proc.communicate(timeout=60)
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(f"conversion failed: {stderr.decode()[-2000:]}")
-    return proc.returncode == -signal.SIGKILL and not os.path.exists(
-        os.path.join(out, "metadata.json"))
+    def mid_way():
+        return len(_finished_shards(out)) >= at_least and bool(_partial_shards(out))
+
+    killed = kill_when([sys.executable, script, csv, out, "1"], mid_way, poll=0.001)
+    return killed and not os.path.exists(os.path.join(out, "metadata.json"))
 
 
 def _receipted(out):

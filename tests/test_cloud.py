@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 
+import pandas as pd
 import pytest
 
 import imagegen as ig
@@ -483,3 +484,17 @@ def test_a_store_pickles_without_its_filesystem_and_works_in_another_process(s3)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     assert store.list() == ["a.txt", "b.txt"]
     assert store.read_text("b.txt") == "written here, read there"
+
+
+def test_the_filename_feature_keeps_object_names_whole(s3, tmp_path):
+    """``?`` and ``#`` are ordinary characters of object names, not a query or a fragment."""
+    name = "odd name #1?.png"
+    ig.save(tmp_path / name, ig.noise_rgb(4, 5), "PNG")
+    bucket = s3.new_bucket()
+    s3.fs.put_file(str(tmp_path / name), f"{bucket}/{name}")
+    table = pd.DataFrame({"split": ["TRAIN"], "image_uri": [f"{bucket}/{name}"],
+                          "label": ["a"]})
+    result = table.tfrecord.to_tfrecord(str(tmp_path / "out"), **OPTIONS)
+    assert result.counts == {"TRAIN": 1}
+    (record,) = ig.read_examples(result.output_dir)
+    assert record["image/filename"] == name.encode()

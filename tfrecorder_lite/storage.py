@@ -90,8 +90,7 @@ def resolve(uri, base=None):
     Raises:
         UnsupportedURLError: for a scheme that no fsspec filesystem knows.
     """
-    uri = os.fspath(uri) if not isinstance(uri, str) else uri
-    uri = str(uri)
+    uri = os.fspath(uri) if isinstance(uri, os.PathLike) else str(uri)
     protocol = protocol_of(uri)
     if protocol == "file":
         if "://" in uri:
@@ -115,10 +114,13 @@ def parent(uri):
 
 
 def basename(uri):
-    """The last component of a path or URL (without a URL's query string)."""
-    if is_remote(uri):
-        return urlparse(uri).path.rstrip("/").rsplit("/", 1)[-1]
-    return os.path.basename(uri)
+    """The last component of a path or URL (an http(s) URL's query string left out; in object
+    names, ``?`` and ``#`` are ordinary characters)."""
+    if not is_remote(uri):
+        return os.path.basename(uri)
+    if protocol_of(uri) in _READ_ONLY:
+        uri = urlparse(uri).path
+    return uri.rstrip("/").rsplit("/", 1)[-1]
 
 
 def options_for(protocol, storage_options):

@@ -25,6 +25,9 @@ class InvalidRowError(TFRecorderError, ValueError):
         where = f"row {row!r}" + (f" ({path})" if path else "")
         super().__init__(f"{where}: {reason}")
 
+    def __reduce__(self):  # raised in workers: it must cross processes whole
+        return type(self), (self.row, self.path, self.reason)
+
 
 class OutputExistsError(TFRecorderError, FileExistsError):
     """The output folder holds files that are not an earlier run of the same job."""
@@ -35,7 +38,18 @@ class ManifestError(TFRecorderError, OSError):
 
 
 class VerifyError(TFRecorderError, OSError):
-    """A shard does not match metadata.json or holds a damaged record."""
+    """A shard does not match metadata.json or holds a damaged record.
+
+    Attributes:
+        problems: one line per problem found (when ``verify`` found several).
+    """
+
+    def __init__(self, message, problems=()):
+        super().__init__(message)
+        self.problems = list(problems)
+
+    def __reduce__(self):
+        return type(self), (str(self), self.problems)
 
 
 class UnsupportedURLError(TFRecorderError, ValueError):

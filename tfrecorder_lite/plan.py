@@ -40,6 +40,28 @@ class ShardSpec:
                 f".tfrecord{self.suffix}")
 
 
+@dataclass(frozen=True)
+class ShardTask:
+    """Everything one worker needs to write one shard, and nothing more.
+
+    Attributes:
+        name: the shard's file name.
+        rows: one tuple per record, in writing order: (table position, row label, image path
+            or URL, label id, label text, extra column values).
+        image: ImageOptions.
+        compression: None, "GZIP" or "ZLIB".
+        extra_kinds: (column, feature kind) of the extra values.
+        threads: threads that prepare this shard's images inside the task.
+    """
+
+    name: str
+    rows: tuple
+    image: ImageOptions
+    compression: str
+    extra_kinds: tuple
+    threads: int = 1
+
+
 @dataclass(frozen=True, eq=False)
 class WritePlan:
     """What to write, decided up front.
@@ -70,6 +92,13 @@ class WritePlan:
     def features(self):
         """Feature key -> kind of every record (the image features plus carried columns)."""
         return {**example.IMAGE_FEATURES, **dict(self.extra_kinds)}
+
+    def task(self, shard, row_labels, threads=1):
+        """The ShardTask of ``shard``: its rows only (``row_labels``: the table's index)."""
+        rows = tuple((p, row_labels[p], self.paths[p], self.label_ids[p],
+                      self.labels[self.label_ids[p]], self.extras[p]) for p in shard.positions)
+        return ShardTask(shard.name, rows, self.image, self.compression, self.extra_kinds,
+                         threads)
 
 
 def _label_ids(labels, label_map):

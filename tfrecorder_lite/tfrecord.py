@@ -20,7 +20,11 @@ class RecordError(ValueError):
 
     def __init__(self, index, message):
         self.index = index
+        self.message = message
         super().__init__(f"record {index}: {message}")
+
+    def __reduce__(self):
+        return type(self), (self.index, self.message)
 
 
 def normalize_compression(compression):

@@ -102,9 +102,7 @@ def verify(output_dir, decode=False, *, storage_options=None):
             shards += 1
             records += shard["num_examples"]
     if problems:
-        error = VerifyError(f"{len(problems)} problem(s) in {store.url}:\n  " +
-                            "\n  ".join(problems))
-        error.problems = problems
-        raise error
+        raise VerifyError(f"{len(problems)} problem(s) in {store.url}:\n  " +
+                          "\n  ".join(problems), problems)
     what = "records verified" + (" and decoded" if decode else "")
     return f"OK: {len(metadata['splits'])} split(s), {shards} shard(s), {records} {what}"

@@ -1,38 +1,30 @@
-"""Write a WritePlan: parallel image preparation, ordered shard writing, resume, manifest.
+"""Write a WritePlan: one task per shard through joblib, resume, and the manifest last.
 
-Workers (joblib threads or processes, whichever pays for the kind of image work) turn chunks of
-rows into serialized records. The main process hands them to shards in plan order, so the bytes
-never depend on the parallelism, and a thread per shard frames, hashes and writes them. Every
-file goes through the storage layer, which shows it under its final name only when complete
-(see ``storage.PendingFile``); each shard leaves a receipt, and ``metadata.json`` is written last.
+The driver plans, checks the output folder (``output_dir``), and hands each unfinished shard to
+:func:`~tfrecorder_lite.shard.write_shard` through ``joblib.Parallel``, so the backend the
+caller configured (threads, processes, a dask cluster) runs them. Each task reads its own
+images and writes its own file through the storage layer; only its receipt comes back. The
+bytes of a shard depend only on its rows, never on the parallelism. ``metadata.json`` is
+written last, from the receipts.
 """
 
+import dataclasses
 import io
-import json
 import logging
-import re
-from collections import Counter, deque
-from concurrent.futures import ThreadPoolExecutor
+from collections import Counter
 from dataclasses import dataclass
 
 import joblib
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import __version__, example, manifest, storage
-from .errors import InvalidRowError, OutputExistsError
-from .images import ImageRejected, prepare_content
-from .tfrecord import RecordWriter
+from . import __version__, manifest, output_dir, storage
+from .errors import InvalidRowError
+from .shard import write_shard
 
 logger = logging.getLogger(__name__)
 
-STATE_DIR = ".tfrecorder_lite"
 _FETCHING_THREADS_PER_WORKER = 4
-_JOB = "job.json"
-_OUR_FILE = re.compile(
-    r"^((train|validation|test)-\d{5}-of-\d{5}\.tfrecord(\.gz|\.zz)?|metadata\.json|labels\.txt"
-    r"|rejected\.csv)(\.tmp)?$"
-)
 
 
 @dataclass
@@ -58,205 +50,27 @@ class ConversionResult:
                 f"labels={len(self.labels)}, rejected={len(self.rejected)})")
 
 
-def prepare_records(items, image_options, extra_kinds, storage_options=None):
-    """Turn rows into serialized records (a joblib task: top level, picklable, no TensorFlow).
+def _parallelism(plan, tasks, n_jobs):
+    """``(outer n_jobs, prefer, threads per task)`` for this kind of image work.
 
-    Args:
-        items: tuples (position, path, label_id, label_text, extras).
-        image_options: ImageOptions.
-        extra_kinds: (column, kind) pairs matching ``extras``.
-        storage_options: fsspec options for remote image URLs.
-
-    Returns:
-        A list of (position, record chunks (see ``encode_example_chunks``) or None, reason or
-        (format, height, width, channels, label_id)).
+    Shards are the unit joblib distributes (whatever backend ``joblib.parallel_config`` chose),
+    and inside each task threads prepare its images, so one large shard still uses every core.
+    Measured on 2 cores: Pillow decodes with the GIL released, so threads pay for decode checks;
+    resizing is enough Python to prefer processes. A header check is short Python under the
+    GIL: run in this process, two at once only contend, so shards go one after the other, each
+    prepared in its task's thread. Images behind URLs are mostly a wait for the store: more
+    threads keep more chunks of requests in flight.
     """
-    kinds = {**example.IMAGE_FEATURES, **dict(extra_kinds)}
-    out = []
-    contents = storage.read_many([item[1] for item in items], storage_options)
-    for (position, path, label_id, label_text, extras), content in zip(items, contents):
-        try:
-            stored = prepare_content(content, image_options)
-        except ImageRejected as exc:
-            out.append((position, None, str(exc)))
-            continue
-        features = {
-            example.ENCODED: stored.encoded,
-            example.FORMAT: stored.format,
-            example.HEIGHT: stored.height,
-            example.WIDTH: stored.width,
-            example.CHANNELS: stored.channels,
-            example.FILENAME: storage.basename(path),
-            example.LABEL: label_id,
-            example.LABEL_TEXT: label_text,
-        }
-        features.update(zip((name for name, _ in extra_kinds), extras))
-        info = (stored.format, stored.height, stored.width, stored.channels, label_id)
-        out.append((position, example.encode_example_chunks(features, kinds), info))
-    return out
-
-
-def _tasks(plan, shards, size):
-    """(shard, rows, is_last_chunk_of_shard) for every chunk of ``size`` rows, in plan order."""
-    for shard in shards:
-        for start in range(0, len(shard.positions), size):
-            rows = [(p, plan.paths[p], plan.label_ids[p], plan.labels[plan.label_ids[p]],
-                     plan.extras[p]) for p in shard.positions[start:start + size]]
-            yield shard, rows, start + size >= len(shard.positions)
-
-
-def _prepare_output_dir(store, fingerprint, overwrite):
-    """Check what the folder holds; return 'complete', or the receipts of finished shards."""
-    names = store.list()
-    state = store.child(STATE_DIR)
-    previous = None
-    if manifest.METADATA in names:
-        try:
-            previous = json.loads(store.read_text(manifest.METADATA))
-        except (OSError, ValueError):
-            previous = {}
-        if previous.get("fingerprint") == fingerprint and not overwrite:
-            store.remove(STATE_DIR)  # a kill may have left it behind
-            return "complete"
-        what = "a finished conversion of a different table or options"
-    elif STATE_DIR in names:
-        try:
-            previous = json.loads(state.read_text(_JOB))
-        except (OSError, ValueError):
-            previous = {}
-        if previous.get("fingerprint") == fingerprint and not overwrite:
-            return _finished_shards(store, names)
-        if "fingerprint" not in previous:  # killed before job.json: nothing of value is there
-            overwrite = all(_OUR_FILE.match(n) or n == STATE_DIR for n in names)
-        what = "an unfinished conversion of a different table or options"
-    else:
-        what = f"other files ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})"
-    if names and not overwrite:
-        raise OutputExistsError(f"{store.url} holds {what}; nothing was changed. "
-                                "Pass overwrite=True to replace it, or choose an empty folder.")
-    for name in names:
-        if _OUR_FILE.match(name) or name == STATE_DIR:
-            store.remove(name)
-    state.make_dirs()
-    state.write_atomic(_JOB, json.dumps({"fingerprint": fingerprint}))
-    return {}
-
-
-def _finished_shards(store, names):
-    """Receipts of shards a killed run completed; everything else it left is removed."""
-    state = store.child(STATE_DIR)
-    finished = {}
-    for name in state.list():
-        if not name.endswith(".json") or name == _JOB:
-            continue
-        shard = name[:-len(".json")]
-        try:
-            receipt = json.loads(state.read_text(name))
-        except (OSError, ValueError):
-            continue
-        if store.size(shard) == receipt["bytes"] and store.sha256(shard) == receipt["sha256"]:
-            finished[shard] = receipt
-    for name in names:
-        if name.endswith(storage.TEMP_SUFFIX) or (_OUR_FILE.match(name) and name not in finished):
-            store.remove(name)
-    for name in state.list():
-        if name.endswith(storage.TEMP_SUFFIX):
-            state.remove(name)
-    logger.info("resuming: %d finished shard(s) kept in %s", len(finished), store.url)
-    return finished
-
-
-class _ShardSink:
-    """Collects one shard: the record file being written and what went into it.
-
-    Framing, CRCs, sha256 and the file writes run on one background thread per shard, a batch
-    at a time (the batch's join, its sha256 and its write release the GIL), in the order the
-    records were added.
-    """
-
-    _MAX_PENDING_BATCHES = 4  # bounds the records held in memory while the thread catches up
-
-    def __init__(self, store, shard, compression):
-        self.shard = shard
-        self._file = store.open_for_commit(shard.name)
-        self.writer = RecordWriter(self._file, compression)
-        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfrecorder_lite-io")
-        self._batch, self._pending, self._failed = [], deque(), False
-        self.rejected = []
-        self.sizes, self.channels, self.formats, self.labels = set(), set(), Counter(), Counter()
-        self.max_size = [0, 0]
-
-    def add(self, position, record, info):
-        if record is None:
-            self.rejected.append([position, info])
-            return
-        self._batch.append(record)
-        fmt, height, width, channels, label_id = info
-        self.formats[fmt] += 1
-        self.labels[label_id] += 1
-        if len(self.sizes) < 2:
-            self.sizes.add((height, width))
-        self.max_size = [max(self.max_size[0], height), max(self.max_size[1], width)]
-        self.channels.add(channels)
-
-    def flush(self):
-        """Hand the records added so far to the writing thread."""
-        if self._batch:
-            self._pending.append(self._io.submit(self._write, self._batch))
-            self._batch = []
-        while self._pending and (self._pending[0].done() or
-                                 len(self._pending) > self._MAX_PENDING_BATCHES):
-            self._pending.popleft().result()  # re-raises a write error here
-
-    def _write(self, records):
-        if self._failed:  # the shard is lost already: write nothing more
-            return
-        try:
-            self.writer.write_many(records)
-        except BaseException:
-            self._failed = True
-            raise
-
-    def finish(self, state):
-        """Close, move into place and leave a receipt in the ``state`` Store; returns it."""
-        self.flush()
-        while self._pending:
-            self._pending.popleft().result()
-        self._io.shutdown()
-        sha256 = self.writer.close()
-        self._file.commit()
-        receipt = {
-            "name": self.shard.name, "num_examples": self.writer.num_records,
-            "bytes": self.writer.bytes_written, "sha256": sha256, "rejected": self.rejected,
-            "sizes": sorted(self.sizes), "max_size": self.max_size,
-            "channels": sorted(self.channels),
-            "formats": dict(self.formats), "labels": {str(k): v for k, v in self.labels.items()},
-        }
-        state.write_atomic(self.shard.name + ".json", json.dumps(receipt))
-        return receipt
-
-    def abandon(self):
-        self._io.shutdown(wait=True, cancel_futures=True)
-        self._file.discard()
-
-
-def _parallelism(image_options, n_jobs, remote):
-    """joblib ``(n_jobs, prefer)`` that pays for this kind of image work (measured on 2 cores).
-
-    A header check is short Python under the GIL, where more threads only contend: rows are
-    prepared in the calling thread while each shard's writing thread hashes and writes. Pillow
-    decodes with the GIL released, so threads pay for full decodes (and records need not cross
-    processes); resizing is enough Python to need processes. Images behind URLs are mostly a
-    wait for the store: more threads keep more chunks of requests in flight.
-    """
-    if image_options.size is not None:
-        return n_jobs, "processes"
-    if remote:
-        workers = joblib.cpu_count() if n_jobs in (None, -1) else max(1, n_jobs)
-        return workers * _FETCHING_THREADS_PER_WORKER, "threads"
-    if image_options.check == "header":
-        return 1, None
-    return n_jobs, "threads"
+    prefer = "processes" if plan.image.size is not None else "threads"
+    workers = joblib.effective_n_jobs(n_jobs)
+    outer = max(1, min(workers, len(tasks)))
+    threads = joblib.cpu_count() if n_jobs in (None, -1) else max(1, n_jobs)
+    if any(storage.is_remote(row[2]) for task in tasks for row in task.rows):
+        return outer, prefer, threads * _FETCHING_THREADS_PER_WORKER
+    if plan.image.check == "header" and plan.image.size is None:
+        backend, _ = joblib.parallel.get_active_backend(prefer=prefer)
+        return (1 if getattr(backend, "supports_sharedmem", False) else outer), prefer, 1
+    return outer, prefer, threads
 
 
 def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
@@ -277,52 +91,28 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
     """
     if on_error == "raise" and plan.rejected:
         _raise_first(plan, df, plan.rejected)
-    state = _prepare_output_dir(store, plan.fingerprint, overwrite)
-    if state == "complete":
+    state = output_dir.prepare(store, plan.fingerprint, overwrite)
+    if state.finished:
         logger.info("%s already holds this conversion; nothing to do", store.url)
         result = _result_from_disk(store, df)
         if on_error == "raise" and len(result.rejected):  # a finished on_error="skip" run
             _raise_first(plan, df, zip(result.metadata["rejected_rows"], result.rejected.reason))
         return result
-    state_store = store.child(STATE_DIR)
-    receipts = dict(state)
+    receipts = dict(state.receipts)
     if on_error == "raise":  # shards an interrupted on_error="skip" run finished
         _raise_first(plan, df, [tuple(r) for receipt in receipts.values()
                                 for r in receipt["rejected"]])
     todo = [s for s in plan.shards if s.name not in receipts]
-    total = sum(len(s.positions) for s in todo)
-    remote = any(storage.is_remote(plan.paths[p]) for shard in todo for p in shard.positions)
-    n_jobs, prefer = _parallelism(plan.image, n_jobs, remote)
-    workers = joblib.cpu_count() if n_jobs in (None, -1) else max(1, n_jobs)
-    chunk_size = max(4, min(64, total // (8 * workers) or 1))
-    tasks = list(_tasks(plan, todo, chunk_size))
-    parallel = joblib.Parallel(n_jobs=n_jobs, prefer=prefer, return_as="generator")
-    results = parallel(joblib.delayed(prepare_records)(chunk, plan.image, plan.extra_kinds,
-                                                       store.storage_options)
-                       for _, chunk, _ in tasks)
-    sink = None
+    tasks = [plan.task(shard, df.index) for shard in todo]
+    outer, prefer, threads = _parallelism(plan, tasks, n_jobs)
+    tasks = [dataclasses.replace(task, threads=threads) for task in tasks]
+    parallel = joblib.Parallel(n_jobs=outer, prefer=prefer, return_as="generator_unordered")
+    total = sum(len(task.rows) for task in tasks)
     with tqdm(total=total, unit="img", desc="tfrecorder_lite", disable=not progress) as bar:
-        try:
-            for (shard, _, last), records in zip(tasks, results):
-                if sink is None or sink.shard is not shard:
-                    sink = _ShardSink(store, shard, plan.compression)
-                for position, record, info in records:
-                    if record is None and on_error == "raise":
-                        raise InvalidRowError(df.index[position], plan.paths[position], info)
-                    sink.add(position, record, info)
-                sink.flush()
-                bar.update(len(records))
-                if last:
-                    receipts[shard.name] = sink.finish(state_store)
-                    sink = None
-        finally:
-            if sink is not None:
-                sink.abandon()
-            results.close()
-    for shard in todo:  # shards with no rows at all
-        if shard.name not in receipts:
-            empty = _ShardSink(store, shard, plan.compression)
-            receipts[shard.name] = empty.finish(state_store)
+        for receipt in parallel(joblib.delayed(write_shard)(task, store, on_error)
+                                for task in tasks):
+            receipts[receipt["name"]] = receipt
+            bar.update(receipt["num_examples"] + len(receipt["rejected"]))
     return _finish(plan, df, store, receipts)
 
 
@@ -395,7 +185,7 @@ def _finish(plan, df, store, receipts):
         "splits": splits,
     }
     manifest.write_metadata(store, metadata)
-    store.remove(STATE_DIR)
+    store.remove(output_dir.STATE_DIR)
     counts = {split: info["num_examples"] for split, info in splits.items()}
     logger.info("wrote %s to %s (%d rejected)", counts, store.url, len(rejected))
     return ConversionResult(store.url, counts, list(plan.labels), rejected_df, metadata)

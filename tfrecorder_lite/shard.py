@@ -1,0 +1,185 @@
+"""One shard = one task: read its images, write its file through the store, return a receipt.
+
+:func:`write_shard` is a top-level, picklable joblib task with everything it needs in its
+arguments (a ShardTask and a Store), so any joblib backend can run it: threads or processes on
+this machine, or the workers of a dask cluster. Inside, chunks of rows are read (remote ones
+concurrently) and prepared by the task's own threads, in order; a writing thread frames, hashes
+and writes them. No TensorFlow, and no image bytes go back to the caller: only the receipt.
+"""
+
+import json
+from collections import Counter, deque
+from concurrent.futures import ThreadPoolExecutor
+
+from . import example, storage
+from .errors import InvalidRowError
+from .images import ImageRejected, prepare_content
+from .output_dir import STATE_DIR, receipt_name
+from .tfrecord import RecordWriter
+
+_MAX_CHUNK = 64  # rows read and prepared together (bounds memory; one batch of requests)
+
+
+def write_shard(task, store, on_error="raise"):
+    """Write the shard of ``task`` into the ``store`` folder and leave its receipt there.
+
+    Args:
+        task: a ShardTask.
+        store: the output folder (a Store; its storage options also serve the image URLs).
+        on_error: "raise" at the first row that cannot be written, or "skip" it.
+
+    Returns:
+        The receipt (a small dict): name, num_examples, bytes, sha256, rejected
+        ``[position, reason]`` pairs, and the sizes, channels, formats and labels written.
+
+    Raises:
+        InvalidRowError: with ``on_error="raise"``, naming the row; nothing is left under the
+            shard's name.
+    """
+    sink = ShardSink(store, task.name, task.compression)
+    try:
+        for chunk, prepared in _prepared_chunks(task, store.storage_options):
+            for (position, row, path, *_), (record, info) in zip(chunk, prepared):
+                if record is None and on_error == "raise":
+                    raise InvalidRowError(row, path, info)
+                sink.add(position, record, info)
+            sink.flush()
+        return sink.finish(store.child(STATE_DIR))
+    except BaseException:
+        sink.abandon()
+        raise
+
+
+def _prepared_chunks(task, storage_options):
+    """Yield ``(chunk of rows, prepared records)`` in order, prepared by ``task.threads``."""
+    size = max(4, min(_MAX_CHUNK, len(task.rows) // (4 * task.threads) or 1))
+    chunks = [task.rows[i:i + size] for i in range(0, len(task.rows), size)]
+    arguments = (task.image, task.extra_kinds, storage_options)
+    if task.threads <= 1:
+        for chunk in chunks:
+            yield chunk, prepare_records(chunk, *arguments)
+        return
+    with ThreadPoolExecutor(task.threads, thread_name_prefix="tfrecorder_lite-prep") as pool:
+        pending = deque()
+        for chunk in chunks:
+            pending.append((chunk, pool.submit(prepare_records, chunk, *arguments)))
+            if len(pending) > 2 * task.threads:  # bounds the images held in memory
+                done, future = pending.popleft()
+                yield done, future.result()
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
+
+
+def prepare_records(rows, image_options, extra_kinds, storage_options=None):
+    """Turn rows into serialized records.
+
+    Args:
+        rows: ShardTask rows (position, row label, path, label_id, label_text, extras).
+        image_options: ImageOptions.
+        extra_kinds: (column, kind) pairs matching ``extras``.
+        storage_options: fsspec options for remote image URLs.
+
+    Returns:
+        One ``(record, info)`` per row: the record's chunks (see ``encode_example_chunks``)
+        and ``(format, height, width, channels, label_id)``, or ``(None, reason)``.
+    """
+    kinds = {**example.IMAGE_FEATURES, **dict(extra_kinds)}
+    out = []
+    contents = storage.read_many([row[2] for row in rows], storage_options)
+    for (_, _, path, label_id, label_text, extras), content in zip(rows, contents):
+        try:
+            stored = prepare_content(content, image_options)
+        except ImageRejected as exc:
+            out.append((None, str(exc)))
+            continue
+        features = {
+            example.ENCODED: stored.encoded,
+            example.FORMAT: stored.format,
+            example.HEIGHT: stored.height,
+            example.WIDTH: stored.width,
+            example.CHANNELS: stored.channels,
+            example.FILENAME: storage.basename(path),
+            example.LABEL: label_id,
+            example.LABEL_TEXT: label_text,
+        }
+        features.update(zip((name for name, _ in extra_kinds), extras))
+        info = (stored.format, stored.height, stored.width, stored.channels, label_id)
+        out.append((example.encode_example_chunks(features, kinds), info))
+    return out
+
+
+class ShardSink:
+    """Collects one shard: the record file being written and what went into it.
+
+    Framing, CRCs, sha256 and the file writes run on one background thread per shard, a batch
+    at a time (the batch's join, its sha256 and its write release the GIL), in the order the
+    records were added.
+    """
+
+    _MAX_PENDING_BATCHES = 4  # bounds the records held in memory while the thread catches up
+
+    def __init__(self, store, name, compression):
+        self.name = name
+        self._file = store.open_for_commit(name)
+        self.writer = RecordWriter(self._file, compression)
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfrecorder_lite-io")
+        self._batch, self._pending, self._failed = [], deque(), False
+        self.rejected = []
+        self.sizes, self.channels, self.formats, self.labels = set(), set(), Counter(), Counter()
+        self.max_size = [0, 0]
+
+    def add(self, position, record, info):
+        """Add one prepared row: its record and info, or None and the rejection reason."""
+        if record is None:
+            self.rejected.append([position, info])
+            return
+        self._batch.append(record)
+        fmt, height, width, channels, label_id = info
+        self.formats[fmt] += 1
+        self.labels[label_id] += 1
+        if len(self.sizes) < 2:
+            self.sizes.add((height, width))
+        self.max_size = [max(self.max_size[0], height), max(self.max_size[1], width)]
+        self.channels.add(channels)
+
+    def flush(self):
+        """Hand the records added so far to the writing thread."""
+        if self._batch:
+            self._pending.append(self._io.submit(self._write, self._batch))
+            self._batch = []
+        while self._pending and (self._pending[0].done() or
+                                 len(self._pending) > self._MAX_PENDING_BATCHES):
+            self._pending.popleft().result()  # re-raises a write error here
+
+    def _write(self, records):
+        if self._failed:  # the shard is lost already: write nothing more
+            return
+        try:
+            self.writer.write_many(records)
+        except BaseException:
+            self._failed = True
+            raise
+
+    def finish(self, state):
+        """Close, move into place and leave a receipt in the ``state`` Store; returns it."""
+        self.flush()
+        while self._pending:
+            self._pending.popleft().result()
+        self._io.shutdown()
+        sha256 = self.writer.close()
+        self._file.commit()
+        receipt = {
+            "name": self.name, "num_examples": self.writer.num_records,
+            "bytes": self.writer.bytes_written, "sha256": sha256, "rejected": self.rejected,
+            "sizes": sorted(self.sizes), "max_size": self.max_size,
+            "channels": sorted(self.channels),
+            "formats": dict(self.formats), "labels": {str(k): v for k, v in self.labels.items()},
+        }
+        state.write_atomic(receipt_name(self.name), json.dumps(receipt))
+        return receipt
+
+    def abandon(self):
+        """Stop writing and leave nothing under the shard's name."""
+        self._io.shutdown(wait=True, cancel_futures=True)
+        self._file.discard()

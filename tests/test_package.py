@@ -104,3 +104,31 @@ def test_read_bytes_reads_whole_files_beyond_one_read(tmp_path, monkeypatch, siz
     assert storage.read_bytes(str(path)) == data
     monkeypatch.setattr(storage, "_ONE_READ_LIMIT", 1000)  # files larger than one read
     assert storage.read_bytes(str(path)) == data
+
+
+def test_every_exception_pickles_with_its_attributes_in_a_process_without_tensorflow():
+    """Workers raise these in other processes (or machines): they must unpickle whole. Checked
+    where TensorFlow was never imported, as in a worker (importing it changes how exceptions
+    pickle)."""
+    script = """
+import inspect, pickle, sys
+from tfrecorder_lite import errors, images, tfrecord
+samples = {
+    errors.InvalidRowError: (("row", 7), "gs://b/x.jpg", "truncated JPEG"),
+    errors.VerifyError: ("2 problem(s)", ["a: missing", "b: record 3"]),
+    tfrecord.RecordError: (3, "data CRC mismatch"),
+}
+classes = [c for _, c in inspect.getmembers(errors, inspect.isclass)
+           if issubclass(c, BaseException)] + [tfrecord.RecordError, images.ImageRejected]
+for cls in classes:
+    error = cls(*samples.get(cls, ("a message",)))
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is cls and str(copy) == str(error), cls
+    assert vars(copy) == vars(error), (cls, vars(copy), vars(error))
+assert "tensorflow" not in sys.modules
+print(len(classes))
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert int(proc.stdout) >= 10

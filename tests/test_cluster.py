@@ -6,15 +6,13 @@ import signal
 import threading
 import time
 
+import distributed
 import joblib
 import pandas as pd
 import pytest
 
 import imagegen as ig
-import tfrecorder_lite
 from tfrecorder_lite import InvalidRowError, storage
-
-distributed = pytest.importorskip("distributed")
 
 OPTIONS = {"progress": False, "on_error": "skip", "num_shards": 3}
 

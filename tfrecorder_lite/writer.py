@@ -8,7 +8,6 @@ bytes of a shard depend only on its rows, never on the parallelism. ``metadata.j
 written last, from the receipts.
 """
 
-import dataclasses
 import io
 import logging
 from collections import Counter
@@ -50,7 +49,7 @@ class ConversionResult:
                 f"labels={len(self.labels)}, rejected={len(self.rejected)})")
 
 
-def _parallelism(plan, tasks, n_jobs):
+def _parallelism(plan, shards, n_jobs):
     """``(outer n_jobs, prefer, threads per task)`` for this kind of image work.
 
     Shards are the unit joblib distributes (whatever backend ``joblib.parallel_config`` chose),
@@ -63,9 +62,9 @@ def _parallelism(plan, tasks, n_jobs):
     """
     prefer = "processes" if plan.image.size is not None else "threads"
     workers = joblib.effective_n_jobs(n_jobs)
-    outer = max(1, min(workers, len(tasks)))
+    outer = max(1, min(workers, len(shards)))
     threads = joblib.cpu_count() if n_jobs in (None, -1) else max(1, n_jobs)
-    if any(storage.is_remote(row[2]) for task in tasks for row in task.rows):
+    if any(storage.is_remote(plan.paths[p]) for shard in shards for p in shard.positions):
         return outer, prefer, threads * _FETCHING_THREADS_PER_WORKER
     if plan.image.check == "header" and plan.image.size is None:
         backend, _ = joblib.parallel.get_active_backend(prefer=prefer)
@@ -103,11 +102,11 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
         _raise_first(plan, df, [tuple(r) for receipt in receipts.values()
                                 for r in receipt["rejected"]])
     todo = [s for s in plan.shards if s.name not in receipts]
-    tasks = [plan.task(shard, df.index) for shard in todo]
-    outer, prefer, threads = _parallelism(plan, tasks, n_jobs)
-    tasks = [dataclasses.replace(task, threads=threads) for task in tasks]
+    outer, prefer, threads = _parallelism(plan, todo, n_jobs)
+    # tasks are made as joblib dispatches them: the driver never holds every shard's rows
+    tasks = (plan.task(shard, df.index, threads) for shard in todo)
     parallel = joblib.Parallel(n_jobs=outer, prefer=prefer, return_as="generator_unordered")
-    total = sum(len(task.rows) for task in tasks)
+    total = sum(len(shard.positions) for shard in todo)
     with tqdm(total=total, unit="img", desc="tfrecorder_lite", disable=not progress) as bar:
         for receipt in parallel(joblib.delayed(write_shard)(task, store, on_error)
                                 for task in tasks):

@@ -105,7 +105,12 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
     outer, prefer, threads = _parallelism(plan, todo, n_jobs)
     # tasks are made as joblib dispatches them: the driver never holds every shard's rows
     tasks = (plan.task(shard, df.index, threads) for shard in todo)
-    parallel = joblib.Parallel(n_jobs=outer, prefer=prefer, return_as="generator_unordered")
+    for return_as in ("generator_unordered", "generator", "list"):
+        try:  # receipts as they come, where the backend can (Ray's returns a list at the end)
+            parallel = joblib.Parallel(n_jobs=outer, prefer=prefer, return_as=return_as)
+            break
+        except ValueError:
+            continue
     total = sum(len(shard.positions) for shard in todo)
     with tqdm(total=total, unit="img", desc="tfrecorder_lite", disable=not progress) as bar:
         for receipt in parallel(joblib.delayed(write_shard)(task, store, on_error)

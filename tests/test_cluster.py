@@ -3,6 +3,7 @@ a worker process writes straight to the output storage, with the bytes of a loca
 
 import os
 import signal
+import tempfile
 import threading
 import time
 
@@ -82,10 +83,12 @@ def test_on_error_raise_names_the_row_across_processes(client, table, tmp_path):
     assert not (tmp_path / "out" / "metadata.json").exists()
 
 
-def test_a_worker_killed_mid_shard_leaves_no_partial_shard_and_the_job_finishes(client,
-                                                                              tmp_path):
-    """SIGKILL the worker process that holds a shard's temporary file open: dask reruns the task
-    on a live worker, and the output is byte-identical to a local run."""
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_a_worker_killed_mid_shard_leaves_no_partial_shard_and_the_job_finishes(
+        client, s3, tmp_path, where):
+    """SIGKILL the worker process that holds a shard being written (its temporary file beside
+    the shard, or its local spool before an upload): dask reruns the task on a live worker, and
+    the output is byte-identical to a local run."""
     root = tmp_path / "images"
     rows = []
     for i in range(240):
@@ -95,7 +98,11 @@ def test_a_worker_killed_mid_shard_leaves_no_partial_shard_and_the_job_finishes(
     options = {**OPTIONS, "num_shards": 4}
     expected = ig.tree_digest(df.tfrecord.to_tfrecord(str(tmp_path / "reference"),
                                                       **options).output_dir)
-    out = tmp_path / "out"
+    if where == "local":
+        out, partial = str(tmp_path / "out"), (str(tmp_path / "out"), ".tfrecord.tmp")
+    else:
+        out = s3.new_bucket() + "/out"
+        partial = (os.path.join(tempfile.gettempdir(), "tfrecorder_lite-"), ".tmp")
     pids = client.run(os.getpid)
     killed = []
 
@@ -103,7 +110,7 @@ def test_a_worker_killed_mid_shard_leaves_no_partial_shard_and_the_job_finishes(
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not killed:
             for pid in pids.values():
-                if _holds_a_partial_shard(pid, str(out)):
+                if _holds_open(pid, *partial):
                     os.kill(pid, signal.SIGKILL)
                     killed.append(pid)
                     return
@@ -112,16 +119,21 @@ def test_a_worker_killed_mid_shard_leaves_no_partial_shard_and_the_job_finishes(
     killer = threading.Thread(target=kill_a_writer)
     killer.start()
     try:
-        on_cluster(client, lambda: df.tfrecord.to_tfrecord(str(out), **options))
+        on_cluster(client, lambda: df.tfrecord.to_tfrecord(out, **options))
     finally:
         killer.join()
     if not killed:
         pytest.skip("no worker was caught writing a shard")
-    assert ig.tree_digest(out) == expected
+    if where == "local":
+        assert ig.tree_digest(out) == expected
+    else:
+        store = storage.Store(out)
+        assert {name: store.sha256(name) for name in store.list()} == expected
     client.wait_for_workers(2, timeout=60)  # the nanny restarts the killed worker
 
 
-def _holds_a_partial_shard(pid, folder):
+def _holds_open(pid, prefix, suffix):
+    """True when process ``pid`` has a file open whose path has this prefix and suffix."""
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
@@ -131,6 +143,6 @@ def _holds_a_partial_shard(pid, folder):
             target = os.readlink(f"/proc/{pid}/fd/{fd}")
         except OSError:
             continue
-        if target.startswith(folder) and target.endswith(".tfrecord.tmp"):
+        if target.startswith(prefix) and target.endswith(suffix):
             return True
     return False

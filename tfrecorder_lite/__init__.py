@@ -6,7 +6,7 @@ only where records are read.
 
 import logging
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 

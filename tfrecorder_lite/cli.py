@@ -8,7 +8,8 @@ import json
 import logging
 import sys
 
-from . import __version__, manifest
+from . import manifest
+from ._version import __version__
 from .conversion import convert
 from .verification import verify
 from .errors import TFRecorderError, VerifyError

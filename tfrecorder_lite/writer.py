@@ -17,7 +17,8 @@ import joblib
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import __version__, manifest, output_dir, storage
+from . import manifest, output_dir, storage
+from ._version import __version__
 from .errors import InvalidRowError
 from .shard import write_shard
 

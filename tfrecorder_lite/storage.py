@@ -225,7 +225,7 @@ def _gather(fs, coroutine_of, paths):
 
 
 def _many(uris, storage_options, local, remote):
-    """Apply ``local(path)`` or ``remote(fs) -> function(paths)`` to every URI.
+    """Apply ``local(path)`` to local URIs and ``remote(fs, paths)`` to the others, by protocol.
 
     Returns:
         A list with each result, or the exception raised for that URI.
@@ -243,12 +243,26 @@ def _many(uris, storage_options, local, remote):
             by_protocol.setdefault(protocol, []).append(i)
     for protocol, indexes in by_protocol.items():
         fs = filesystem(protocol, storage_options)
-        for i, value in zip(indexes, remote(fs)([uris[i] for i in indexes])):
+        for i, value in zip(indexes, remote(fs, [uris[i] for i in indexes])):
             out[i] = value
     return out
 
 
-def _as_os_error(exc, uri):
+def _each(fs, method, paths):
+    """``fs.<method>(path)`` for every path, or the exception it raised; concurrently on an
+    async filesystem (gcsfs, s3fs, http), one after the other on the others."""
+    if fs.async_impl:
+        return _gather(fs, getattr(fs, "_" + method), paths)
+    out = []
+    for path in paths:
+        try:
+            out.append(getattr(fs, method)(path))
+        except Exception as exc:  # reported per file, never for the whole batch
+            out.append(exc)
+    return out
+
+
+def _as_os_error(exc):
     if isinstance(exc, OSError):
         return exc
     return OSError(f"{type(exc).__name__}: {exc}".rstrip(": "))
@@ -260,13 +274,9 @@ def read_many(uris, storage_options=None):
     Returns:
         One item per URI: its bytes, or the OSError that reading it raised.
     """
-    def remote(fs):
-        if fs.async_impl:
-            return lambda paths: _gather(fs, fs._cat_file, paths)
-        return lambda paths: [_try(fs.cat_file, p) for p in paths]
-
-    return [value if isinstance(value, bytes) else _as_os_error(value, uri)
-            for uri, value in zip(uris, _many(uris, storage_options, _local_read, remote))]
+    contents = _many(uris, storage_options, _local_read,
+                     lambda fs, paths: _each(fs, "cat_file", paths))
+    return [value if isinstance(value, bytes) else _as_os_error(value) for value in contents]
 
 
 def stat_many(uris, storage_options=None):
@@ -286,46 +296,33 @@ def stat_many(uris, storage_options=None):
             return IsADirectoryError(21, "is a folder, not a file")
         return int(info["size"]), _remote_identity(info)
 
-    def remote(fs):
-        return lambda paths: [file_info(v) for v in _remote_infos(fs, paths)]
-
-    return [value if isinstance(value, tuple) else _as_os_error(value, uri)
-            for uri, value in zip(uris, _many(uris, storage_options, _local_stat, remote))]
+    found = _many(uris, storage_options, _local_stat,
+                  lambda fs, paths: [file_info(v) for v in _remote_infos(fs, paths)])
+    return [value if isinstance(value, tuple) else _as_os_error(value) for value in found]
 
 
 def _remote_infos(fs, paths):
     """fsspec ``info`` of each path (or the exception), listing folders that hold many."""
     infos = [None] * len(paths)
-    listable = fs.protocol not in _READ_ONLY and not set(fs.protocol) & _READ_ONLY
+    protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
     by_folder = {}
     for i, path in enumerate(paths):
         by_folder.setdefault(fs._parent(path), []).append(i)
     for folder, indexes in by_folder.items():
-        if not listable or len(indexes) < _LIST_FOLDERS_FROM:
-            continue
+        if protocols & _READ_ONLY or len(indexes) < _LIST_FOLDERS_FROM:
+            continue  # http(s) has no listing of sizes to speak of
         try:
             listing = {entry["name"].rstrip("/"): entry for entry in
                        fs.ls(folder, detail=True, refresh=True)}
-        except Exception:  # noqa: BLE001  (unlistable: ask for each file below)
+        except Exception:  # unlistable: ask for each file below
             continue
         for i in indexes:
             infos[i] = listing.get(fs._strip_protocol(paths[i]).rstrip("/")) or \
                 FileNotFoundError(2, "No such file", paths[i])
     asked = [i for i, info in enumerate(infos) if info is None]
-    if fs.async_impl:
-        answers = _gather(fs, fs._info, [paths[i] for i in asked])
-    else:
-        answers = [_try(fs.info, paths[i]) for i in asked]
-    for i, answer in zip(asked, answers):
+    for i, answer in zip(asked, _each(fs, "info", [paths[i] for i in asked])):
         infos[i] = answer
     return infos
-
-
-def _try(function, *args):
-    try:
-        return function(*args)
-    except Exception as exc:
-        return exc
 
 
 def read_bytes(uri, storage_options=None):
@@ -346,8 +343,8 @@ def is_dir(uri, storage_options=None):
 def walk_files(root, storage_options=None):
     """Yield ``(relative_parts, path_or_url)`` of every non-hidden file below ``root``, sorted."""
     if is_remote(root):
-        fs = filesystem(protocol_of(root), storage_options)
         scheme = protocol_of(root)
+        fs = filesystem(scheme, storage_options)
         top = fs._strip_protocol(root).rstrip("/")
         for path in sorted(fs.find(root)):
             parts = tuple(path[len(top) + 1:].split("/"))
@@ -377,7 +374,8 @@ class Store:
     """
 
     def __init__(self, url, storage_options=None):
-        self.url = resolve(url).rstrip("/") if is_remote(url) else resolve(url)
+        url = resolve(url)
+        self.url = url.rstrip("/") if is_remote(url) else url
         self.storage_options = storage_options
         self.protocol = protocol_of(self.url)
 
@@ -447,10 +445,6 @@ class Store:
         except FileNotFoundError:
             return None
         return int(info["size"]) if info.get("type") == "file" else None
-
-    def exists(self, name):
-        """True when the file ``name`` exists."""
-        return self.size(name) is not None
 
     def read_bytes(self, name):
         """The whole content of the file ``name``."""
@@ -552,8 +546,7 @@ class PendingFile:
             store.fs.put_file(self._temp_path, final)
         finally:
             os.remove(self._temp_path)
-        store.fs.invalidate_cache(final)
-        found = store.size(self.name)
+        found = store.size(self.name)  # write, then verify
         if found != self.bytes_written:
             raise OSError(f"{final}: uploaded {self.bytes_written} bytes, the store holds "
                           f"{found if found is not None else 'nothing'}")

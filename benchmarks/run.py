@@ -442,13 +442,14 @@ def _lib_fixture(ctx: Context, resized: bool) -> Path:
     return ctx.fixture(name, lambda path: _lib_write(ctx, path, **kwargs))
 
 
-def _lib_load(ctx: Context, records: Path) -> Outcome:
+def _lib_load(ctx: Context, records: Path, **options: Any) -> Outcome:
     """Iterates one epoch of `tfrecorder_lite.load(records, split="TRAIN", ...)`."""
     lib = ctx.require_lib()
-    ds = lib.load(str(records), split="TRAIN", batch_size=BATCH_SIZE, image_size=IMAGE_SIZE)
+    options = {"batch_size": BATCH_SIZE, "image_size": IMAGE_SIZE, **options}
+    ds = lib.load(str(records), split="TRAIN", **options)
     n, limit = 0, 2 * ctx.n_train + BATCH_SIZE
     for batch in ds:
-        n += leading_dim(batch)
+        n += leading_dim(batch) if options["batch_size"] else 1
         if n > limit:
             raise RuntimeError(f"load() yielded > {limit} images: does it repeat?")
     return Outcome(items=n)
@@ -457,6 +458,22 @@ def _lib_load(ctx: Context, records: Path) -> Outcome:
 def lib_load(ctx: Context, out_dir: Path) -> Outcome:
     """load() of records written with the default (kept-as-encoded) write."""
     return _lib_load(ctx, _lib_fixture(ctx, resized=False))
+
+
+def lib_load_fast_idct(ctx: Context, out_dir: Path) -> Outcome:
+    """lib_load with TensorFlow's default (fast, inexact) JPEG IDCT."""
+    return _lib_load(ctx, _lib_fixture(ctx, resized=False), dct_method="")
+
+
+def lib_load_full(ctx: Context, out_dir: Path) -> Outcome:
+    """load() at full size, unbatched: every JPEG decoded whole (accurate IDCT)."""
+    return _lib_load(ctx, _lib_fixture(ctx, resized=False), batch_size=None, image_size=None)
+
+
+def lib_load_full_fast_idct(ctx: Context, out_dir: Path) -> Outcome:
+    """lib_load_full with TensorFlow's default (fast, inexact) JPEG IDCT."""
+    return _lib_load(ctx, _lib_fixture(ctx, resized=False), batch_size=None, image_size=None,
+                     dct_method="")
 
 
 def lib_load_resized(ctx: Context, out_dir: Path) -> Outcome:
@@ -482,6 +499,15 @@ PATHS = (
     BenchPath("lib_load", lib_load, baseline="tfdata_read",
               setup=lambda ctx: _lib_fixture(ctx, resized=False),
               what="load(TRAIN, 224) of kept-encoded records"),
+    BenchPath("lib_load_fast_idct", lib_load_fast_idct, baseline="lib_load",
+              setup=lambda ctx: _lib_fixture(ctx, resized=False),
+              what='lib_load with dct_method="" (fast IDCT)'),
+    BenchPath("lib_load_full", lib_load_full, baseline="tfdata_read",
+              setup=lambda ctx: _lib_fixture(ctx, resized=False),
+              what="load(TRAIN) full size, unbatched"),
+    BenchPath("lib_load_full_fast_idct", lib_load_full_fast_idct, baseline="lib_load_full",
+              setup=lambda ctx: _lib_fixture(ctx, resized=False),
+              what='lib_load_full with dct_method="" (fast IDCT)'),
     BenchPath("lib_load_resized", lib_load_resized, baseline="lib_load",
               setup=lambda ctx: _lib_fixture(ctx, resized=True),
               what="load(TRAIN, 224) of 224x224 records"),

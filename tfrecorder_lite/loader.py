@@ -17,7 +17,7 @@ _JPEG_RATIOS = (8, 4, 2)
 
 def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=False, seed=None,
          as_supervised=True, shuffle_buffer=1000, drop_remainder=False, channels=3,
-         storage_options=None, cache_dir=None):
+         dct_method="INTEGER_ACCURATE", storage_options=None, cache_dir=None):
     """Return a ``tf.data.Dataset`` of a split, or a dict split -> dataset when split is None.
 
     Args:
@@ -32,6 +32,8 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         shuffle_buffer: examples held by the shuffle buffer.
         drop_remainder: drop the last, smaller batch.
         channels: channels of the decoded image (3: RGB, 1: grayscale).
+        dct_method: JPEG inverse DCT. "INTEGER_ACCURATE" (default) gives the pixels Pillow and
+            most viewers show; "" is TensorFlow's default, faster and off by a few levels.
         storage_options: fsspec options for a remote ``output_dir``.
         cache_dir: where remote shards are copied before reading (see ``shard_cache``).
             TensorFlow reads ``gs://`` on Google Cloud itself, so those are copied only when
@@ -51,8 +53,8 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         return {name: load(output_dir, name, batch_size=batch_size, image_size=image_size,
                            shuffle=shuffle, seed=seed, as_supervised=as_supervised,
                            shuffle_buffer=shuffle_buffer, drop_remainder=drop_remainder,
-                           channels=channels, storage_options=storage_options,
-                           cache_dir=cache_dir)
+                           channels=channels, dct_method=dct_method,
+                           storage_options=storage_options, cache_dir=cache_dir)
                 for name in metadata["splits"]}
     split = manifest.normalize_split(metadata, split)
     if image_size is not None:
@@ -69,7 +71,7 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
     compression = metadata["compression"] or ""
     spec = example.parse_spec(metadata["features"])
     ratios = _useful_jpeg_ratios(metadata["image"], image_size)
-    decode = _decoder(tf, spec, image_size, channels, as_supervised, ratios)
+    decode = _decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method)
 
     deterministic = not shuffle or seed is not None  # a seeded shuffle must repeat exactly
     files = tf.data.Dataset.from_tensor_slices(paths)
@@ -118,40 +120,40 @@ def _useful_jpeg_ratios(image_info, image_size):
                  if max_height // r >= image_size[0] and max_width // r >= image_size[1])
 
 
-def _decoder(tf, spec, image_size, channels, as_supervised, ratios):
+def _decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method):
     """The map function: parse one record, decode (and resize) its image."""
     if as_supervised:  # parse only what the image and label need
         spec = {key: spec[key] for key in (example.ENCODED, example.FORMAT, example.HEIGHT,
                                            example.WIDTH, example.LABEL)}
 
-    def decode_any(encoded):
-        return tf.io.decode_image(encoded, channels=channels, expand_animations=False)
-
-    def decode_scaled(features):
-        # JPEG can decode at 1/2, 1/4 or 1/8 scale for free: pick the smallest that still
-        # covers the target size, then resize the rest of the way. One switch (no nesting):
-        # branch i < len(ratios) decodes at 1/ratios[i], then full-size JPEG, then any format.
+    def decode_image(features):
+        # JPEGs go to decode_jpeg (decode_image has no dct_method). JPEG can also decode at
+        # 1/2, 1/4 or 1/8 scale for free: pick the smallest that still covers the target size,
+        # then resize the rest of the way. One switch (no nesting): branch i < len(ratios)
+        # decodes at 1/ratios[i], then full-size JPEG, then any other format.
         encoded = features[example.ENCODED]
-        height, width = features[example.HEIGHT], features[example.WIDTH]
-        branches = [lambda r=r: tf.io.decode_jpeg(encoded, channels=channels, ratio=r)
+        branches = [lambda r=r: tf.io.decode_jpeg(encoded, channels=channels, ratio=r,
+                                                  dct_method=dct_method)
                     for r in ratios]
-        branches += [lambda: tf.io.decode_jpeg(encoded, channels=channels),
-                     lambda: decode_any(encoded)]
-        fits = [tf.logical_and(height // r >= image_size[0], width // r >= image_size[1])
-                for r in ratios]
-        # fits is monotone (a smaller ratio fits whenever a larger one does), so the count of
-        # ratios that do not fit is the index of the largest one that does.
-        jpeg_index = tf.reduce_sum(tf.cast(tf.logical_not(tf.stack(fits)), tf.int32))
+        branches += [lambda: tf.io.decode_jpeg(encoded, channels=channels,
+                                               dct_method=dct_method),
+                     lambda: tf.io.decode_image(encoded, channels=channels,
+                                                expand_animations=False)]
+        jpeg_index = len(ratios)  # full size
+        if ratios:
+            height, width = features[example.HEIGHT], features[example.WIDTH]
+            fits = [tf.logical_and(height // r >= image_size[0], width // r >= image_size[1])
+                    for r in ratios]
+            # fits is monotone (a smaller ratio fits whenever a larger one does), so the
+            # count of ratios that do not fit is the index of the largest one that does.
+            jpeg_index = tf.reduce_sum(tf.cast(tf.logical_not(tf.stack(fits)), tf.int32))
         index = tf.where(tf.equal(features[example.FORMAT], "jpeg"), jpeg_index,
                          len(ratios) + 1)
         return tf.switch_case(index, branches)
 
     def decode(serialized):
         features = tf.io.parse_single_example(serialized, spec)
-        if ratios:
-            image = decode_scaled(features)
-        else:
-            image = decode_any(features[example.ENCODED])
+        image = decode_image(features)
         if image_size is not None:
             image = tf.image.resize(image, image_size)
             # bilinear output lies within [0, 255]: adding 0.5 and truncating rounds it

@@ -498,3 +498,28 @@ def test_the_filename_feature_keeps_object_names_whole(s3, tmp_path):
     assert result.counts == {"TRAIN": 1}
     (record,) = ig.read_examples(result.output_dir)
     assert record["image/filename"] == name.encode()
+
+
+@pytest.mark.parametrize("store_name", ["gcs", "s3"])
+def test_listing_a_folder_answers_like_asking_for_each_file(store_name, request, local_images,
+                                                            monkeypatch):
+    """A folder holding many of a call's files is listed instead of asked for each file: same
+    sizes and identities, a missing file is FileNotFoundError, a folder IsADirectoryError."""
+    store = request.getfixturevalue(store_name)
+    _, root = local_images
+    bucket = store.upload(root, store.new_bucket() + "/images")
+    store.fs.pipe_file(f"{bucket}/sub/x.bin", b"x")
+    urls = [f"{bucket}/{name}" for name in sorted(os.listdir(root))]
+    urls += [f"{bucket}/missing.jpg", f"{bucket}/sub"]
+    asked = storage.stat_many(urls, store.options)
+    monkeypatch.setattr(storage, "_LIST_FOLDERS_FROM", 2)
+    listed = storage.stat_many(urls, store.options)
+
+    def kinds(results):
+        return [r if isinstance(r, tuple) else type(r) for r in results]
+
+    assert kinds(listed) == kinds(asked)
+    assert kinds(listed)[-2:] == [FileNotFoundError, IsADirectoryError]
+    sizes = [os.path.getsize(os.path.join(root, name)) for name in sorted(os.listdir(root))]
+    assert [r[0] for r in listed[:-2]] == sizes
+    assert listed[:-2] == asked[:-2]  # the identities (generation, ETag) too

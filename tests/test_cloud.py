@@ -2,6 +2,7 @@
 http:// (a loopback server), memory:// and file://. The same bytes as from the local disk, commits
 that never show a partial object, a killed remote conversion that resumes, remote load/verify."""
 
+import base64
 import hashlib
 import json
 import os
@@ -20,7 +21,7 @@ from object_stores import Server
 from processes import kill_when
 from tfrecorder_lite import (
     InvalidRowError, ManifestError, MissingDependencyError, SchemaError, UnsupportedURLError,
-    VerifyError, cli, storage,
+    VerifyError, cli, shard_cache, storage,
 )
 from tfrecorder_lite.loader import reads_natively
 
@@ -72,9 +73,9 @@ def remote_table(df, local_root, url):
 
 
 def same_shards(metadata, reference_metadata):
-    """Shard names, counts and sha256 per split, as a comparable value."""
+    """Shard names, counts and checksums per split, as a comparable value."""
     def shards(m):
-        return {split: [(s["name"], s["num_examples"], s["sha256"]) for s in info["shards"]]
+        return {split: [(s["name"], s["num_examples"], s["crc32c"]) for s in info["shards"]]
                 for split, info in m["splits"].items()}
     assert shards(metadata) == shards(reference_metadata)
     return True
@@ -379,8 +380,9 @@ def test_load_and_verify_remote_output_like_local_output(store_name, request, lo
         remote = tfrecorder_lite.load(out, split, storage_options=store.options, cache_dir=cache)
         local = tfrecorder_lite.load(reference.output_dir, split)
         assert elements(remote) == elements(local)
-    shas = {s["sha256"] for info in reference.metadata["splits"].values() for s in info["shards"]}
-    assert {name[:-len(".tfrecord")] for name in os.listdir(cache)} == shas
+    copies = {shard_cache.copy_name(s) for info in reference.metadata["splits"].values()
+              for s in info["shards"]}
+    assert set(os.listdir(cache)) == copies
     assert tfrecorder_lite.verify(out, storage_options=store.options).startswith("OK")
 
 
@@ -398,8 +400,8 @@ def test_cached_shards_are_reused_and_a_rewritten_output_is_not_served_stale(s3,
     second = df.tfrecord.to_tfrecord(out, **{**OPTIONS, "seed": 1, "overwrite": True})
     after = elements(tfrecorder_lite.load(out, "TRAIN", cache_dir=cache))
     assert sorted(after) == sorted(before) and after != before  # the new order, not the cached
-    assert second.metadata["splits"]["TRAIN"]["shards"][0]["sha256"] != \
-        first.metadata["splits"]["TRAIN"]["shards"][0]["sha256"]
+    assert second.metadata["splits"]["TRAIN"]["shards"][0]["crc32c"] != \
+        first.metadata["splits"]["TRAIN"]["shards"][0]["crc32c"]
 
 
 def test_verify_names_a_damaged_remote_shard(gcs, image_table):
@@ -411,7 +413,7 @@ def test_verify_names_a_damaged_remote_shard(gcs, image_table):
     gcs.fs.pipe_file(f"{out}/{shard}", bytes(data))
     with pytest.raises(VerifyError, match=shard):
         tfrecorder_lite.verify(out, storage_options=GCS_OPTIONS)
-    with pytest.raises(VerifyError, match="sha256 differs"):  # and load() will not train on it
+    with pytest.raises(VerifyError, match="crc32c differs"):  # and load() will not train on it
         tfrecorder_lite.load(out, "TRAIN", storage_options=GCS_OPTIONS)
 
 
@@ -523,3 +525,14 @@ def test_listing_a_folder_answers_like_asking_for_each_file(store_name, request,
     sizes = [os.path.getsize(os.path.join(root, name)) for name in sorted(os.listdir(root))]
     assert [r[0] for r in listed[:-2]] == sizes
     assert listed[:-2] == asked[:-2]  # the identities (generation, ETag) too
+
+
+def test_the_manifest_crc32c_is_the_one_cloud_storage_keeps(gcs, image_table):
+    """GCS keeps a CRC32C of every object (base64, big-endian): a remote folder can be checked
+    against metadata.json without downloading it."""
+    out = gcs.new_bucket() + "/out"
+    result = image_table.tfrecord.to_tfrecord(out, storage_options=GCS_OPTIONS, **OPTIONS)
+    for info in result.metadata["splits"].values():
+        for shard in info["shards"]:
+            kept = gcs.fs.info(f"{out}/{shard['name']}")["crc32c"]
+            assert base64.b64decode(kept).hex() == shard["crc32c"]

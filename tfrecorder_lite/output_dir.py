@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from . import manifest
 from .errors import OutputExistsError
 from .storage import TEMP_SUFFIX
+from .tfrecord import FileDigest
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,8 @@ def _finished_shards(store, names):
             receipt = json.loads(state.read_text(name))
         except (OSError, ValueError):
             continue
-        if store.size(shard) == receipt["bytes"] and store.sha256(shard) == receipt["sha256"]:
+        if store.size(shard) == receipt["bytes"] and \
+                not store.digest(shard, FileDigest.like(receipt)).mismatches(receipt):
             finished[shard] = receipt
     for name in names:
         if name.endswith(TEMP_SUFFIX) or (_OUR_FILE.match(name) and name not in finished):

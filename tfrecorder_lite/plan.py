@@ -51,6 +51,7 @@ class ShardTask:
         image: ImageOptions.
         compression: None, "GZIP" or "ZLIB".
         extra_kinds: (column, feature kind) of the extra values.
+        sha256: also take the shard's sha256 (CRC32C is always taken).
         threads: threads that prepare this shard's images inside the task.
     """
 
@@ -59,6 +60,7 @@ class ShardTask:
     image: ImageOptions
     compression: str
     extra_kinds: tuple
+    sha256: bool = False
     threads: int = 1
 
 
@@ -87,6 +89,7 @@ class WritePlan:
     rejected: tuple
     splits: tuple
     fingerprint: str
+    sha256: bool = False
 
     @property
     def features(self):
@@ -98,7 +101,7 @@ class WritePlan:
         rows = tuple((p, row_labels[p], self.paths[p], self.label_ids[p],
                       self.labels[self.label_ids[p]], self.extras[p]) for p in shard.positions)
         return ShardTask(shard.name, rows, self.image, self.compression, self.extra_kinds,
-                         threads)
+                         self.sha256, threads)
 
 
 def _label_ids(labels, label_map):
@@ -154,7 +157,7 @@ def _shard_count(requested, split, n_rows, n_bytes):
 
 def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=None,
                num_shards=None, compression=None, image=ImageOptions(), shuffle=True, seed=0,
-               storage_options=None):
+               sha256=False, storage_options=None):
     """Decide labels, order and shards; rows with problems go to ``rejected``.
 
     Args:
@@ -221,6 +224,7 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
     description = {
         "format_version": FORMAT_VERSION, "labels": labels, "image": dataclasses.asdict(image),
         "compression": compression, "extra_kinds": extra_kinds, "rejected": rejected,
+        **({"sha256": True} if sha256 else {}),  # earlier outputs keep their fingerprint
         "shards": [(s.name, s.positions) for s in shards], "label_ids": label_ids,
         "extras": extras,
     }
@@ -229,4 +233,5 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         labels=labels, shards=tuple(shards), paths=tuple(paths), label_ids=tuple(label_ids),
         extras=tuple(extras), extra_kinds=extra_kinds, image=image, compression=compression,
         rejected=rejected, splits=tuple(present), fingerprint=fingerprint.hexdigest(),
+        sha256=sha256,
     )

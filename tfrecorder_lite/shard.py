@@ -29,14 +29,15 @@ def write_shard(task, store, on_error="raise"):
         on_error: "raise" at the first row that cannot be written, or "skip" it.
 
     Returns:
-        The receipt (a small dict): name, num_examples, bytes, sha256, rejected
-        ``[position, reason]`` pairs, and the sizes, channels, formats and labels written.
+        The receipt (a small dict): name, num_examples, bytes, crc32c (and sha256 when the
+        task asks), rejected ``[position, reason]`` pairs, and the sizes, channels, formats and
+        labels written.
 
     Raises:
         InvalidRowError: with ``on_error="raise"``, naming the row; nothing is left under the
             shard's name.
     """
-    sink = ShardSink(store, task.name, task.compression)
+    sink = ShardSink(store, task.name, task.compression, task.sha256)
     try:
         for chunk, prepared in _prepared_chunks(task, store.storage_options):
             for (position, row, path, *_), (record, info) in zip(chunk, prepared):
@@ -112,17 +113,16 @@ def prepare_records(rows, image_options, extra_kinds, storage_options=None):
 class ShardSink:
     """Collects one shard: the record file being written and what went into it.
 
-    Framing, CRCs, sha256 and the file writes run on one background thread per shard, a batch
-    at a time (the batch's join, its sha256 and its write release the GIL), in the order the
-    records were added.
+    Framing, CRCs, the file's checksums and the writes run on one background thread per shard,
+    a batch at a time, in the order the records were added.
     """
 
     _MAX_PENDING_BATCHES = 4  # bounds the records held in memory while the thread catches up
 
-    def __init__(self, store, name, compression):
+    def __init__(self, store, name, compression, sha256=False):
         self.name = name
         self._file = store.open_for_commit(name)
-        self.writer = RecordWriter(self._file, compression)
+        self.writer = RecordWriter(self._file, compression, sha256)
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfrecorder_lite-io")
         self._batch, self._pending, self._failed = [], deque(), False
         self.rejected = []
@@ -167,11 +167,11 @@ class ShardSink:
         while self._pending:
             self._pending.popleft().result()
         self._io.shutdown()
-        sha256 = self.writer.close()
+        checksums = self.writer.close()
         self._file.commit()
         receipt = {
             "name": self.name, "num_examples": self.writer.num_records,
-            "bytes": self.writer.bytes_written, "sha256": sha256, "rejected": self.rejected,
+            "bytes": self.writer.bytes_written, **checksums, "rejected": self.rejected,
             "sizes": sorted(self.sizes), "max_size": self.max_size,
             "channels": sorted(self.channels),
             "formats": dict(self.formats), "labels": {str(k): v for k, v in self.labels.items()},

@@ -2,17 +2,17 @@
 
 TensorFlow reads local files and, natively, ``gs://`` on Google Cloud; shards anywhere else
 (``s3://``, ``memory://``, a GCS emulator, ...) are downloaded once into a cache folder. Each
-copy is named by the shard's sha256 from ``metadata.json`` and checked against it while it is
-downloaded, so a rewritten output never reuses a stale copy, and unchanged shards are fetched
-once for every later load. The folder can be deleted at any time.
+copy is named by the shard's checksums and size from ``metadata.json`` and checked against them
+while it is downloaded, so a rewritten output never reuses a stale copy, and unchanged shards
+are fetched once for every later load. The folder can be deleted at any time.
 """
 
-import hashlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from .errors import VerifyError
+from .tfrecord import FileDigest
 
 _CHUNK = 8 << 20
 _PARALLEL_DOWNLOADS = 8
@@ -31,21 +31,28 @@ def local_copies(store, shards, cache_dir=None):
 
     Args:
         store: the output folder (a Store).
-        shards: manifest entries (``name``, ``bytes``, ``sha256``).
+        shards: manifest entries (``name``, ``bytes``, ``crc32c`` and/or ``sha256``).
         cache_dir: the cache folder (default: :func:`default_cache_dir`).
 
     Raises:
-        VerifyError: a downloaded shard's sha256 differs from the manifest's.
+        VerifyError: a downloaded shard's checksum differs from the manifest's.
     """
     cache_dir = cache_dir or default_cache_dir()
     os.makedirs(cache_dir, exist_ok=True)
-    paths = [os.path.join(cache_dir, f"{shard['sha256']}.tfrecord") for shard in shards]
+    paths = [os.path.join(cache_dir, copy_name(shard)) for shard in shards]
     missing = {path: shard for path, shard in zip(paths, shards) if not _cached(path, shard)}
     if missing:
         with ThreadPoolExecutor(min(_PARALLEL_DOWNLOADS, len(missing))) as pool:
             for done in [pool.submit(_download, store, s, p) for p, s in missing.items()]:
                 done.result()
     return paths
+
+
+def copy_name(shard):
+    """The cache file name of a manifest entry: its sha256 when it has one, else its CRC32C
+    and size (``<crc32c>-<bytes>.tfrecord``)."""
+    key = shard.get("sha256") or f"{shard['crc32c']}-{shard['bytes']}"
+    return f"{key}.tfrecord"
 
 
 def _cached(path, shard):
@@ -56,17 +63,19 @@ def _cached(path, shard):
 
 
 def _download(store, shard, path):
-    """Stream one shard into ``path`` (temporary name, then rename), checking its sha256."""
-    digest = hashlib.sha256()
+    """Stream one shard into ``path`` (temporary name, then rename), checking its checksums."""
+    digest = FileDigest.like(shard)
     temp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
     try:
         with store.open_read(shard["name"]) as source, open(temp, "wb") as target:
             for chunk in iter(lambda: source.read(_CHUNK), b""):
                 digest.update(chunk)
                 target.write(chunk)
-        if digest.hexdigest() != shard["sha256"]:
-            raise VerifyError(f"{store.path(shard['name'])}: sha256 differs from metadata.json "
-                              "(changed or damaged since it was written; run verify)")
+        mismatches = digest.mismatches(shard)
+        if mismatches:
+            raise VerifyError(f"{store.path(shard['name'])}: {' and '.join(mismatches)} "
+                              "differs from metadata.json (changed or damaged since it was "
+                              "written; run verify)")
         os.replace(temp, path)
     finally:
         if os.path.exists(temp):

@@ -16,7 +16,6 @@ storage options, so the same Store can be handed to another process or machine.
 
 import asyncio
 import functools
-import hashlib
 import os
 import posixpath
 import shutil
@@ -460,13 +459,12 @@ class Store:
             return open(self.path(name), "rb")
         return self.fs.open(self.path(name), "rb", block_size=8 << 20)
 
-    def sha256(self, name, chunk_size=1 << 20):
-        """The hex sha256 of the file ``name``, read in chunks."""
-        digest = hashlib.sha256()
+    def digest(self, name, digest, chunk_size=8 << 20):
+        """Feed the bytes of the file ``name`` to ``digest`` (e.g. a FileDigest); returns it."""
         with self.open_read(name) as f:
             for chunk in iter(lambda: f.read(chunk_size), b""):
                 digest.update(chunk)
-        return digest.hexdigest()
+        return digest
 
     # writing
 

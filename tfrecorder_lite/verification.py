@@ -1,23 +1,21 @@
 """``verify()``: re-read every shard and check it against metadata.json."""
 
-import hashlib
-
 from . import example, manifest
 from .errors import VerifyError
 from .storage import Store
-from .tfrecord import RecordError, iter_records
+from .tfrecord import FileDigest, RecordError, iter_records
 
 
-class _HashingReader:
-    """A read-only file wrapper that hashes what is read through it."""
+class _DigestingReader:
+    """A read-only file wrapper that feeds what is read through it to a FileDigest."""
 
-    def __init__(self, fileobj):
+    def __init__(self, fileobj, digest):
         self._file = fileobj
-        self.sha256 = hashlib.sha256()
+        self.digest = digest
 
     def read(self, size=-1):
         data = self._file.read(size)
-        self.sha256.update(data)
+        self.digest.update(data)
         return data
 
 
@@ -45,7 +43,7 @@ def _check_shard(store, shard, compression, features, decode_image):
         problems.append(f"{name}: {size} bytes, metadata.json says {shard['bytes']} "
                         "(truncated or changed)")
     with store.open_read(name) as f:
-        reader = _HashingReader(f)
+        reader = _DigestingReader(f, FileDigest.like(shard))
         try:
             for count, data in enumerate(iter_records(reader, compression), start=1):
                 try:
@@ -61,8 +59,8 @@ def _check_shard(store, shard, compression, features, decode_image):
             if count != shard["num_examples"]:
                 problems.append(f"{name}: {count} records, metadata.json says "
                                 f"{shard['num_examples']}")
-            if reader.sha256.hexdigest() != shard["sha256"]:
-                problems.append(f"{name}: sha256 differs from metadata.json")
+            for kind in reader.digest.mismatches(shard):
+                problems.append(f"{name}: {kind} differs from metadata.json")
     return problems
 
 
@@ -81,7 +79,8 @@ def verify(output_dir, decode=False, *, storage_options=None):
     ``output_dir`` is a local path or any fsspec URL; remote shards are streamed, not copied.
 
     Checks both CRCs of each record, that each parses as an Example with the manifest's
-    features, and each shard's record count, size and sha256; with ``decode`` also decodes every
+    features, and each shard's record count, size and checksums (CRC32C, and sha256 where
+    metadata.json has it); with ``decode`` also decodes every
     image with TensorFlow.
 
     Returns:

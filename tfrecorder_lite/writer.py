@@ -162,8 +162,8 @@ def _finish(plan, df, store, receipts):
         splits[split] = {
             "num_examples": sum(r["num_examples"] for r in shards),
             "label_counts": {plan.labels[i]: per_label[i] for i in sorted(per_label)},
-            "shards": [{k: r[k] for k in ("name", "num_examples", "bytes", "sha256")}
-                       for r in shards],
+            "shards": [{k: r[k] for k in ("name", "num_examples", "bytes", "crc32c", "sha256")
+                        if k in r} for r in shards],
         }
         for r in shards:
             sizes.update(tuple(s) for s in r["sizes"])

@@ -54,6 +54,8 @@ MIN_SIDE, MAX_SIDE = 160, 640
 JPEG_QUALITY = 90
 NOISE_SIGMA = 7.0
 IMAGE_SIZE = (224, 224)
+PHOTO_SIZE = (4032, 3024)  # a 12 MP phone camera
+PHOTO_JPEG_QUALITY = 92
 BATCH_SIZE = 64
 SCALE_SIZES = (2_000, 20_000)
 RSS_SAMPLE_SECONDS = 0.2
@@ -75,15 +77,19 @@ class ImageSpec:
     height: int
 
 
-def image_spec(index: int, seed: int) -> ImageSpec:
+def image_spec(index: int, seed: int, photos: bool = False) -> ImageSpec:
     """Draws split, label, format and size for image `index`.
 
     Each index has its own random stream, so a dataset of n images is a
-    prefix of any larger dataset with the same seed.
+    prefix of any larger dataset with the same seed. With `photos`, every image
+    is a phone-camera JPEG: 4032x3024 (12 MP), landscape or portrait.
     """
     rng = np.random.default_rng([seed, index, 0])
     split = SPLITS[int(rng.choice(len(SPLITS), p=SPLIT_PROBS))]
     label = CLASSES[int(rng.integers(len(CLASSES)))]
+    if photos:
+        width, height = PHOTO_SIZE if rng.random() < 0.7 else PHOTO_SIZE[::-1]
+        return ImageSpec(index, split, label, "jpg", width, height)
     ext = "png" if rng.random() < PNG_FRACTION else "jpg"
     width, height = (int(v) for v in rng.integers(MIN_SIDE, MAX_SIDE + 1, size=2))
     return ImageSpec(index, split, label, ext, width, height)
@@ -91,9 +97,13 @@ def image_spec(index: int, seed: int) -> ImageSpec:
 
 def render_image(spec: ImageSpec, seed: int) -> Image.Image:
     """Renders a photo-like RGB image: smooth colour field, blurred shapes,
-    mid-frequency texture and mild sensor-like noise."""
+    mid-frequency texture and mild sensor-like noise. Images above 4 MP get
+    their shapes drawn at a quarter of the size and scaled up (as soft as a
+    phone photo's large features), then texture and noise at full size."""
     rng = np.random.default_rng([seed, spec.index, 1])
     w, h = spec.width, spec.height
+    if w * h > 4_000_000:
+        w, h = w // 4, h // 4
     grid_w, grid_h = (int(v) for v in rng.integers(2, 6, size=2))
     field_ = rng.uniform(0, 255, (grid_h, grid_w, 3)).astype(np.uint8)
     img = Image.fromarray(field_).resize((w, h), Image.BICUBIC)
@@ -113,6 +123,9 @@ def render_image(spec: ImageSpec, seed: int) -> Image.Image:
                       for _ in range(int(rng.integers(3, 7)))]
             draw.polygon(points, fill=colour)
     img = img.filter(ImageFilter.GaussianBlur(float(rng.uniform(1.0, 3.0))))
+    w, h = spec.width, spec.height
+    if img.size != (w, h):
+        img = img.resize((w, h), Image.BICUBIC)
 
     pixels = np.asarray(img, dtype=np.float32)
     texture = rng.standard_normal((max(2, h // 12), max(2, w // 12)), dtype=np.float32)
@@ -130,26 +143,29 @@ def _write_image(job: tuple[ImageSpec, int, str]) -> int:
     if spec.ext == "png":
         img.save(tmp, format="PNG")
     else:
-        img.save(tmp, format="JPEG", quality=JPEG_QUALITY)
+        quality = PHOTO_JPEG_QUALITY if spec.width * spec.height > 4_000_000 else JPEG_QUALITY
+        img.save(tmp, format="JPEG", quality=quality)
     os.replace(tmp, path)
     return os.path.getsize(path)
 
 
-def generate_dataset(n: int, workdir: Path, seed: int = SEED) -> Path:
+def generate_dataset(n: int, workdir: Path, seed: int = SEED, photos: bool = False) -> Path:
     """Creates (or reuses) n images plus a `split,image_uri,label` CSV.
 
     Args:
         n: Number of images.
         workdir: Cache directory; images are shared between dataset sizes.
         seed: Generator seed.
+        photos: 12 MP phone-camera JPEGs instead of the 160-640 px set.
 
     Returns:
         Path of the CSV (absolute image paths).
     """
-    image_dir = workdir / f"images_v{GENERATOR_VERSION}_s{seed}"
+    kind = "photos_" if photos else ""
+    image_dir = workdir / f"{kind}images_v{GENERATOR_VERSION}_s{seed}"
     image_dir.mkdir(parents=True, exist_ok=True)
-    csv_path = workdir / f"dataset_v{GENERATOR_VERSION}_s{seed}_n{n}.csv"
-    specs = [image_spec(i, seed) for i in range(n)]
+    csv_path = workdir / f"{kind}dataset_v{GENERATOR_VERSION}_s{seed}_n{n}.csv"
+    specs = [image_spec(i, seed, photos) for i in range(n)]
     paths = [str(image_dir / f"img_{s.index:06d}.{s.ext}") for s in specs]
     todo = [(s, seed, p) for s, p in zip(specs, paths) if not os.path.exists(p)]
     if todo:
@@ -816,6 +832,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--csv", type=Path, help="use this split,image_uri,label CSV "
                         "instead of generating one (--images is then ignored)")
     parser.add_argument("--seed", type=int, default=SEED, help="generator seed")
+    parser.add_argument("--photos", action="store_true",
+                        help="12 MP phone-camera JPEGs (about 3 MB each) instead of 160-640 px "
+                             "images; use with --images 200 or so")
     parser.add_argument("--only", help="comma-separated path names to run")
     parser.add_argument("--profile", metavar="PATH_NAME",
                         help="run one path once under cProfile instead of the table")
@@ -843,7 +862,8 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     # Generate the dataset before importing TensorFlow (fork-based pool).
-    csv_path = args.csv.resolve() if args.csv else generate_dataset(args.images, args.workdir, args.seed)
+    csv_path = args.csv.resolve() if args.csv else generate_dataset(
+        args.images, args.workdir, args.seed, photos=args.photos)
     df = pd.read_csv(csv_path)
     print(describe_dataset(df))
     for uri in df["image_uri"]:  # warm the page cache so the first path is not penalised

@@ -19,12 +19,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pickle
-import resource
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np

@@ -497,6 +497,11 @@ def lib_load_resized(ctx: Context, out_dir: Path) -> Outcome:
     return _lib_load(ctx, _lib_fixture(ctx, resized=True))
 
 
+def _kept_records(ctx: Context) -> Path:
+    """The default write's records (images kept as encoded), made once for the load rows."""
+    return _lib_fixture(ctx, resized=False)
+
+
 PATHS = (
     BenchPath("io_floor", io_floor, what="read all files, append to one file"),
     BenchPath("tutorial_recipe", tutorial_recipe, what="TFRecordWriter, 1 file/split"),
@@ -513,16 +518,16 @@ PATHS = (
     BenchPath("lib_write_resize", lib_write_resize, baseline="pillow_resize",
               what="to_tfrecord(image_size=224)"),
     BenchPath("lib_load", lib_load, baseline="tfdata_read",
-              setup=lambda ctx: _lib_fixture(ctx, resized=False),
+              setup=_kept_records,
               what="load(TRAIN, 224) of kept-encoded records"),
     BenchPath("lib_load_fast_idct", lib_load_fast_idct, baseline="lib_load",
-              setup=lambda ctx: _lib_fixture(ctx, resized=False),
+              setup=_kept_records,
               what='lib_load with dct_method="" (fast IDCT)'),
     BenchPath("lib_load_full", lib_load_full, baseline="tfdata_read",
-              setup=lambda ctx: _lib_fixture(ctx, resized=False),
+              setup=_kept_records,
               what="load(TRAIN) full size, unbatched"),
     BenchPath("lib_load_full_fast_idct", lib_load_full_fast_idct, baseline="lib_load_full",
-              setup=lambda ctx: _lib_fixture(ctx, resized=False),
+              setup=_kept_records,
               what='lib_load_full with dct_method="" (fast IDCT)'),
     BenchPath("lib_load_resized", lib_load_resized, baseline="lib_load",
               setup=lambda ctx: _lib_fixture(ctx, resized=True),

@@ -2,11 +2,12 @@
 
 TensorFlow reads local files and, natively, ``gs://`` on Google Cloud; shards anywhere else
 (``s3://``, ``memory://``, a GCS emulator, ...) are downloaded once into a cache folder. Each
-copy is named by the shard's checksums and size from ``metadata.json`` and checked against them
-while it is downloaded, so a rewritten output never reuses a stale copy, and unchanged shards
-are fetched once for every later load. The folder can be deleted at any time.
+copy is named by the shard's checksum (with its URL and size) from ``metadata.json`` and
+checked against it while it is downloaded, so a rewritten output never reuses a stale copy, and
+unchanged shards are fetched once for every later load. The folder can be deleted at any time.
 """
 
+import hashlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -39,7 +40,7 @@ def local_copies(store, shards, cache_dir=None):
     """
     cache_dir = cache_dir or default_cache_dir()
     os.makedirs(cache_dir, exist_ok=True)
-    paths = [os.path.join(cache_dir, copy_name(shard)) for shard in shards]
+    paths = [os.path.join(cache_dir, copy_name(store, shard)) for shard in shards]
     missing = {path: shard for path, shard in zip(paths, shards) if not _cached(path, shard)}
     if missing:
         with ThreadPoolExecutor(min(_PARALLEL_DOWNLOADS, len(missing))) as pool:
@@ -48,10 +49,11 @@ def local_copies(store, shards, cache_dir=None):
     return paths
 
 
-def copy_name(shard):
-    """The cache file name of a manifest entry: its sha256 when it has one, else its CRC32C
-    and size (``<crc32c>-<bytes>.tfrecord``)."""
-    key = shard.get("sha256") or f"{shard['crc32c']}-{shard['bytes']}"
+def copy_name(store, shard):
+    """The cache file name of a manifest entry of ``store``: its sha256 when it has one, else a
+    digest of its URL, size and CRC32C (a 32-bit CRC alone would collide across many shards)."""
+    key = shard.get("sha256") or hashlib.sha256(
+        f"{store.path(shard['name'])}\0{shard['bytes']}\0{shard['crc32c']}".encode()).hexdigest()
     return f"{key}.tfrecord"
 
 

@@ -19,6 +19,7 @@ logger = logging.getLogger(__name__)
 
 STATE_DIR = ".tfrecorder_lite"
 JOB = "job.json"
+_RECEIPT_SUFFIX = ".json"
 _OUR_FILE = re.compile(
     r"^((train|validation|test)-\d{5}-of-\d{5}\.tfrecord(\.gz|\.zz)?|metadata\.json|labels\.txt"
     r"|rejected\.csv)(\.tmp)?$"
@@ -27,7 +28,7 @@ _OUR_FILE = re.compile(
 
 def receipt_name(shard_name):
     """The file name, inside the state folder, of a finished shard's receipt."""
-    return shard_name + ".json"
+    return shard_name + _RECEIPT_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -92,9 +93,9 @@ def _finished_shards(store, names):
     state = store.child(STATE_DIR)
     finished = {}
     for name in state.list():
-        if not name.endswith(".json") or name == JOB:
+        if not name.endswith(_RECEIPT_SUFFIX) or name == JOB:
             continue
-        shard = name[:-len(".json")]
+        shard = name[:-len(_RECEIPT_SUFFIX)]
         try:
             receipt = json.loads(state.read_text(name))
         except (OSError, ValueError):

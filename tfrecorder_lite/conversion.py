@@ -92,12 +92,14 @@ def convert(source, output_dir, **options):
     """Convert a DataFrame, a CSV file or an image folder (``SPLIT/LABEL/FILE``).
 
     ``source`` and ``output_dir`` are local paths or fsspec URLs. Relative image paths in a CSV
-    resolve against the CSV's folder (a URL for a remote CSV). Takes the options of
-    :func:`to_tfrecord`.
+    resolve against the CSV's folder (a URL for a remote CSV) unless ``base_dir`` is given. Takes
+    the options of :func:`to_tfrecord`, and ``encoding`` (default ``"utf-8"``) of a CSV file.
     """
     columns = {k: options[k] for k in ("split_col", "image_col", "label_col") if k in options}
+    encoding = options.pop("encoding", "utf-8")
     Store(output_dir, options.get("storage_options")).check_writable()  # before reading
     df, base_dir = sources.read_source(source, storage_options=options.get("storage_options"),
-                                       **columns)
-    options.setdefault("base_dir", base_dir)
+                                       encoding=encoding, **columns)
+    if options.get("base_dir") is None:
+        options["base_dir"] = base_dir
     return to_tfrecord(df, output_dir, **options)

@@ -2,6 +2,7 @@
 
 import csv
 import io
+import itertools
 import logging
 import os
 
@@ -19,12 +20,13 @@ _IMAGE_EXTENSIONS = {
 
 
 def read_source(source, *, split_col="split", image_col="image_uri", label_col="label",
-                storage_options=None):
+                encoding="utf-8", storage_options=None):
     """Return ``(table, base_dir)``: the rows to convert and the folder relative paths start from.
 
     Args:
         source: a DataFrame, or the path or URL of a CSV file or of an image folder laid out
             ``SPLIT/LABEL/FILE``.
+        encoding: the text encoding of a CSV file.
         storage_options: fsspec options for a remote source (see ``storage.options_for``).
     """
     if isinstance(source, pd.DataFrame):
@@ -40,36 +42,118 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
     except FileNotFoundError:
         raise SchemaError(f"source {source!r} is neither a DataFrame, a CSV file nor a "
                           "folder") from None
-    return read_csv(data, path, split_col, image_col, label_col), storage.parent(path)
+    table = read_csv(data, path, split_col, image_col, label_col, encoding=encoding)
+    return table, storage.parent(path)
 
 
-def _has_header(first_row, expected):
-    cells = [c.strip() for c in first_row]
-    if any(c in expected for c in cells):
-        return True
-    is_split = schema.canonical_splits(pd.Series(cells[:1])).notna().iloc[0] if cells else False
-    return not is_split
+def read_csv(data, name, split_col="split", image_col="image_uri", label_col="label",
+             encoding="utf-8"):
+    """Read an image CSV from its bytes.
 
+    Without a header row its columns are ``split, image_uri, label``. A byte order mark is
+    skipped, and empty fields at the end of a row (Excel writes them) are dropped.
 
-def read_csv(data, name, split_col="split", image_col="image_uri", label_col="label"):
-    """Read an image CSV from its bytes; without a header row its columns are
-    ``split, image_uri, label``. ``name`` (its path or URL) is used in messages."""
-    first_line = data.split(b"\n", 1)[0].decode("utf-8", errors="replace")
-    first_row = next(csv.reader([first_line]), [])
-    if not first_row:
+    Args:
+        data: the file's bytes.
+        name: its path or URL, for messages.
+        encoding: the text encoding of ``data``.
+
+    Raises:
+        SchemaError: the file is empty, is not in ``encoding``, or has rows with more fields
+            than it has columns.
+    """
+    text = _decode(data, name, encoding)
+    records = _records(text, name)
+    first = next(records, None)
+    if first is None:
         raise SchemaError(f"{name} is empty")
-    options = dict(skipinitialspace=True, keep_default_na=False, na_values=[""])
-    if _has_header(first_row, {split_col, image_col, label_col}):
-        return pd.read_csv(io.BytesIO(data), **options)
-    if len(first_row) != 3:
+    header = _has_header(first[1], {split_col, image_col, label_col})
+    if header:
+        columns = [c.strip() for c in first[1][:_length(first[1])]]
+    else:
+        columns = [split_col, image_col, label_col]
+        records = itertools.chain([first], records)
+        logger.info("%s has no header row; reading it as %s", name, ",".join(columns))
+    _check_field_counts(records, columns, name, header)
+    return pd.read_csv(io.StringIO(text), header=0 if header else None,
+                       names=None if header else columns, usecols=range(len(columns)),
+                       index_col=False, skipinitialspace=True, keep_default_na=False,
+                       na_values=[""])
+
+
+def _decode(data, name, encoding):
+    """The text of ``data`` without a byte order mark; SchemaError names an undecodable byte."""
+    try:
+        return data.decode(encoding).removeprefix("\ufeff")
+    except LookupError:
+        raise SchemaError(f"unknown encoding {encoding!r}") from None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        shown = data[max(line_start, exc.start - 40):exc.start + 1].decode(encoding,
+                                                                            "backslashreplace")
         raise SchemaError(
-            f"{name} has no header and {len(first_row)} columns; a header-less CSV must have "
-            f"exactly 3: {split_col},{image_col},{label_col} (multi-label rows are not supported)"
-        )
-    logger.info("%s has no header row; reading it as %s,%s,%s", name, split_col, image_col,
-                label_col)
-    return pd.read_csv(io.BytesIO(data), header=None, names=[split_col, image_col, label_col],
-                       **options)
+            f"{name}: line {line} is not {encoding}: byte "
+            f"0x{data[exc.start]:02x} in '{shown}'; save the file as UTF-8 (Excel: \"CSV "
+            f"UTF-8\"), or pass its encoding, e.g. encoding=\"latin-1\" (--encoding latin-1)"
+        ) from None
+
+
+def _records(text, name):
+    """Yield ``(line, fields)`` for each non-blank record of CSV text, from the line it starts
+    on (a quoted field may span lines), split as pandas splits them."""
+    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
+    line = 1
+    try:
+        for fields in reader:
+            if fields:
+                yield line, fields
+            line = reader.line_num + 1
+    except csv.Error as exc:
+        raise SchemaError(f"{name}: line {line}: {exc}") from None
+
+
+def _length(fields):
+    """The number of fields without the empty ones at the end."""
+    n = len(fields)
+    while n and not fields[n - 1].strip():
+        n -= 1
+    return n
+
+
+def _looks_like_path(cell):
+    """True for a path or URL (has a slash or backslash), or a file name of an image."""
+    return "/" in cell or "\\" in cell or os.path.splitext(cell.lower())[1] in _IMAGE_EXTENSIONS
+
+
+def _has_header(first_row, columns):
+    """Whether the first row is a header: it names one of ``columns``, or it is no data row (its
+    first cell is no split value, UNASSIGNED or empty, and none of its cells is a path)."""
+    cells = [c.strip() for c in first_row]
+    if any(c in columns for c in cells):
+        return True
+    split = cells[0].upper()
+    if split in ("", "UNASSIGNED") or schema.canonical_splits(pd.Series([split])).notna()[0]:
+        return False
+    return not any(_looks_like_path(c) for c in cells)
+
+
+def _check_field_counts(records, columns, name, header):
+    """Raise SchemaError listing the rows with more (non-empty) fields than ``columns``."""
+    expected = len(columns)
+    ragged = [(line, _length(fields)) for line, fields in records
+              if len(fields) > expected and _length(fields) > expected]
+    if not ragged:
+        return
+    (line, count), more = ragged[0], ragged[1:]
+    where = ",".join(columns) + ("" if header else "; the file has no header row")
+    also = ", ".join(f"{n} ({c} fields)" for n, c in more[:10])
+    also += f" and {len(more) - 10} more" if len(more) > 10 else ""
+    raise SchemaError(
+        f"{name}: line {line} has {count} fields, expected {expected} ({where})"
+        + (f"; also lines {also}" if more else "")
+        + ". Rows with several labels (multi-label) are not supported yet; quote fields that "
+          "hold commas")
 
 
 def read_image_folder(root, split_col="split", image_col="image_uri", label_col="label",

@@ -4,7 +4,7 @@ files starting with an UNASSIGNED row, ragged rows, Latin-1 text, images relativ
 import pytest
 
 import tfrecorder_lite
-from tfrecorder_lite import SchemaError, sources
+from tfrecorder_lite import SchemaError, cli, sources
 from conftest import photo, save
 
 HEADER = "split,image_uri,label"
@@ -136,3 +136,26 @@ def test_base_dir_wins_over_the_csv_folder(tmp_path, folder):
 def test_non_path_source_is_refused():
     with pytest.raises(SchemaError, match="not int"):
         tfrecorder_lite.convert(0, "out")
+
+
+def test_cli_encoding_and_base_dir(tmp_path, folder, capsys):
+    csv_path = write(tmp_path / "tables" / "t.csv", rows(["café", "thé"]), "latin-1")
+    out = tmp_path / "out"
+    args = ["convert", str(csv_path), str(out), "--no-progress", "--jobs", "1"]
+    assert cli.main(args + ["--base-dir", str(folder)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert cli.main(args + ["--base-dir", str(folder), "--encoding", "latin-1"]) == 0
+    assert "wrote TRAIN 2, VALIDATION 2, TEST 2" in capsys.readouterr().out
+    assert tfrecorder_lite.read_metadata(out)["labels"] == ["café", "thé"]
+
+
+@pytest.mark.parametrize("lines,message", [
+    ([HEADER, "TRAIN,a.jpg,cat,dog"], "line 2 has 4 fields"),
+    (["TRAIN,a.jpg,caf\xe9"], "--encoding latin-1"),
+    (["set,path,class", "TRAIN,a.jpg,cat"], "missing column"),
+])
+def test_cli_bad_csv_exits_2_with_one_line(tmp_path, capsys, lines, message):
+    csv_path = write(tmp_path / "t.csv", lines, "latin-1")
+    assert cli.main(["convert", str(csv_path), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

@@ -70,6 +70,11 @@ def _parser():
     c.add_argument("--split-col", default="split")
     c.add_argument("--image-col", default="image_uri")
     c.add_argument("--label-col", default="label")
+    c.add_argument("--encoding", default="utf-8",
+                   help="text encoding of the CSV, e.g. latin-1 (default: utf-8, with or "
+                        "without a byte order mark)")
+    c.add_argument("--base-dir", help="folder (path or URL) that relative image paths resolve "
+                                      "against (default: the CSV's folder)")
     _add_storage_options(c)
 
     v = commands.add_parser("verify", help="check every shard against metadata.json")
@@ -90,7 +95,7 @@ def _convert(args):
         image_size=args.image_size, image_format=args.image_format, check=args.check,
         on_error=args.on_error, shuffle=not args.no_shuffle, seed=args.seed,
         overwrite=args.overwrite, n_jobs=args.jobs, progress=not args.no_progress,
-        sha256=args.sha256,
+        sha256=args.sha256, encoding=args.encoding, base_dir=args.base_dir,
         storage_options=args.storage_options)
     counts = ", ".join(f"{split} {n}" for split, n in result.counts.items())
     print(f"wrote {counts} to {result.output_dir}")

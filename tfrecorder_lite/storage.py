@@ -470,8 +470,9 @@ class Store:
 
     def make_dirs(self):
         """Create this folder and its parents (object stores need none)."""
-        if self.is_local:
+        if self.is_local and not os.path.isdir(self.url):
             os.makedirs(self.url, exist_ok=True)
+            _fsync_folder(os.path.dirname(self.url))
 
     def open_for_commit(self, name):
         """A :class:`PendingFile` for ``name``: write to it, then ``commit()`` or ``discard()``."""
@@ -509,6 +510,20 @@ class Store:
         self.fs.invalidate_cache(path)
 
 
+def _fsync_folder(path):
+    """Make the latest renames in the local folder ``path`` durable (where the OS allows)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:  # e.g. Windows, where folders cannot be opened
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 class PendingFile:
     """A file being written: it appears under its final name only on :meth:`commit`.
 
@@ -534,12 +549,21 @@ class PendingFile:
         self.bytes_written += len(data)
 
     def commit(self):
-        """Close the file and move it under its final name, whole."""
-        self._file.close()
+        """Close the file and move it under its final name, whole.
+
+        Locally the file's bytes reach the disk (fsync) before the rename, and the rename
+        does before ``commit`` returns (fsync of the folder), so a power loss leaves either
+        the whole file or none under its final name.
+        """
         store, final = self._store, self._store.path(self.name)
         if store.is_local:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
             os.replace(self._temp_path, final)
+            _fsync_folder(os.path.dirname(final))
             return
+        self._file.close()
         try:
             store.fs.put_file(self._temp_path, final)
         finally:

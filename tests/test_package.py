@@ -116,6 +116,7 @@ from tfrecorder_lite import errors, images, tfrecord
 samples = {
     errors.InvalidRowError: (("row", 7), "gs://b/x.jpg", "truncated JPEG"),
     errors.VerifyError: ("2 problem(s)", ["a: missing", "b: record 3"]),
+    errors.OutputLockedError: ("gs://b/out", "pid 7 on host-a, started 2026-11-22 10:00:00"),
     tfrecord.RecordError: (3, "data CRC mismatch"),
 }
 classes = [c for _, c in inspect.getmembers(errors, inspect.isclass)

@@ -13,8 +13,8 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 from . import accessor  # noqa: E402,F401  (registers DataFrame.tfrecord)
 from .conversion import convert, to_tfrecord  # noqa: E402
 from .errors import (  # noqa: E402
-    InvalidRowError, ManifestError, MissingDependencyError, OutputExistsError, SchemaError,
-    TFRecorderError, UnsupportedURLError, VerifyError,
+    InvalidRowError, ManifestError, MissingDependencyError, OutputExistsError, OutputLockedError,
+    SchemaError, TFRecorderError, UnsupportedURLError, VerifyError,
 )
 from .loader import load  # noqa: E402
 from .manifest import read_metadata  # noqa: E402
@@ -24,6 +24,7 @@ from .writer import ConversionResult  # noqa: E402
 
 __all__ = [
     "ConversionResult", "InvalidRowError", "ManifestError", "MissingDependencyError",
-    "OutputExistsError", "SchemaError", "TFRecorderError", "UnsupportedURLError", "VerifyError",
+    "OutputExistsError", "OutputLockedError", "SchemaError", "TFRecorderError",
+    "UnsupportedURLError", "VerifyError",
     "__version__", "convert", "load", "read_metadata", "to_tfrecord", "validate", "verify",
 ]

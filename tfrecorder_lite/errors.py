@@ -33,6 +33,24 @@ class OutputExistsError(TFRecorderError, FileExistsError):
     """The output folder holds files that are not an earlier run of the same job."""
 
 
+class OutputLockedError(OutputExistsError):
+    """Another conversion is writing the output folder right now; nothing was changed.
+
+    Attributes:
+        output_dir: the folder.
+        holder: who holds it (pid, host, since when).
+    """
+
+    def __init__(self, output_dir, holder):
+        self.output_dir = output_dir
+        self.holder = holder
+        super().__init__(f"{output_dir} is being written by another conversion ({holder}); "
+                         "nothing was changed. Wait for it to finish, or write elsewhere.")
+
+    def __reduce__(self):
+        return type(self), (self.output_dir, self.holder)
+
+
 class ManifestError(TFRecorderError, OSError):
     """metadata.json is missing or unreadable, so the folder is not a finished output."""
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from . import manifest
 from .errors import OutputExistsError
+from .folder_lock import LOCK
 from .storage import TEMP_SUFFIX
 from .tfrecord import FileDigest
 
@@ -20,6 +21,8 @@ logger = logging.getLogger(__name__)
 STATE_DIR = ".tfrecorder_lite"
 JOB = "job.json"
 _RECEIPT_SUFFIX = ".json"
+_FIXED_FILES = (manifest.METADATA, manifest.LABELS, manifest.REJECTED)
+# the names this library gives its files: a file so named that it did not write is never removed
 _OUR_FILE = re.compile(
     r"^((train|validation|test)-\d{5}-of-\d{5}\.tfrecord(\.gz|\.zz)?|metadata\.json|labels\.txt"
     r"|rejected\.csv)(\.tmp)?$"
@@ -44,17 +47,28 @@ class FolderState:
     receipts: dict = field(default_factory=dict)
 
 
-def prepare(store, fingerprint, overwrite):
+def prepare(store, fingerprint, shard_names, overwrite):
     """Check what the ``store`` folder holds and make it ready for the job ``fingerprint``.
+
+    Only files this library wrote there (listed in the folder's ``metadata.json``, or in the
+    state of an unfinished run) are ever removed; a file it did not write is never touched.
+
+    Args:
+        store: the output folder (a Store), locked by the caller.
+        fingerprint: the plan's fingerprint.
+        shard_names: the names of the shards this job writes.
+        overwrite: replace an earlier conversion (of anything) in the folder.
 
     Returns:
         A FolderState.
 
     Raises:
-        OutputExistsError: the folder holds something else and ``overwrite`` is False.
+        OutputExistsError: the folder holds something else and ``overwrite`` is False, or it
+            holds files named like this library's that it did not write.
     """
-    names = store.list()
+    names = [n for n in store.list() if n != LOCK]
     state = store.child(STATE_DIR)
+    ours = _written_files(store, names)
     if manifest.METADATA in names:
         if _fingerprint(store, manifest.METADATA) == fingerprint and not overwrite:
             store.remove(STATE_DIR)  # a kill may have left it behind
@@ -63,33 +77,69 @@ def prepare(store, fingerprint, overwrite):
     elif STATE_DIR in names:
         previous = _fingerprint(state, JOB)
         if previous == fingerprint and not overwrite:
-            return FolderState(receipts=_finished_shards(store, names))
-        if previous is None:  # killed before job.json: nothing of value is there
-            overwrite = all(_OUR_FILE.match(n) or n == STATE_DIR for n in names)
+            return FolderState(receipts=_finished_shards(store, names, shard_names))
+        if previous is None:  # killed before job.json: that run wrote nothing else
+            overwrite = overwrite or names == [STATE_DIR]
         what = "an unfinished conversion of a different table or options"
     else:
         what = f"other files ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})"
     if names and not overwrite:
         raise OutputExistsError(f"{store.url} holds {what}; nothing was changed. "
                                 "Pass overwrite=True to replace it, or choose an empty folder.")
+    clashing = [n for n in names if n not in ours and (_OUR_FILE.match(n) or n == STATE_DIR)]
+    clashing += [n for n in names if n in ours and n != STATE_DIR and store.size(n) is None]
+    if clashing:
+        raise OutputExistsError(
+            f"{store.url} holds {', '.join(sorted(clashing))}, named like tfrecorder_lite's "
+            "files but not written by it (not listed in the folder's metadata.json or state); "
+            "overwrite never removes those, so nothing was changed. Move them away, or choose "
+            "another folder.")
     for name in names:
-        if _OUR_FILE.match(name) or name == STATE_DIR:
+        if name in ours:
             store.remove(name)
     state.make_dirs()
-    state.write_atomic(JOB, json.dumps({"fingerprint": fingerprint}))
+    state.write_atomic(JOB, json.dumps({"fingerprint": fingerprint, "files": list(shard_names)}))
     return FolderState()
+
+
+def _written_files(store, names):
+    """Names in the folder that this library wrote: what its metadata.json or state lists."""
+    listed = set()
+    if manifest.METADATA in names:
+        metadata = _read_json(store, manifest.METADATA)
+        splits = metadata.get("splits") if isinstance(metadata, dict) else None
+        if isinstance(splits, dict):
+            listed.update(_FIXED_FILES)
+            for split in splits.values():
+                listed.update(str(shard.get("name")) for shard in split.get("shards", ())
+                              if isinstance(shard, dict))
+    if STATE_DIR in names:
+        listed.add(STATE_DIR)
+        job = _read_json(store.child(STATE_DIR), JOB)
+        if isinstance(job, dict):
+            listed.update(_FIXED_FILES)
+            listed.update(str(n) for n in job.get("files", ()))
+    listed.update([n + TEMP_SUFFIX for n in listed])
+    return listed
+
+
+def _read_json(store, name):
+    """The JSON content of the file ``name``, or None when it is missing or not JSON."""
+    try:
+        return json.loads(store.read_text(name))
+    except (OSError, ValueError):
+        return None
 
 
 def _fingerprint(store, name):
     """The ``fingerprint`` recorded in the JSON file ``name``, or None when there is none."""
-    try:
-        return json.loads(store.read_text(name)).get("fingerprint")
-    except (OSError, ValueError, AttributeError):
-        return None
+    content = _read_json(store, name)
+    return content.get("fingerprint") if isinstance(content, dict) else None
 
 
-def _finished_shards(store, names):
-    """Receipts of shards a killed run completed; everything else it left is removed."""
+def _finished_shards(store, names, shard_names):
+    """Receipts of shards a killed run of this job completed; everything else it wrote (its
+    other shards, temporary files) is removed."""
     state = store.child(STATE_DIR)
     finished = {}
     for name in state.list():
@@ -103,8 +153,10 @@ def _finished_shards(store, names):
         if store.size(shard) == receipt["bytes"] and \
                 not store.digest(shard, FileDigest.like(receipt)).mismatches(receipt):
             finished[shard] = receipt
+    written = set(shard_names) | set(_FIXED_FILES)
+    written |= {n + TEMP_SUFFIX for n in written}
     for name in names:
-        if name.endswith(TEMP_SUFFIX) or (_OUR_FILE.match(name) and name not in finished):
+        if name in written and name not in finished:
             store.remove(name)
     for name in state.list():
         if name.endswith(TEMP_SUFFIX):

@@ -10,6 +10,7 @@ written last, from the receipts.
 
 import io
 import logging
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from tqdm.auto import tqdm
 from . import manifest, output_dir, storage
 from ._version import __version__
 from .errors import InvalidRowError
+from .folder_lock import FolderLock
 from .shard import write_shard
 
 logger = logging.getLogger(__name__)
@@ -91,17 +93,26 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
     """
     if on_error == "raise" and plan.rejected:
         _raise_first(plan, df, plan.rejected)
-    state = output_dir.prepare(store, plan.fingerprint, overwrite)
-    if state.finished:
-        logger.info("%s already holds this conversion; nothing to do", store.url)
-        result = _result_from_disk(store, df)
-        if on_error == "raise" and len(result.rejected):  # a finished on_error="skip" run
-            _raise_first(plan, df, zip(result.metadata["rejected_rows"], result.rejected.reason))
-        return result
-    receipts = dict(state.receipts)
-    if on_error == "raise":  # shards an interrupted on_error="skip" run finished
-        _raise_first(plan, df, [tuple(r) for receipt in receipts.values()
-                                for r in receipt["rejected"]])
+    with FolderLock(store):
+        state = output_dir.prepare(store, plan.fingerprint, [s.name for s in plan.shards],
+                                   overwrite)
+        if state.finished:
+            logger.info("%s already holds this conversion; nothing to do", store.url)
+            result = _result_from_disk(store, df)
+            if on_error == "raise" and len(result.rejected):  # a finished on_error="skip" run
+                _raise_first(plan, df, zip(result.metadata["rejected_rows"],
+                                           result.rejected.reason))
+            return result
+        receipts = dict(state.receipts)
+        if on_error == "raise":  # shards an interrupted on_error="skip" run finished
+            _raise_first(plan, df, [tuple(r) for receipt in receipts.values()
+                                    for r in receipt["rejected"]])
+        _write_shards(plan, df, store, receipts, on_error, n_jobs, progress)
+        return _finish(plan, df, store, receipts)
+
+
+def _write_shards(plan, df, store, receipts, on_error, n_jobs, progress):
+    """Write the shards of ``plan`` that ``receipts`` lacks, adding their receipts to it."""
     todo = [s for s in plan.shards if s.name not in receipts]
     outer, prefer, threads = _parallelism(plan, todo, n_jobs)
     # tasks are made as joblib dispatches them: the driver never holds every shard's rows
@@ -118,7 +129,6 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
                                 for task in tasks):
             receipts[receipt["name"]] = receipt
             bar.update(receipt["num_examples"] + len(receipt["rejected"]))
-    return _finish(plan, df, store, receipts)
 
 
 def _raise_first(plan, df, rejected):
@@ -136,6 +146,19 @@ def _rejected_frame(df, rejected):
     return frame
 
 
+# Cells a spreadsheet would run as a formula (OWASP "CSV injection"); plain numbers are data.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _spreadsheet_safe(value):
+    """``value``, with a leading ``'`` when it is text that a spreadsheet would run as a formula."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and \
+            not _PLAIN_NUMBER.match(value):
+        return "'" + value
+    return value
+
+
 def _index_label(index):
     """Column header(s) for the row labels in rejected.csv, one per index level."""
     if isinstance(index, pd.MultiIndex):
@@ -151,8 +174,9 @@ def _finish(plan, df, store, receipts):
     rejected_df = _rejected_frame(df, rejected)
     manifest.write_labels(store, plan.labels)
     if rejected:
-        store.write_atomic(manifest.REJECTED,
-                           rejected_df.to_csv(index_label=_index_label(df.index)))
+        safe = rejected_df.map(_spreadsheet_safe)
+        safe.index = safe.index.map(_spreadsheet_safe)
+        store.write_atomic(manifest.REJECTED, safe.to_csv(index_label=_index_label(df.index)))
     splits, sizes, channels, formats, max_size = {}, set(), set(), Counter(), [0, 0]
     for split in plan.splits:
         shards = [receipts[s.name] for s in plan.shards if s.split == split]

@@ -1,0 +1,171 @@
+"""One writer per output folder: a lock held for the whole of a conversion.
+
+On a local disk the lock is ``flock`` on ``.tfrecorder_lite.lock`` in the output folder: exact,
+and released by the kernel when its holder dies, however it dies, so a killed run never blocks
+the next one. Object stores have no locks; there the lock file is a lease: its holder writes it,
+waits a moment and reads it back (the last of two simultaneous writers wins, and the other
+sees it), then rewrites it every ``HEARTBEAT_SECONDS``. A lease not renewed for
+``STALE_SECONDS``, or held by a process of this machine that no longer exists, is stale and is
+taken over.
+"""
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+
+from .errors import OutputLockedError
+
+logger = logging.getLogger(__name__)
+
+LOCK = ".tfrecorder_lite.lock"
+HEARTBEAT_SECONDS = 20.0
+STALE_SECONDS = 120.0
+SETTLE_SECONDS = 0.5  # longer than one write takes to land: a simultaneous writer shows by then
+
+try:
+    import fcntl
+except ImportError:  # Windows: leases there too
+    fcntl = None
+
+
+def _holder(token):
+    return {"pid": os.getpid(), "host": socket.gethostname(), "token": token,
+            "started": time.time(), "heartbeat": time.time()}
+
+
+def _describe(holder):
+    if not isinstance(holder, dict):
+        return "another process"
+    seen = time.time() - holder.get("heartbeat", time.time())
+    return (f"pid {holder.get('pid')} on {holder.get('host')}, started "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(holder.get('started', 0)))}"
+            + (f", last seen {seen:.0f} s ago" if seen >= HEARTBEAT_SECONDS else ""))
+
+
+def _is_alive_here(holder):
+    """False only when the holder is a process of this machine that no longer exists."""
+    if holder.get("host") != socket.gethostname() or not isinstance(holder.get("pid"), int):
+        return True
+    try:
+        os.kill(holder["pid"], 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+class FolderLock:
+    """The write lock of one output folder (a Store); use as a context manager.
+
+    Raises:
+        OutputLockedError: on entry, when another conversion holds the folder.
+    """
+
+    def __init__(self, store):
+        self._store = store
+        self._token = uuid.uuid4().hex
+        self._fd = None
+        self._stop = threading.Event()
+        self._heartbeat = None
+
+    def __enter__(self):
+        self._store.make_dirs()
+        if self._store.is_local and fcntl is not None:
+            self._flock()
+        else:
+            self._lease()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.release()
+
+    def _error(self, holder):
+        return OutputLockedError(self._store.url, _describe(holder))
+
+    # local disk
+
+    def _flock(self):
+        path = self._store.path(LOCK)
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _read_json(lambda: os.pread(fd, 4096, 0))
+                os.close(fd)
+                raise self._error(holder) from None
+            try:  # a releasing holder unlinks the file: make sure this one is still in place
+                same = os.path.samestat(os.fstat(fd), os.stat(path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(_holder(self._token)).encode(), 0)
+        self._fd = fd
+
+    # object stores
+
+    def _lease(self):
+        holder = _read_json(lambda: self._store.read_bytes(LOCK))
+        if holder is not None and self._holds(holder):
+            raise self._error(holder)
+        if holder is not None:
+            logger.warning("taking over the stale lock of %s (%s)", self._store.url,
+                           _describe(holder))
+        self._store.write_atomic(LOCK, json.dumps(_holder(self._token)))
+        time.sleep(SETTLE_SECONDS)
+        holder = _read_json(lambda: self._store.read_bytes(LOCK))
+        if not isinstance(holder, dict) or holder.get("token") != self._token:
+            raise self._error(holder)
+        self._heartbeat = threading.Thread(target=self._renew, daemon=True,
+                                           name="tfrecorder_lite-lock")
+        self._heartbeat.start()
+
+    @staticmethod
+    def _holds(holder):
+        """Whether the lease ``holder`` read from the store is still held."""
+        if not isinstance(holder, dict):
+            return False
+        fresh = time.time() - holder.get("heartbeat", 0) < STALE_SECONDS
+        return fresh and _is_alive_here(holder)
+
+    def _renew(self):
+        holder = _holder(self._token)
+        while not self._stop.wait(HEARTBEAT_SECONDS):
+            holder["heartbeat"] = time.time()
+            try:
+                self._store.write_atomic(LOCK, json.dumps(holder))
+            except Exception as exc:  # the next beat tries again
+                logger.warning("could not renew the lock of %s: %s", self._store.url, exc)
+
+    def release(self):
+        """Give the folder up (remove the lock file); safe to call twice."""
+        if self._fd is not None:
+            try:
+                os.remove(self._store.path(LOCK))  # before unlocking: see _flock
+            except FileNotFoundError:
+                pass
+            os.close(self._fd)
+            self._fd = None
+        if self._heartbeat is not None:
+            self._stop.set()
+            self._heartbeat.join()
+            self._heartbeat = None
+            holder = _read_json(lambda: self._store.read_bytes(LOCK))
+            if isinstance(holder, dict) and holder.get("token") == self._token:
+                self._store.remove(LOCK)
+
+
+def _read_json(read):
+    """The JSON object ``read()`` returns, or None when there is none (or it is not JSON)."""
+    try:
+        return json.loads(read())
+    except (OSError, ValueError):
+        return None

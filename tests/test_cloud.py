@@ -157,8 +157,9 @@ def test_a_remote_csv_resolves_relative_paths_against_its_own_folder(s3, local_i
     result = tfrecorder_lite.convert(f"{bucket}/data/table.csv", f"{bucket}/out", **OPTIONS)
 
     assert same_shards(result.metadata, reference.metadata)
-    missing = result.rejected[result.rejected.reason == "file not found"]
+    missing = result.rejected[result.rejected.reason.str.startswith("file not found")]
     assert len(missing) == 1
+    assert f"was resolved against base_dir {bucket}/data)" in missing.reason.iloc[0]
 
 
 def test_a_remote_image_folder_is_read_as_split_label_file(gcs, tmp_path):

@@ -2,7 +2,7 @@
 
 from . import schema, sources
 from .errors import SchemaError
-from .images import ImageOptions
+from .images import DEFAULT_MAX_BYTES, ImageOptions
 from .plan import build_plan
 from .storage import Store
 from .tfrecord import normalize_compression
@@ -12,7 +12,8 @@ CHECKS = ("decode", "header")
 ON_ERROR = ("raise", "skip")
 
 
-def image_options(check="decode", image_size=None, image_format="jpeg"):
+def image_options(check="decode", image_size=None, image_format="jpeg",
+                  max_image_bytes=DEFAULT_MAX_BYTES):
     """Validate the image options and return an ImageOptions."""
     if check not in CHECKS:
         raise SchemaError(f"check must be one of {CHECKS}, not {check!r}")
@@ -23,14 +24,19 @@ def image_options(check="decode", image_size=None, image_format="jpeg"):
         image_size = size
     if image_format not in ("jpeg", "png"):
         raise SchemaError(f"image_format must be 'jpeg' or 'png', not {image_format!r}")
-    return ImageOptions(check=check, size=image_size, format=image_format)
+    if isinstance(max_image_bytes, bool) or not isinstance(max_image_bytes, int) or \
+            max_image_bytes <= 0:
+        raise SchemaError(f"max_image_bytes must be a positive number of bytes, not "
+                          f"{max_image_bytes!r}")
+    return ImageOptions(check=check, size=image_size, format=image_format,
+                        max_bytes=max_image_bytes)
 
 
 def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", label_col="label",
                 num_shards=None, compression=None, image_size=None, image_format="jpeg",
                 label_map=None, check="decode", on_error="raise", shuffle=True, seed=0,
                 overwrite=False, n_jobs=-1, progress=True, base_dir=None, sha256=False,
-                storage_options=None):
+                storage_options=None, max_image_bytes=DEFAULT_MAX_BYTES):
     """Write the table's images as TFRecord shards per split, with a manifest.
 
     Args:
@@ -57,6 +63,8 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         storage_options: fsspec options (credentials, endpoints) for remote images and output:
             one dict for every remote URL, or a dict per protocol when the call uses two,
             e.g. ``{"s3": {...}, "gs": {...}}``.
+        max_image_bytes: image files larger than this (default 256 MiB) are rejected without
+            being read ("file too large").
 
     Returns:
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).
@@ -72,7 +80,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     """
     if on_error not in ON_ERROR:
         raise SchemaError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
-    options = image_options(check, image_size, image_format)
+    options = image_options(check, image_size, image_format, max_image_bytes)
     try:
         compression = normalize_compression(compression)
     except ValueError as exc:

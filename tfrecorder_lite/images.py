@@ -15,9 +15,11 @@ from functools import partial
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from . import structure
+from . import storage, structure
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own default decompression-bomb limit
+# Larger files are refused unread. An 89 Mpx (Pillow's limit) uncompressed RGB TIFF is 268 MB.
+DEFAULT_MAX_BYTES = 256 * 2**20
 _NATIVE_MODES = {"1": 1, "L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
 _ROTATING_ORIENTATIONS = {2, 3, 4, 5, 6, 7, 8}
 _PILLOW_FORMATS = {"jpeg": ["JPEG"], "png": ["PNG"], "gif": ["GIF"], "bmp": ["BMP"],
@@ -36,6 +38,7 @@ class ImageOptions:
         format: encoding of resized images, "jpeg" or "png".
         quality: JPEG quality of resized images.
         max_pixels: images with more pixels are rejected as decompression bombs.
+        max_bytes: image files larger than this are rejected without being read.
     """
 
     check: str = "decode"
@@ -43,6 +46,7 @@ class ImageOptions:
     format: str = "jpeg"
     quality: int = 90
     max_pixels: int = DEFAULT_MAX_PIXELS
+    max_bytes: int = DEFAULT_MAX_BYTES
 
 
 @dataclass(frozen=True)
@@ -279,11 +283,37 @@ def _plain_jpeg(data, options):
 
 def unreadable_reason(error):
     """The rejection reason of a file that could not be read (an OSError)."""
+    if isinstance(error, storage.FileRefused):
+        return error.reason
     if isinstance(error, FileNotFoundError):
         return "file not found"
     if isinstance(error, IsADirectoryError):
         return "is a folder, not a file"
+    if isinstance(error, ValueError) or "embedded null" in str(error):
+        return "cannot read file (the path contains a NUL character)"
     return f"cannot read file ({getattr(error, 'strerror', None) or error})"
+
+
+def not_an_image(head):
+    """"not an image" when the first bytes of a large file show no image Pillow knows, else
+    None (the whole file then gets the full check)."""
+    if sniff_format(head) is not None:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            Image.open(io.BytesIO(head)).close()
+    except UnidentifiedImageError:
+        return "not an image"
+    except Exception:  # a header cut short, a bomb: the full check gives the reason
+        return None
+    return None
+
+
+def read_images(paths, options, storage_options=None):
+    """The bytes of many image files (or the OSError of each unreadable one): files over
+    ``options.max_bytes`` and large files whose first bytes are no image are never read whole."""
+    return storage.read_many(paths, storage_options, options.max_bytes, not_an_image)
 
 
 def prepare_content(content, options):

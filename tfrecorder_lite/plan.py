@@ -181,7 +181,8 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
     compression = compression and compression.upper()
 
     paths, sizes, to_stat = [], [0] * len(df), []
-    for position, uri in enumerate(df[image_col].tolist()):
+    uris = df[image_col].tolist()
+    for position, uri in enumerate(uris):
         path = None if pd.isna(uri) else str(uri)  # reported as is if refused
         if position not in reasons:
             try:
@@ -196,6 +197,12 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
     for position, stat in zip(to_stat, found):
         if isinstance(stat, Exception):
             reasons[position] = unreadable_reason(stat)
+            if isinstance(stat, FileNotFoundError):
+                reasons[position] += storage.relative_path_hint(uris[position], paths[position],
+                                                                base_dir)
+        elif stat[0] > image.max_bytes:
+            reasons[position] = unreadable_reason(
+                storage.too_large(paths[position], stat[0], image.max_bytes))
         else:
             sizes[position] = stat[0]
             fingerprint.update(f"{paths[position]}\0{stat[0]}\0{stat[1]}\n".encode())
@@ -222,7 +229,9 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
 
     rejected = tuple(sorted(reasons.items()))
     description = {
-        "format_version": FORMAT_VERSION, "labels": labels, "image": dataclasses.asdict(image),
+        "format_version": FORMAT_VERSION, "labels": labels,
+        # max_bytes decides only which rows are rejected, and those are listed below
+        "image": {k: v for k, v in dataclasses.asdict(image).items() if k != "max_bytes"},
         "compression": compression, "extra_kinds": extra_kinds, "rejected": rejected,
         **({"sha256": True} if sha256 else {}),  # earlier outputs keep their fingerprint
         "shards": [(s.name, s.positions) for s in shards], "label_ids": label_ids,

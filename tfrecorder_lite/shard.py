@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from . import example, storage
 from .errors import InvalidRowError
-from .images import ImageRejected, prepare_content
+from .images import ImageRejected, prepare_content, read_images
 from .output_dir import STATE_DIR, receipt_name
 from .tfrecord import RecordWriter
 
@@ -87,7 +87,7 @@ def prepare_records(rows, image_options, extra_kinds, storage_options=None):
     """
     kinds = {**example.IMAGE_FEATURES, **dict(extra_kinds)}
     out = []
-    contents = storage.read_many([row[2] for row in rows], storage_options)
+    contents = read_images([row[2] for row in rows], image_options, storage_options)
     for (_, _, path, label_id, label_text, extras), content in zip(rows, contents):
         try:
             stored = prepare_content(content, image_options)

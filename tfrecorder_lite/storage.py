@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlparse
 from .errors import MissingDependencyError, SchemaError, UnsupportedURLError
 
 TEMP_SUFFIX = ".tmp"
+HEAD_BYTES = 64 << 10  # what a large file is judged by before it is read whole
 _ONE_READ_LIMIT = 1 << 30
 _EXTRAS = {"gs": "gcs", "gcs": "gcs", "s3": "s3", "s3a": "s3", "http": "http", "https": "http"}
 _READ_ONLY = {"http", "https"}
@@ -105,6 +106,22 @@ def resolve(uri, base=None):
     return uri
 
 
+def is_relative(uri):
+    """True for a relative local path (one that :func:`resolve` joins to a base folder)."""
+    uri = str(uri)
+    return protocol_of(uri) == "file" and "://" not in uri and \
+        not os.path.isabs(os.path.expanduser(uri))
+
+
+def relative_path_hint(uri, path, base=None):
+    """For a relative ``uri`` resolved to ``path``: the words that say where it was looked
+    for, to add to a "file not found"; "" for any other URI."""
+    if not is_relative(uri):
+        return ""
+    against = f"base_dir {base}" if base is not None else f"the working folder {os.getcwd()}"
+    return f" (looked for {path}: the relative path {uri} was resolved against {against})"
+
+
 def parent(uri):
     """The folder holding ``uri`` (a path or URL)."""
     if is_remote(uri):
@@ -158,6 +175,18 @@ def filesystem(protocol, storage_options=None):
 
 # ----------------------------------------------------------------------------- the local disk
 
+class FileRefused(OSError):
+    """A file refused before it was read whole: too large, or its first bytes say it is not
+    what the caller wants. ``reason`` says why, for people."""
+
+    def __init__(self, path, reason):
+        super().__init__(0, reason, path)
+        self.reason = reason
+
+    def __reduce__(self):
+        return type(self), (self.filename, self.reason)
+
+
 _FILE_KINDS = {stat_module.S_IFIFO: "a FIFO (named pipe)", stat_module.S_IFCHR: "a device",
                stat_module.S_IFBLK: "a device", stat_module.S_IFSOCK: "a socket"}
 
@@ -168,21 +197,62 @@ def _regular(st, path):
         return
     if stat_module.S_ISDIR(st.st_mode):
         raise IsADirectoryError(21, "is a folder, not a file", path)
-    kind = _FILE_KINDS.get(stat_module.S_IFMT(st.st_mode), "not a regular file")
-    raise OSError(0, f"{kind}, not a regular file", path)
+    kind = _FILE_KINDS.get(stat_module.S_IFMT(st.st_mode), "something")
+    raise FileRefused(path, f"{kind}, not a regular file")
 
 
-def _local_read(path):
-    """The whole content of a local regular file, usually in one read call."""
+def human_size(n):
+    """``n`` bytes as people read it: 812 bytes, 3.6 MB, 6.0 GB."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def too_large(path, size, max_bytes):
+    """The FileRefused of a file of ``size`` bytes (None: more than read) over ``max_bytes``."""
+    found = human_size(size) if size is not None else f"over {human_size(max_bytes)}"
+    return FileRefused(path, f"file too large: {found} (limit {human_size(max_bytes)}, "
+                             "max_image_bytes)")
+
+
+def _local_read(path, max_bytes=None, check_head=None):
+    """The whole content of a local regular file, usually in one read call.
+
+    Args:
+        max_bytes: refuse a larger file (FileRefused) without reading it.
+        check_head: called with the first ``HEAD_BYTES`` of a larger file before the rest is
+            read; returns a reason to refuse the file, or None.
+    """
     # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        _regular(os.stat(path), path)  # a socket cannot be opened: say what it is
+        raise
     try:
         st = os.fstat(fd)
         _regular(st, path)
         size = st.st_size
-        data = os.read(fd, min(size + 1, _ONE_READ_LIMIT))  # usually all of it, in one call
-        if len(data) > size or len(data) == _ONE_READ_LIMIT:  # grown meanwhile, or very large
-            data += b"".join(iter(lambda: os.read(fd, _ONE_READ_LIMIT), b""))
+        limit = _ONE_READ_LIMIT if max_bytes is None else min(max_bytes + 1, _ONE_READ_LIMIT)
+        if max_bytes is not None and size > max_bytes:
+            raise too_large(path, size, max_bytes)
+        if check_head is not None and size > HEAD_BYTES:
+            reason = check_head(os.pread(fd, HEAD_BYTES, 0))
+            if reason:
+                raise FileRefused(path, reason)
+        data = os.read(fd, min(size + 1, limit))  # usually all of it, in one call
+        if len(data) > size or len(data) == limit:  # grown meanwhile, or very large
+            chunks = [data]
+            read = len(data)
+            while chunk := os.read(fd, limit):
+                chunks.append(chunk)
+                read += len(chunk)
+                if max_bytes is not None and read > max_bytes:
+                    raise too_large(path, None, max_bytes)
+            data = b"".join(chunks)
+        if max_bytes is not None and len(data) > max_bytes:
+            raise too_large(path, None, max_bytes)
         return data
     finally:
         os.close(fd)
@@ -252,13 +322,7 @@ def _each(fs, method, paths):
     async filesystem (gcsfs, s3fs, http), one after the other on the others."""
     if fs.async_impl:
         return _gather(fs, getattr(fs, "_" + method), paths)
-    out = []
-    for path in paths:
-        try:
-            out.append(getattr(fs, method)(path))
-        except Exception as exc:  # reported per file, never for the whole batch
-            out.append(exc)
-    return out
+    return [_call(getattr(fs, method), path) for path in paths]
 
 
 def _as_os_error(exc):
@@ -267,15 +331,44 @@ def _as_os_error(exc):
     return OSError(f"{type(exc).__name__}: {exc}".rstrip(": "))
 
 
-def read_many(uris, storage_options=None):
+def read_many(uris, storage_options=None, max_bytes=None, check_head=None):
     """The bytes of many files (paths or URLs); remote ones are fetched concurrently.
+
+    Args:
+        uris: paths or URLs.
+        storage_options: fsspec options (see :func:`options_for`).
+        max_bytes: files larger than this are refused (FileRefused) without being read whole
+            (a remote one is fetched only up to the limit).
+        check_head: for local files larger than ``HEAD_BYTES``: called with their first bytes
+            before the rest is read; returns a reason to refuse the file, or None.
 
     Returns:
         One item per URI: its bytes, or the OSError that reading it raised.
     """
-    contents = _many(uris, storage_options, _local_read,
-                     lambda fs, paths: _each(fs, "cat_file", paths))
+    def remote(fs, paths):
+        if max_bytes is None:
+            return _each(fs, "cat_file", paths)
+        found = _gather(fs, lambda p: fs._cat_file(p, start=0, end=max_bytes + 1), paths) \
+            if fs.async_impl else [_call(fs.cat_file, p, start=0, end=max_bytes + 1)
+                                   for p in paths]
+        # a range of an empty object is "not satisfiable" on S3: ask those again, whole
+        again = [i for i, v in enumerate(found) if isinstance(v, Exception)]
+        for i, value in zip(again, _each(fs, "cat_file", [paths[i] for i in again])):
+            found[i] = value
+        return [too_large(p, None, max_bytes) if isinstance(v, bytes) and len(v) > max_bytes
+                else v for p, v in zip(paths, found)]
+
+    contents = _many(uris, storage_options,
+                     lambda path: _local_read(path, max_bytes, check_head), remote)
     return [value if isinstance(value, bytes) else _as_os_error(value) for value in contents]
+
+
+def _call(function, *args, **kwargs):
+    """``function(*args, **kwargs)``, or the exception it raised."""
+    try:
+        return function(*args, **kwargs)
+    except Exception as exc:  # reported per file, never for the whole batch
+        return exc
 
 
 def stat_many(uris, storage_options=None):

@@ -7,13 +7,13 @@ import pandas as pd
 
 from . import schema, storage
 from .errors import UnsupportedURLError
-from .images import ImageOptions, ImageRejected, prepare_content
+from .images import DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images
 
 
 def inspect_images(items, options, storage_options=None):
     """Check images (a joblib task): return (position, sha256 of the bytes or None, problem)."""
     out = []
-    contents = storage.read_many([path for _, path in items], storage_options)
+    contents = read_images([path for _, path in items], options, storage_options)
     for (position, _), content in zip(items, contents):
         try:
             prepare_content(content, options)
@@ -29,7 +29,8 @@ def _where(df, position, image_col, splits):
 
 
 def validate(df, *, split_col="split", image_col="image_uri", label_col="label", label_map=None,
-             check="header", base_dir=None, n_jobs=-1, storage_options=None):
+             check="header", base_dir=None, n_jobs=-1, storage_options=None,
+             max_image_bytes=DEFAULT_MAX_BYTES):
     """Report every problem of the table, one row per problem.
 
     Checks columns, split values, labels and paths; with ``check`` ("header" or "decode") also
@@ -42,6 +43,7 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         base_dir: folder (path or URL) that relative image paths resolve against.
         n_jobs: joblib workers that read and check images.
         storage_options: fsspec options for remote image URLs.
+        max_image_bytes: larger image files are reported ("file too large") without being read.
 
     Returns:
         A DataFrame with columns row, column, value, problem (empty when the table is clean).
@@ -71,7 +73,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         except UnsupportedURLError as exc:
             found.append((row, image_col, uri, str(exc)))
     if check is not None and items:
-        options = ImageOptions(check=check)
+        paths = dict(items)
+        options = ImageOptions(check=check, max_bytes=max_image_bytes)
         size = max(1, min(64, len(items) // 16))
         results = joblib.Parallel(n_jobs=n_jobs, prefer="threads")(
             joblib.delayed(inspect_images)(items[i:i + size], options, storage_options)
@@ -79,6 +82,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         first_with = {}
         for position, digest, problem in (r for chunk in results for r in chunk):
             row, uri = df.index[position], df[image_col].iloc[position]
+            if problem == "file not found":
+                problem += storage.relative_path_hint(uri, paths[position], base_dir)
             if problem:
                 found.append((row, image_col, uri, problem))
             if digest is None:

@@ -7,7 +7,8 @@ import json
 import re
 
 from .errors import ManifestError, SchemaError
-from .storage import Store
+from .example import BYTES, FLOAT, IMAGE_FEATURES, INT64
+from .storage import Store, is_dir
 
 METADATA = "metadata.json"
 LABELS = "labels.txt"
@@ -27,30 +28,151 @@ def write_metadata(store, metadata):
 
 
 def read_metadata(output_dir, storage_options=None):
-    """Read ``metadata.json`` of an output folder (a path, any fsspec URL, or a Store).
+    """Read and check ``metadata.json`` of an output folder (a path, any fsspec URL, or a Store).
 
     Raises:
-        ManifestError: when the folder has no (readable) metadata.json.
+        ManifestError: when the folder has no (readable, well-formed) metadata.json; the
+            message says why (no such folder, an unfinished conversion, ...) or names the
+            malformed field.
     """
     store = output_dir if isinstance(output_dir, Store) else Store(output_dir, storage_options)
     path = store.path(METADATA)
     try:
         text = store.read_text(METADATA)
     except FileNotFoundError:
-        raise ManifestError(
-            f"{path} not found: {store.url} is not a finished tfrecorder_lite output "
-            "(the conversion may still be running, or was interrupted: re-run it to finish)"
-        ) from None
+        raise ManifestError(f"{path} not found: {_why_unfinished(store)}") from None
     except (OSError, ValueError) as exc:
         raise ManifestError(f"cannot read {path}: {exc}") from None
     try:
         metadata = json.loads(text)
     except ValueError as exc:
         raise ManifestError(f"cannot read {path}: {exc}") from None
-    if metadata.get("format_version") != FORMAT_VERSION:
-        raise ManifestError(f"{path}: unsupported format_version "
-                            f"{metadata.get('format_version')!r} (this reader knows {FORMAT_VERSION})")
+    check_metadata(metadata, path)
     return metadata
+
+
+def _why_unfinished(store):
+    """Why a folder without metadata.json is no finished output, for the error message."""
+    from .output_dir import STATE_DIR  # output_dir imports this module
+
+    names = store.list()
+    if STATE_DIR in names:
+        return (f"{store.url} is not a finished tfrecorder_lite output (the conversion may "
+                "still be running, or was interrupted: re-run it to finish)")
+    if names:
+        return (f"{store.url} is not a tfrecorder_lite output (it holds "
+                f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''})")
+    if is_dir(store.url, store.storage_options):
+        return f"{store.url} is an empty folder, not a tfrecorder_lite output"
+    return f"{store.url} does not exist, so it is not a finished tfrecorder_lite output"
+
+
+def check_metadata(metadata, path):
+    """Check the fields of a parsed ``metadata.json`` that readers use.
+
+    Shard names must be plain file names of their split (never ``../``, absolute paths or
+    URLs), so readers never open a file outside the output folder.
+
+    Args:
+        metadata: the parsed JSON.
+        path: the file's path or URL, for messages.
+
+    Raises:
+        ManifestError: naming the first missing or malformed field, e.g.
+            ``.../metadata.json: splits.TRAIN.shards[0].name: '../x.tfrecord' is not a shard
+            file name of split TRAIN``.
+    """
+    check = _Fields(path)
+    check.value(metadata, "metadata.json", _is_object, "a JSON object")
+    if metadata.get("format_version") != FORMAT_VERSION:
+        raise ManifestError(f"{path}: unsupported format_version {metadata.get('format_version')!r}"
+                            f" (this reader knows {FORMAT_VERSION})")
+    check.field(metadata, "", "labels",
+                lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v),
+                "a list of label texts")
+    features = check.field(metadata, "", "features", _is_object, "an object")
+    for key in [*IMAGE_FEATURES, *features]:  # the image features must be there
+        spec = check.field(features, "features", key, _is_object, "an object")
+        dtypes = [IMAGE_FEATURES[key]] if key in IMAGE_FEATURES else [BYTES, INT64, FLOAT]
+        check.field(spec, f"features.{key}", "dtype", lambda v: v in dtypes,
+                    " or ".join(map(repr, dtypes)))
+        check.field(spec, f"features.{key}", "shape", lambda v: v == [], "[] (one value a record)")
+    check.field(metadata, "", "compression", lambda v: v in (None, "GZIP", "ZLIB"),
+                "null, 'GZIP' or 'ZLIB'")
+    image = check.field(metadata, "", "image", _is_object, "an object")
+    check.field(image, "image", "stored", lambda v: v in ("encoded", "resized"),
+                "'encoded' or 'resized'")
+    check.field(image, "image", "size", lambda v: v is None or _is_size(v),
+                "null or [height, width]")
+    check.field(image, "image", "formats", _is_object, "an object")
+    if "max_size" in image:
+        check.field(image, "image", "max_size", _is_size, "[height, width]")
+    check.field(metadata, "", "rejected", _is_count, "a count")
+    splits = check.field(metadata, "", "splits", lambda v: _is_object(v) and v,
+                         "an object of splits")
+    for split in splits:
+        info = check.field(splits, "splits", split, _is_object, "an object")
+        where = f"splits.{split}"
+        num_examples = check.field(info, where, "num_examples", _is_count, "a count")
+        shards = check.field(info, where, "shards", lambda v: isinstance(v, list), "a list")
+        for i, shard in enumerate(shards):
+            _check_shard_entry(check, shard, split, f"{where}.shards[{i}]")
+        listed = sum(shard["num_examples"] for shard in shards)
+        if listed != num_examples:
+            raise ManifestError(f"{path}: {where}.num_examples: {num_examples} is not the sum of "
+                                f"its shards' num_examples ({listed})")
+
+
+def _check_shard_entry(check, shard, split, where):
+    """Check the manifest entry of a shard of ``split``; ``where`` names it in messages."""
+    check.value(shard, where, _is_object, "an object")
+    check.field(shard, where, "name", lambda v: isinstance(v, str) and SHARD_NAME.match(v)
+                and v.startswith(f"{split.lower()}-"), f"a shard file name of split {split}")
+    check.field(shard, where, "num_examples", _is_count, "a count")
+    check.field(shard, where, "bytes", _is_count, "a count")
+    if "crc32c" in shard or "sha256" not in shard:  # earlier versions wrote only a sha256
+        check.field(shard, where, "crc32c", lambda v: _is_hex(v, 8), "8 hex digits")
+    if "sha256" in shard:
+        check.field(shard, where, "sha256", lambda v: _is_hex(v, 64), "64 hex digits")
+
+
+class _Fields:
+    """Checks of the values in one metadata.json; errors name the file and the field."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def value(self, value, name, test, what):
+        """``value``, or ManifestError when ``test(value)`` is false."""
+        if not test(value):
+            shown = repr(value)
+            shown = shown if len(shown) <= 200 else shown[:197] + "..."
+            raise ManifestError(f"{self.path}: {name}: {shown} is not {what}")
+        return value
+
+    def field(self, parent, where, key, test, what):
+        """``parent[key]``, checked; ``where`` is the parent's dotted name ("" at the top)."""
+        name = f"{where}.{key}" if where else key
+        if key not in parent:
+            raise ManifestError(f"{self.path} has no {name!r}")
+        return self.value(parent[key], name, test, what)
+
+
+def _is_object(value):
+    return isinstance(value, dict)
+
+
+def _is_count(value):
+    return type(value) is int and value >= 0  # noqa: E721 (bool is an int, not a count)
+
+
+def _is_size(value):
+    return isinstance(value, list) and len(value) == 2 and all(_is_count(v) for v in value)
+
+
+def _is_hex(value, digits):
+    return isinstance(value, str) and len(value) == digits and all(
+        c in "0123456789abcdef" for c in value)
 
 
 def normalize_split(metadata, split):

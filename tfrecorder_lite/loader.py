@@ -4,15 +4,17 @@ Reads only ``metadata.json`` and the shards it lists (never globs). TensorFlow i
 lazily, so that ``import tfrecorder_lite`` stays light.
 """
 
+import functools
 import os
 
 import joblib
 
-from . import example, manifest, shard_cache
+from . import example, manifest, shard_cache, verification
 from .errors import SchemaError
 from .storage import Store
 
 _JPEG_RATIOS = (8, 4, 2)
+_GROUP_BYTES = 1 << 20
 
 
 def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=False, seed=None,
@@ -66,21 +68,26 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         )
     import tensorflow as tf
 
-    paths = _shard_files(store, metadata["splits"][split]["shards"], cache_dir)
+    shards = metadata["splits"][split]["shards"]
+    paths = _shard_files(store, shards, cache_dir)
     num_examples = metadata["splits"][split]["num_examples"]
-    compression = metadata["compression"] or ""
+    read_shard = _shard_reader(tf, metadata["compression"] or "", _group_size(shards), store.url)
     spec = example.parse_spec(metadata["features"])
     ratios = _useful_jpeg_ratios(metadata["image"], image_size)
     decode = _decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method)
 
     deterministic = not shuffle or seed is not None  # a seeded shuffle must repeat exactly
-    files = tf.data.Dataset.from_tensor_slices(paths)
+    names = [store.path(shard["name"]) for shard in shards]  # for messages, with any copy read
+    names = [name if name == path else f"{name} (local copy {path})"
+             for name, path in zip(names, paths)]
+    files = tf.data.Dataset.from_tensor_slices(
+        (paths, names, tf.constant([shard["num_examples"] for shard in shards], tf.int64)))
     if shuffle:
         files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
     cycle_length = max(1, min(len(paths), 8))
     records = files.interleave(
-        lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
-        cycle_length=cycle_length, num_parallel_calls=cycle_length, deterministic=deterministic,
+        read_shard, cycle_length=cycle_length, num_parallel_calls=cycle_length,
+        deterministic=deterministic,
     ).apply(tf.data.experimental.assert_cardinality(num_examples))
     if shuffle:
         records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
@@ -105,10 +112,61 @@ def reads_natively(store, cache_dir=None):
 
 
 def _shard_files(store, shards, cache_dir):
-    """Paths or URLs that TensorFlow can open for ``shards`` (manifest entries)."""
+    """Paths or URLs that TensorFlow can open for ``shards`` (manifest entries).
+
+    Raises:
+        ManifestError: a local shard file is missing or not of the size metadata.json lists
+            (remote copies are checked as they are downloaded).
+    """
+    if store.is_local:
+        for shard in shards:
+            problem = verification.size_problem(shard, store.size(shard["name"]))
+            if problem:
+                raise verification.shard_error(store, shard, problem)
     if reads_natively(store, cache_dir):
         return [store.path(shard["name"]) for shard in shards]
     return shard_cache.local_copies(store, shards, cache_dir)
+
+
+def _group_size(shards):
+    """Records counted together by the shard reader: about ``_GROUP_BYTES``, 1 to 64."""
+    num_examples = sum(shard["num_examples"] for shard in shards)
+    size = sum(shard["bytes"] for shard in shards)
+    return max(1, min(64, _GROUP_BYTES * num_examples // max(size, 1)))
+
+
+def _shard_reader(tf, compression, group, output_url):
+    """The interleave function: the records of one shard, counted against metadata.json.
+
+    TensorFlow's errors on a damaged shard name only a byte offset. Here a read error ends the
+    shard's records instead (``ignore_errors``), and the count of records read is compared
+    with the shard's ``num_examples``: more, or at the end fewer, fails with a message naming
+    the shard file and the first record missing. Records are counted in groups of ``group``
+    (one function call a group: a call per record cost as much as reading it); an empty group
+    marks the end.
+    """
+    advice = f"; run tfrecorder-lite verify {output_url}"
+
+    def check(name, expected, read, records):
+        size = tf.size(records, out_type=tf.int64)
+        read_text, expected_text = tf.strings.as_string(read), tf.strings.as_string(expected)
+        too_many = tf.debugging.Assert(read + size <= expected, [tf.strings.join(
+            [name, ": more records than the ", expected_text, " metadata.json lists", advice])])
+        too_few = tf.debugging.Assert(tf.logical_or(size > 0, tf.equal(read, expected)), [
+            tf.strings.join([name, ": record ", read_text, " is damaged or missing (read ",
+                             read_text, " of the ", expected_text, " records metadata.json "
+                             "lists)", advice])])
+        with tf.control_dependencies([too_many, too_few]):
+            return read + size, tf.identity(records)
+
+    def read_shard(path, name, expected):
+        end = tf.data.Dataset.from_tensors(tf.zeros([0], tf.string))
+        records = tf.data.TFRecordDataset(path, compression_type=compression).ignore_errors()
+        return (records.batch(group).concatenate(end)
+                .scan(tf.constant(0, tf.int64), functools.partial(check, name, expected))
+                .unbatch())
+
+    return read_shard
 
 
 def _useful_jpeg_ratios(image_info, image_size):

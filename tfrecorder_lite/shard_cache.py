@@ -12,6 +12,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from . import verification
 from .errors import VerifyError
 from .tfrecord import FileDigest
 
@@ -36,6 +37,7 @@ def local_copies(store, shards, cache_dir=None):
         cache_dir: the cache folder (default: :func:`default_cache_dir`).
 
     Raises:
+        ManifestError: a shard file is missing.
         VerifyError: a downloaded shard's checksum differs from the manifest's.
     """
     cache_dir = cache_dir or default_cache_dir()
@@ -69,7 +71,12 @@ def _download(store, shard, path):
     digest = FileDigest.like(shard)
     temp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
     try:
-        with store.open_read(shard["name"]) as source, open(temp, "wb") as target:
+        source = store.open_read(shard["name"])
+    except FileNotFoundError:
+        raise verification.shard_error(store, shard,
+                                       verification.size_problem(shard, None)) from None
+    try:
+        with source, open(temp, "wb") as target:
             for chunk in iter(lambda: source.read(_CHUNK), b""):
                 digest.update(chunk)
                 target.write(chunk)

@@ -1,7 +1,7 @@
 """``verify()``: re-read every shard and check it against metadata.json."""
 
 from . import example, manifest
-from .errors import VerifyError
+from .errors import ManifestError, VerifyError
 from .storage import Store
 from .tfrecord import FileDigest, RecordError, iter_records
 
@@ -32,16 +32,31 @@ def _check_record(data, features, decode_image):
         decode_image(parsed[example.ENCODED][1][0])
 
 
+def size_problem(shard, size):
+    """What is wrong with a shard file of ``size`` bytes (None: no such file) against its
+    manifest entry ``shard``, or None when nothing is."""
+    if size is None:
+        return "shard file is missing"
+    if size != shard["bytes"]:
+        return f"{size} bytes, metadata.json says {shard['bytes']} (truncated or changed)"
+    return None
+
+
+def shard_error(store, shard, problem):
+    """A ManifestError naming the file of ``shard`` (a manifest entry of ``store``), its
+    ``problem`` and what to do."""
+    return ManifestError(f"{store.path(shard['name'])}: {problem}; run tfrecorder-lite verify "
+                         f"{store.url}")
+
+
 def _check_shard(store, shard, compression, features, decode_image):
     """Problems of one shard file (empty list when it is sound)."""
     name = shard["name"]
     size = store.size(name)
+    problem = size_problem(shard, size)
     if size is None:
-        return [f"{name}: shard file is missing"]
-    problems, count, damaged = [], 0, False
-    if size != shard["bytes"]:
-        problems.append(f"{name}: {size} bytes, metadata.json says {shard['bytes']} "
-                        "(truncated or changed)")
+        return [f"{name}: {problem}"]
+    problems, count, damaged = [f"{name}: {problem}"] if problem else [], 0, False
     with store.open_read(name) as f:
         reader = _DigestingReader(f, FileDigest.like(shard))
         try:

@@ -120,15 +120,6 @@ def encode_example_chunks(features, kinds):
     return chunks
 
 
-def kind_of_dtype(dtype):
-    """Feature kind for a pandas/numpy dtype: ints and bools -> int64, floats -> float, else bytes."""
-    if dtype.kind in "iub":
-        return INT64
-    if dtype.kind == "f":
-        return FLOAT
-    return BYTES
-
-
 def parse_spec(features):
     """``tf.io.parse_single_example`` spec for the manifest's ``features`` mapping."""
     import tensorflow as tf

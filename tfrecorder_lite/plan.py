@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import example, schema, storage
+from . import columns, example, schema, storage
 from .errors import SchemaError, UnsupportedURLError
 from .images import ImageOptions, unreadable_reason
 from .tfrecord import COMPRESSIONS
@@ -73,6 +73,7 @@ class WritePlan:
         shards: every ShardSpec, split by split.
         paths, label_ids, extras: per table position (extras: tuple of values, one per column).
         extra_kinds: (column, feature kind) of every carried column.
+        extra_columns: the carried columns (ExtraColumn: kind, column dtype, missing values).
         rejected: (position, reason) of rows refused before any image was read.
         splits: splits present in the table, in TRAIN, VALIDATION, TEST order.
         fingerprint: sha256 of everything above plus the image files' sizes and times.
@@ -90,11 +91,13 @@ class WritePlan:
     splits: tuple
     fingerprint: str
     sha256: bool = False
+    extra_columns: tuple = ()
 
     @property
     def features(self):
-        """Feature key -> kind of every record (the image features plus carried columns)."""
-        return {**example.IMAGE_FEATURES, **dict(self.extra_kinds)}
+        """metadata.json's ``features``: every record feature, with the columns' own types."""
+        image = {key: {"dtype": kind, "shape": []} for key, kind in example.IMAGE_FEATURES.items()}
+        return {**image, **{column.name: column.describe() for column in self.extra_columns}}
 
     def task(self, shard, row_labels, threads=1):
         """The ShardTask of ``shard``: its rows only (``row_labels``: the table's index)."""
@@ -104,42 +107,29 @@ class WritePlan:
                          self.sha256, threads)
 
 
-def _label_ids(labels, label_map):
-    """Return (ids per row as a list, id -> text tuple); blank labels get id -1."""
-    blank = labels.isna() | labels.astype("string").str.strip().eq("").fillna(True)
+def _label_ids(labels, label_map, refused):
+    """Return (ids per row as a list, id -> text tuple).
+
+    Blank labels and the rows in ``refused`` (positions) get id -1: a label only rejected rows
+    carry takes no id (unless ``label_map`` gives it one).
+    """
+    skip = (labels.isna() | labels.astype("string").str.strip().eq("").fillna(True)).tolist()
+    for position in refused:
+        skip[position] = True
     if label_map is not None:
         mapping = schema.label_map_ids(label_map)
-        found = [None if b else schema.lookup_label(mapping, v) for v, b in zip(labels, blank)]
+        found = [None if b else schema.lookup_label(mapping, v) for v, b in zip(labels, skip)]
         ids = [-1 if i is None else i for i in found]
         texts = [""] * (max(mapping.values(), default=-1) + 1)
         for text, i in mapping.items():
-            texts[i] = str(text)
+            texts[i] = schema.label_text(text)
         return ids, tuple(texts)
     if schema.is_integer_labels(labels):
-        ids = [-1 if b or v < 0 else int(v) for v, b in zip(labels, blank)]
+        ids = [-1 if b or v < 0 else int(v) for v, b in zip(labels, skip)]
         return ids, tuple(str(i) for i in range(max(ids, default=-1) + 1))
-    text = labels.astype(object).map(str)
-    vocabulary = sorted(set(text[~blank]))
-    index = {t: i for i, t in enumerate(vocabulary)}
-    return [-1 if b else index[t] for t, b in zip(text, blank)], tuple(vocabulary)
-
-
-def _extra_columns(df, used):
-    """(name, kind) of every carried column and each row's values as plain Python."""
-    kinds, columns = [], []
-    for name in df.columns:
-        if name in used:
-            continue
-        key = str(name)
-        if key in example.IMAGE_FEATURES:
-            raise SchemaError(f"column '{key}' clashes with a record feature key; rename it")
-        kind = example.kind_of_dtype(df[name].dtype)
-        values = df[name]
-        if kind == example.BYTES:
-            values = values.astype(object).where(values.notna(), "").map(str)
-        kinds.append((key, kind))
-        columns.append(values.tolist())
-    return tuple(kinds), tuple(zip(*columns)) if columns else ((),) * len(df)
+    text = [None if b else schema.label_text(v) for v, b in zip(labels, skip)]
+    index = {t: i for i, t in enumerate(sorted({t for t in text if t is not None}))}
+    return [-1 if t is None else index[t] for t in text], tuple(index)
 
 
 def _shard_count(requested, split, n_rows, n_bytes):
@@ -176,8 +166,8 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         reasons.setdefault(positions_of[row], problem)
 
     splits = schema.canonical_splits(df[split_col]).tolist()
-    label_ids, labels = _label_ids(df[label_col], label_map)
-    extra_kinds, extras = _extra_columns(df, {split_col, image_col, label_col})
+    extra, extras = columns.extra_columns(df, {split_col, image_col, label_col})
+    extra_kinds = tuple((c.name, c.kind) for c in extra)
     compression = compression and compression.upper()
 
     paths, sizes, to_stat = [], [0] * len(df), []
@@ -207,6 +197,7 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
             sizes[position] = stat[0]
             fingerprint.update(f"{paths[position]}\0{stat[0]}\0{stat[1]}\n".encode())
 
+    label_ids, labels = _label_ids(df[label_col], label_map, reasons)
     shards, present = [], []
     suffix = COMPRESSIONS[compression]
     for split_number, split in enumerate(schema.SPLITS):
@@ -242,5 +233,5 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         labels=labels, shards=tuple(shards), paths=tuple(paths), label_ids=tuple(label_ids),
         extras=tuple(extras), extra_kinds=extra_kinds, image=image, compression=compression,
         rejected=rejected, splits=tuple(present), fingerprint=fingerprint.hexdigest(),
-        sha256=sha256,
+        sha256=sha256, extra_columns=extra,
     )

@@ -1,5 +1,8 @@
 """Checks of the table itself (columns, splits, labels, paths as text); pandas only, no I/O."""
 
+import re
+
+import numpy as np
 import pandas as pd
 
 from .errors import SchemaError
@@ -41,6 +44,30 @@ def is_integer_labels(labels):
     return bool((present == present.round()).all())
 
 
+# Integer labels are class ids 0..N-1, and labels.txt gets a line for every id up to the
+# largest: an id beyond both of these is refused as a likely mistake (a code, not a class id).
+MAX_LABEL_ID = 100_000
+_IDS_PER_ROW = 10
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_INTEGRAL_TEXT = re.compile(r"^[+-]?\d+\.0*$")  # "1.0", written by tools that saw a float
+
+
+def label_text(value):
+    """The text a (non-blank) label cell stands for: stripped, and a whole number written
+    once ("1" for 1, 1.0, "1.0")."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        if float(value).is_integer():
+            return str(int(value))
+        return str(value)
+    text = str(value).strip()
+    return text.split(".")[0].lstrip("+") or "0" if _INTEGRAL_TEXT.match(text) else text
+
+
+def max_label_id(n_rows):
+    """The largest integer label accepted in a table of ``n_rows`` rows."""
+    return max(MAX_LABEL_ID, _IDS_PER_ROW * n_rows)
+
+
 def _blank(values):
     """Mask of missing or whitespace-only cells."""
     return values.isna() | values.astype("string").str.strip().eq("").fillna(True)
@@ -69,13 +96,49 @@ def row_problems(df, split_col, image_col, label_col, label_map=None):
     labels = df[label_col]
     blank_labels = _blank(labels)
     report(blank_labels, label_col, lambda v: "empty label")
+    control = ~blank_labels & labels.astype("string").str.contains(_CONTROL).fillna(False)
+    report(control, label_col,
+           lambda v: f"label {str(v)!r} holds a control character (a label is one line of "
+                     "labels.txt)")
+    usable = ~blank_labels & ~control
     if label_map is not None:
         known = label_map_ids(label_map)
-        unknown = ~blank_labels & ~labels.map(lambda v: lookup_label(known, v) is not None)
+        unknown = usable & ~labels.map(lambda v: lookup_label(known, v) is not None)
         report(unknown, label_col, lambda v: f"label '{v}' not in label_map")
     elif is_integer_labels(labels):
-        report(~blank_labels & (labels < 0), label_col, lambda v: f"negative label {v}")
+        report(usable & (labels < 0), label_col, lambda v: f"negative label {v}")
+        limit = max_label_id(len(df))
+        report(usable & (labels > limit), label_col, lambda v: (
+            f"label {int(v)} is far beyond the table's {len(df)} rows: integer labels are class "
+            f"ids 0..N-1 (at most {limit} here), and labels.txt gets a line for every id; to "
+            "use the numbers as names, make the column text (df[col].astype(str))"))
     return problems_frame(found)
+
+
+def label_spellings(df, label_col):
+    """Labels that differ only in case or surrounding spaces, as problems (one per spelling
+    after the first): the first kind are two classes, the second one class."""
+    labels = df[label_col]
+    present = labels[~_blank(labels)]
+    first_of, seen, found = {}, set(), []
+    for row, value in present.items():
+        if not isinstance(value, str) or value in seen:
+            continue
+        seen.add(value)
+        key = value.strip().casefold()
+        if key not in first_of:
+            first_of[key] = (row, value)
+            continue
+        first_row, first = first_of[key]
+        count = int((present == value).sum())
+        if value.strip() == first.strip():
+            problem = (f"label {value!r} differs from {first!r} (row {first_row!r}) only in "
+                       f"surrounding spaces: both are stored as {value.strip()!r}")
+        else:
+            problem = (f"label {value!r} differs from {first!r} (row {first_row!r}) only in "
+                       f"case (or spaces): they are two classes ({count} row(s) spell it so)")
+        found.append((row, label_col, value, problem))
+    return found
 
 
 def problems_frame(rows):
@@ -95,13 +158,28 @@ def label_map_ids(label_map):
            if isinstance(v, bool) or not isinstance(v, int) or v < 0}
     if bad:
         raise SchemaError(f"label_map ids must be non-negative integers, got {bad}")
+    too_far = max(mapping.values(), default=0) > max_label_id(len(mapping))
+    if too_far:
+        raise SchemaError(f"label_map ids are class ids 0..N-1; {max(mapping.values())} for "
+                          f"{len(mapping)} labels would give labels.txt a line for every id")
+    control = [k for k in mapping if _CONTROL.search(str(k))]
+    if control:
+        raise SchemaError(f"label_map labels hold control characters: {control[:3]} (a label "
+                          "is one line of labels.txt)")
     return mapping
 
 
 def lookup_label(mapping, value):
-    """The id of ``value`` in a normalized label map, tried as is, then as text (or None)."""
-    if value in mapping:
-        return mapping[value]
+    """The id of ``value`` in a normalized label map: tried as is, then as a whole number,
+    then as its label text (or None)."""
+    try:
+        if value in mapping:
+            return mapping[value]
+    except TypeError:  # unhashable
+        return None
     if isinstance(value, float) and value.is_integer() and int(value) in mapping:
         return mapping[int(value)]
+    text = label_text(value)
+    if text in mapping:
+        return mapping[text]
     return mapping.get(str(value))

@@ -5,7 +5,7 @@ import hashlib
 import joblib
 import pandas as pd
 
-from . import schema, storage
+from . import columns, schema, storage
 from .errors import UnsupportedURLError
 from .images import DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images
 
@@ -33,9 +33,10 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
              max_image_bytes=DEFAULT_MAX_BYTES):
     """Report every problem of the table, one row per problem.
 
-    Checks columns, split values, labels and paths; with ``check`` ("header" or "decode") also
-    opens every image, and reports rows whose image bytes equal another row's (train/test
-    leakage across splits, duplicates within one) and rows identical to another.
+    Checks columns, split values, labels (also labels that differ only in case or spaces),
+    extra columns and paths; with ``check`` ("header" or "decode") also opens every image, and
+    reports rows whose image bytes equal another row's (train/test leakage across splits,
+    duplicates within one) and rows identical to another.
 
     Args:
         df: the table; the column and label options are those of ``to_tfrecord``.
@@ -49,10 +50,13 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         A DataFrame with columns row, column, value, problem (empty when the table is clean).
 
     Raises:
-        SchemaError: when a required column is missing.
+        SchemaError: when a required column is missing, or an extra column cannot be stored
+            exactly (``to_tfrecord`` refuses the same).
     """
     problems = schema.row_problems(df, split_col, image_col, label_col, label_map)
+    columns.extra_columns(df, {split_col, image_col, label_col})  # SchemaError: unstorable
     found = list(problems.itertuples(index=False, name=None))
+    found += schema.label_spellings(df, label_col)
     bad_rows = set(problems["row"])
     splits = schema.canonical_splits(df[split_col]).tolist()
 

@@ -194,13 +194,18 @@ def _finish(plan, df, store, receipts):
             max_size = [max(a, b) for a, b in zip(max_size, r["max_size"])]
             channels.update(r["channels"])
             formats.update(r["formats"])
+    written = {label for info in splits.values() for label in info["label_counts"]}
+    unused = [text for i, text in enumerate(plan.labels) if text not in written]
+    if unused:
+        logger.warning("%d label(s) have an id but no example (their every image was rejected "
+                       "while writing, or label_map lists them): %s", len(unused), unused[:10])
     resized = plan.image.size is not None
     metadata = {
         "format_version": manifest.FORMAT_VERSION,
         "created_by": f"tfrecorder_lite {__version__}",
         "fingerprint": plan.fingerprint,
         "labels": list(plan.labels),
-        "features": {k: {"dtype": v, "shape": []} for k, v in plan.features.items()},
+        "features": plan.features,
         "compression": plan.compression,
         "image": {
             "stored": "resized" if resized else "encoded",

@@ -112,15 +112,17 @@ def test_every_exception_pickles_with_its_attributes_in_a_process_without_tensor
     pickle)."""
     script = """
 import inspect, pickle, sys
-from tfrecorder_lite import errors, images, tfrecord
+from tfrecorder_lite import errors, images, storage, tfrecord
 samples = {
+    storage.FileRefused: ("/data/huge.jpg", "file too large: 6.0 GB"),
     errors.InvalidRowError: (("row", 7), "gs://b/x.jpg", "truncated JPEG"),
     errors.VerifyError: ("2 problem(s)", ["a: missing", "b: record 3"]),
     errors.OutputLockedError: ("gs://b/out", "pid 7 on host-a, started 2026-11-22 10:00:00"),
     tfrecord.RecordError: (3, "data CRC mismatch"),
 }
 classes = [c for _, c in inspect.getmembers(errors, inspect.isclass)
-           if issubclass(c, BaseException)] + [tfrecord.RecordError, images.ImageRejected]
+           if issubclass(c, BaseException)] + [tfrecord.RecordError, images.ImageRejected,
+                                               storage.FileRefused]
 for cls in classes:
     error = cls(*samples.get(cls, ("a message",)))
     copy = pickle.loads(pickle.dumps(error))

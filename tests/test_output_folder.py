@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 
 import numpy as np
@@ -15,7 +16,6 @@ import pytest
 from PIL import Image
 
 import tfrecorder_lite
-from processes import kill_when
 from tfrecorder_lite import OutputExistsError, OutputLockedError, folder_lock, storage
 from tfrecorder_lite.folder_lock import LOCK, FolderLock
 from tfrecorder_lite.storage import Store
@@ -67,23 +67,52 @@ def _labels_of(out):
 
 # ========================================================================= one writer per folder
 
+GATED = textwrap.dedent("""
+    # A real conversion that pauses after its first shard until the file argv[3] exists.
+    import os, sys, time
+    import tfrecorder_lite
+    from tfrecorder_lite import writer
+
+    real = writer.write_shard
+
+    def gated(task, store, on_error):
+        receipt = real(task, store, on_error)
+        open(sys.argv[3] + ".waiting", "w").close()
+        while not os.path.exists(sys.argv[3]):
+            time.sleep(0.01)
+        return receipt
+
+    writer.write_shard = gated
+    tfrecorder_lite.convert(sys.argv[1], sys.argv[2], num_shards=4, n_jobs=1, progress=False)
+""")
+
+
+def _start_gated(csv, out, gate):
+    """A conversion holding ``out`` after its first shard until ``gate`` is created."""
+    proc = subprocess.Popen([sys.executable, "-c", GATED, csv, str(out), str(gate)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: os.path.exists(f"{gate}.waiting") or proc.poll() is not None)
+    assert proc.poll() is None, proc.stderr.read()
+    return proc
+
+
 def test_a_second_conversion_fails_at_once_naming_the_holder_and_changes_nothing(tables,
                                                                                tmp_path):
     a_csv, b_csv = tables
-    out = tmp_path / "out"
-    first = _start(a_csv, out)
-    _wait_for(lambda: any(n.endswith(".tfrecord") for n in os.listdir(out))
-              if out.exists() else False)
-    second = _start(b_csv, out, "--overwrite")  # the command line, too: exit 2, one line
+    out, gate = tmp_path / "out", tmp_path / "gate"
+    first = _start_gated(a_csv, out, gate)
+    before = _snapshot(out)
+    second = _start(b_csv, out, "--overwrite")  # the command line: exit 2, one line
+    _, err = second.communicate(timeout=60)
+    assert second.returncode == 2 and "being written by another conversion" in err, err
+    assert len(err.strip().splitlines()) == 1
     started = time.monotonic()
     with pytest.raises(OutputLockedError, match=f"pid {first.pid} on {socket.gethostname()}"):
         tfrecorder_lite.convert(b_csv, out, overwrite=True, progress=False)
-    refused_after = time.monotonic() - started
-    _, err = second.communicate(timeout=60)
-    assert second.returncode == 2 and "being written by another conversion" in err
-    assert len(err.strip().splitlines()) == 1
+    assert time.monotonic() - started < 5  # at once, not after waiting for the holder
+    assert _snapshot(out) == before  # the holder is paused: any change was the refused runs'
+    gate.touch()
     assert first.wait(timeout=120) == 0, first.stderr.read()  # the holder was not disturbed
-    assert refused_after < 5  # at once, not after waiting for the holder
     assert _labels_of(out) == ["a0", "a1", "a2"]
     tfrecorder_lite.verify(out)
     assert not (out / LOCK).exists()
@@ -92,16 +121,12 @@ def test_a_second_conversion_fails_at_once_naming_the_holder_and_changes_nothing
 def test_a_lock_left_by_a_killed_run_does_not_block_the_next(tables, tmp_path):
     a_csv, _ = tables
     out = tmp_path / "out"
-    killed = kill_when(CLI + ["convert", a_csv, str(out), "--no-progress", "--jobs", "1",
-                              "--num-shards", "4", "--image-size", "160x160"],
-                       lambda: out.exists() and any(n.endswith(".tfrecord")
-                                                    for n in os.listdir(out)))
-    assert killed
-    holder = json.loads((out / LOCK).read_text())  # left behind, naming a dead process
-    with pytest.raises(ProcessLookupError):
-        os.kill(holder["pid"], 0)
-    result = tfrecorder_lite.convert(a_csv, out, progress=False, num_shards=4,
-                                     image_size=160)
+    holder = _start_gated(a_csv, out, tmp_path / "never")
+    holder.kill()
+    holder.wait(timeout=60)
+    left = json.loads((out / LOCK).read_text())  # left behind, naming a dead process
+    assert left["pid"] == holder.pid
+    result = tfrecorder_lite.convert(a_csv, out, progress=False, num_shards=4, n_jobs=1)
     assert sum(result.counts.values()) == 400
     tfrecorder_lite.verify(out)
     assert not (out / LOCK).exists()

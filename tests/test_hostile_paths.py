@@ -110,3 +110,21 @@ def test_a_file_in_a_folder_that_may_not_be_entered_is_a_rejected_row(tmp_path):
         assert "Permission denied" in result.rejected.reason.iloc[0]
     finally:
         os.chmod(tmp_path / "closed", 0o755)
+
+
+def test_cli_max_image_bytes_takes_units_and_rejects_larger_files(tmp_path, capsys):
+    from tfrecorder_lite import cli
+
+    small = save(photo(8, 8), tmp_path / "small.png", "PNG")
+    large = save(photo(200, 200, seed=1), tmp_path / "large.png", "PNG")
+    assert os.path.getsize(small) < 1024 < os.path.getsize(large)
+    (tmp_path / "t.csv").write_text(f"TRAIN,{small},a\nTRAIN,{large},b\n")
+    assert cli.main(["convert", str(tmp_path / "t.csv"), str(tmp_path / "out"), "--no-progress",
+                     "--on-error", "skip", "--max-image-bytes", "1K"]) == 0
+    rejected = (tmp_path / "out" / "rejected.csv").read_text()
+    assert "large.png" in rejected and "file too large" in rejected and "limit 1.0 kB" in rejected
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["convert", str(tmp_path / "t.csv"), str(tmp_path / "x"),
+                  "--max-image-bytes", "lots"])
+    assert exit_info.value.code == 2 and "expected a size such as 256M" in capsys.readouterr().err

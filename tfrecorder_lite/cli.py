@@ -11,6 +11,7 @@ import sys
 from . import manifest
 from ._version import __version__
 from .conversion import convert
+from .images import DEFAULT_MAX_BYTES
 from .verification import verify
 from .errors import TFRecorderError, VerifyError
 
@@ -21,6 +22,22 @@ def _size(text):
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected HEIGHTxWIDTH, e.g. 224x224, not {text!r}")
     return height, width
+
+
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def _byte_count(text):
+    number, unit = text.strip().upper().rstrip("IB"), ""
+    if number and number[-1] in _UNITS:
+        number, unit = number[:-1], number[-1]
+    try:
+        value = int(float(number) * _UNITS[unit])
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a size such as 256M or 2G, not {text!r}")
+    return value
 
 
 def _storage_options(text):
@@ -70,6 +87,9 @@ def _parser():
     c.add_argument("--split-col", default="split")
     c.add_argument("--image-col", default="image_uri")
     c.add_argument("--label-col", default="label")
+    c.add_argument("--max-image-bytes", type=_byte_count, default=DEFAULT_MAX_BYTES,
+                   metavar="BYTES", help="reject larger image files unread, e.g. 512M "
+                                         "(default: 256M)")
     c.add_argument("--encoding", default="utf-8",
                    help="text encoding of the CSV, e.g. latin-1 (default: utf-8, with or "
                         "without a byte order mark)")
@@ -96,6 +116,7 @@ def _convert(args):
         on_error=args.on_error, shuffle=not args.no_shuffle, seed=args.seed,
         overwrite=args.overwrite, n_jobs=args.jobs, progress=not args.no_progress,
         sha256=args.sha256, encoding=args.encoding, base_dir=args.base_dir,
+        max_image_bytes=args.max_image_bytes,
         storage_options=args.storage_options)
     counts = ", ".join(f"{split} {n}" for split, n in result.counts.items())
     print(f"wrote {counts} to {result.output_dir}")

@@ -1,0 +1,433 @@
+"""``inspect()``: one self-contained HTML page that shows what an output folder holds.
+
+The page has the summary text (the same as ``tfrecorder-lite info``), counts and shards per
+split, the label mapping and a label histogram per split, image sizes, modes and formats, a
+contact sheet of decoded images with their label and file name, and the rejected rows. Records
+are streamed through the Store (a local folder or any fsspec URL) and parsed in plain Python;
+images are decoded and drawn with Pillow, so no TensorFlow is needed. Pictures are PNGs
+embedded as ``data:`` URIs, and every text from the data is HTML-escaped.
+"""
+
+import base64
+import html
+import io
+import itertools
+import logging
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import pandas as pd
+from PIL import Image, ImageDraw, ImageFont, ImageOps
+
+from . import example, manifest
+from .storage import Store, human_size
+from .tfrecord import iter_records
+
+logger = logging.getLogger(__name__)
+
+THUMB = 128  # side of the square box each image is fitted into, in pixels
+COLUMNS = 8  # thumbnails per row of a contact sheet
+CAPTION = 34  # room under a thumbnail for two lines of text: label and file name
+FONT_SIZE = 12
+PAD = 4
+CHART_WIDTH = 640  # width of a label histogram
+BAR = 16  # height of one bar
+MAX_BARS = 60  # labels drawn in a histogram (the labels table lists them all)
+REJECTED_SHOWN = 50  # rows of rejected.csv shown
+SIZES_SHOWN = 10  # most common image sizes shown
+
+_BACKGROUND = (238, 238, 238)
+
+
+def summary_text(metadata, where):
+    """The text summary of an output folder: what ``tfrecorder-lite info`` prints.
+
+    Args:
+        metadata: the folder's parsed ``metadata.json``.
+        where: how to name the folder (its path or URL).
+    """
+    image = metadata["image"]
+    if image["size"]:
+        size = _hxw(image["size"])
+    else:
+        size = "various sizes" + (f", up to {_hxw(image['max_size'])}"
+                                  if image.get("max_size") else "")
+    formats = ", ".join(f"{fmt} {n}" for fmt, n in image["formats"].items()) or "none"
+    lines = [f"{where}: {len(metadata['labels'])} labels, images {image['stored']} ({size}), "
+             f"compression {metadata['compression'] or 'none'}, "
+             f"{metadata['rejected']} rejected",
+             f"formats: {formats}"]
+    for split, info in metadata["splits"].items():
+        size = human_size(sum(shard["bytes"] for shard in info["shards"]))
+        lines.append(f"{split}: {info['num_examples']} examples in {len(info['shards'])} "
+                     f"shard(s), {size}")
+        lines += [f"  {label}: {count}" for label, count in info.get("label_counts", {}).items()]
+    return "\n".join(lines)
+
+
+def _hxw(size):
+    return "x".join(map(str, size))
+
+
+class Report:
+    """An inspection report of an output folder (see :func:`inspect`).
+
+    Attributes:
+        summary: the text summary (as ``tfrecorder-lite info`` prints it).
+        body: the report as an HTML fragment (what a notebook shows).
+        num_images: how many images the contact sheets show.
+    """
+
+    def __init__(self, title, summary, body, num_images):
+        self.title = title
+        self.summary = summary
+        self.body = body
+        self.num_images = num_images
+
+    @property
+    def html(self):
+        """The report as a whole, self-contained HTML page."""
+        return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+                f"<title>{_e(self.title)}</title></head>\n<body>\n{self.body}\n</body></html>\n")
+
+    def _repr_html_(self):
+        return self.body
+
+    def save(self, path):
+        """Write the HTML page to the local file ``path``; returns ``path``."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.html)
+        return path
+
+    def __repr__(self):
+        return f"Report({self.title!r}, {self.num_images} images)"
+
+
+def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
+    """Build an HTML report of an output folder: a look at what was written, before training.
+
+    Args:
+        output_dir: the output folder: a path or any fsspec URL.
+        split: one split ("TRAIN", case-insensitive), or None for all.
+        num: how many images the contact sheets show: the first records of the split(s),
+            spread evenly over splits and shards.
+        out: when given, the report is also saved to this local file.
+        storage_options: fsspec options for a remote folder.
+
+    Returns:
+        A :class:`Report` (shown inline in a notebook; ``.html``, ``.save(path)``,
+        ``.summary``).
+
+    Raises:
+        ManifestError: ``output_dir`` holds no finished output.
+        SchemaError: ``split`` is not in the output.
+    """
+    if num < 0:
+        raise ValueError(f"num must be 0 or more, not {num}")
+    started = time.perf_counter()
+    store = Store(output_dir, storage_options)
+    metadata = manifest.read_metadata(store)
+    splits = list(metadata["splits"]) if split is None else [
+        manifest.normalize_split(metadata, split)]
+    infos = [metadata["splits"][name] for name in splits]
+    summary = summary_text(metadata, store.url)
+    samples, problems, sections = [], [], []
+    for name, info, share in zip(splits, infos,
+                                 _spread(num, [i["num_examples"] for i in infos])):
+        found, trouble = _read_samples(store, info["shards"], share, metadata["compression"])
+        samples += found
+        problems += trouble
+        sections.append(_split_section(name, info, found, len(sections)))
+    body = "\n".join([
+        f'<div class="tfrl-report">\n<style>{_STYLE}</style>',
+        f"<h1>{_e(store.url)}</h1>",
+        f"<pre>{_e(summary)}</pre>",
+        *(f'<p class="problem">{_e(p)}</p>' for p in problems),
+        _splits_table(metadata, splits),
+        _labels_table(metadata, splits),
+        _images_section(metadata, samples),
+        *sections,
+        _rejected_section(store, metadata),
+        "</div>"])
+    report = Report(store.url, summary, body, len(samples))
+    if out is not None:
+        report.save(out)
+    logger.info("report of %s: %d images in %.2f s", store.url, len(samples),
+                time.perf_counter() - started)
+    return report
+
+
+# ------------------------------------------------------------------ reading sampled records
+
+@dataclass
+class _Sample:
+    """One sampled record: its label, file name and the decoded image (or why not)."""
+
+    label: str
+    filename: str
+    size: tuple = None  # (height, width) of the stored image
+    mode: str = None
+    thumbnail: Image.Image = None
+    error: str = None
+
+
+def _spread(num, capacities):
+    """``num`` split into shares, one per capacity and none above it, as even as they allow
+    (earlier ones take the remainder)."""
+    shares = [0] * len(capacities)
+    left = min(num, sum(capacities))
+    while left:
+        open_ = [i for i, cap in enumerate(capacities) if shares[i] < cap]
+        each = max(1, left // len(open_))
+        for i in open_:
+            give = min(each, capacities[i] - shares[i], left)
+            shares[i] += give
+            left -= give
+    return shares
+
+
+def _read_samples(store, shards, num, compression):
+    """``num`` records from the front of ``shards``, spread over them.
+
+    Returns:
+        ``(samples, problems)``: a _Sample per record read, and a message per shard that could
+        not be read to the end of its share.
+    """
+    samples, problems = [], []
+    for shard, share in zip(shards, _spread(num, [s["num_examples"] for s in shards])):
+        if not share:
+            continue
+        try:
+            with store.open_read(shard["name"]) as f:
+                for data in itertools.islice(iter_records(f, compression), share):
+                    samples.append(_sample(example.decode_example(data)))
+        except (OSError, ValueError) as exc:
+            problems.append(f"{store.path(shard['name'])}: {exc}; run tfrecorder-lite verify "
+                            f"{store.url}")
+            logger.warning("%s", problems[-1])
+    return samples, problems
+
+
+def _sample(features):
+    def text(key):
+        values = features.get(key, (None, [b""]))[1]
+        return values[0].decode("utf-8", "replace") if values else ""
+
+    sample = _Sample(text(example.LABEL_TEXT), text(example.FILENAME))
+    try:
+        with Image.open(io.BytesIO(features[example.ENCODED][1][0])) as image:
+            sample.size, sample.mode = (image.height, image.width), image.mode
+            image.draft("RGB", (THUMB, THUMB))  # JPEG: decode at 1/2 to 1/8 scale
+            sample.thumbnail = _flatten(ImageOps.contain(image, (THUMB, THUMB)))
+    except Exception as exc:  # any image Pillow cannot show is a placeholder, not a failure
+        sample.error = f"cannot decode: {exc}"
+        logger.warning("%s: %s", sample.filename, sample.error)
+    return sample
+
+
+def _flatten(image):
+    """``image`` as RGB, transparent parts over a light grey background."""
+    rgba = image.convert("RGBA")
+    flat = Image.new("RGB", rgba.size, _BACKGROUND)
+    flat.paste(rgba, mask=rgba.getchannel("A"))
+    return flat
+
+
+# ------------------------------------------------------------------------------ pictures
+
+def _font():
+    """Pillow's default font (FONT_SIZE with FreeType; its small bitmap font without)."""
+    try:
+        return ImageFont.load_default(FONT_SIZE)
+    except (ImportError, OSError):  # Pillow built without FreeType
+        return ImageFont.load_default()
+
+
+def _fit(text, font, width):
+    """``text`` shortened with "..." to fit ``width`` pixels in ``font``."""
+    if not isinstance(font, ImageFont.FreeTypeFont):  # the bitmap fallback knows Latin-1 only
+        text = text.encode("latin-1", "replace").decode("latin-1")
+    if font.getlength(text) <= width:
+        return text
+    while text and font.getlength(text + "...") > width:
+        text = text[:-1]
+    return text + "..."
+
+
+def contact_sheet_size(count):
+    """``(width, height)`` in pixels of the contact sheet of ``count`` images."""
+    columns = min(COLUMNS, count)
+    rows = math.ceil(count / columns)
+    return columns * (THUMB + 2 * PAD), rows * (THUMB + CAPTION + 2 * PAD)
+
+
+def _cell(index):
+    """Top-left corner of the ``index``-th cell of a contact sheet."""
+    return (index % COLUMNS * (THUMB + 2 * PAD) + PAD,
+            index // COLUMNS * (THUMB + CAPTION + 2 * PAD) + PAD)
+
+
+def _contact_sheet(samples):
+    """A PNG-ready image: each sample's thumbnail, with its label and file name under it."""
+    sheet = Image.new("RGB", contact_sheet_size(len(samples)), "white")
+    draw, font = ImageDraw.Draw(sheet), _font()
+    for index, sample in enumerate(samples):
+        x, y = _cell(index)
+        if sample.thumbnail is None:
+            draw.rectangle((x, y, x + THUMB - 1, y + THUMB - 1), fill=_BACKGROUND)
+            draw.text((x + 4, y + THUMB // 2), _fit(sample.error, font, THUMB - 8), font=font,
+                      fill=(170, 0, 0))
+        else:
+            w, h = sample.thumbnail.size
+            sheet.paste(sample.thumbnail, (x + (THUMB - w) // 2, y + (THUMB - h) // 2))
+        draw.text((x, y + THUMB + 3), _fit(sample.label, font, THUMB), font=font, fill="black")
+        draw.text((x, y + THUMB + 18), _fit(sample.filename, font, THUMB), font=font,
+                  fill=(100, 100, 100))
+    return sheet
+
+
+def label_histogram_size(num_labels):
+    """``(width, height)`` in pixels of the histogram of ``num_labels`` labels."""
+    return CHART_WIDTH, min(num_labels, MAX_BARS) * BAR + 2 * PAD
+
+
+def _label_histogram(label_counts):
+    """A horizontal bar chart of ``{label: count}`` (the first MAX_BARS labels)."""
+    items = list(label_counts.items())[:MAX_BARS]
+    chart = Image.new("RGB", label_histogram_size(len(items)), "white")
+    draw, font = ImageDraw.Draw(chart), _font()
+    name_width, count_width = 160, 60
+    scale = (CHART_WIDTH - name_width - count_width - 2 * PAD) / max(max(label_counts.values()), 1)
+    for row, (label, count) in enumerate(items):
+        y = PAD + row * BAR
+        draw.text((PAD, y + 2), _fit(label, font, name_width - 2 * PAD), font=font, fill="black")
+        end = name_width + max(1, round(count * scale)) if count else name_width
+        draw.rectangle((name_width, y + 2, end, y + BAR - 3), fill=(66, 133, 244))
+        draw.text((end + 4, y + 2), str(count), font=font, fill="black")
+    return chart
+
+
+def _img(image, alt, usemap=None):
+    """An ``<img>`` holding ``image`` as an embedded PNG."""
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    usemap = f' usemap="#{usemap}"' if usemap else ""
+    return (f'<img src="data:image/png;base64,{data}" width="{image.width}" '
+            f'height="{image.height}" alt="{_e(alt)}"{usemap}>')
+
+
+# ---------------------------------------------------------------------------- HTML parts
+
+_STYLE = """
+.tfrl-report { font-family: sans-serif; font-size: 14px; color: #222; }
+.tfrl-report h1 { font-size: 20px; } .tfrl-report h2 { font-size: 17px; margin-top: 1.5em; }
+.tfrl-report table { border-collapse: collapse; margin: 0.5em 0; }
+.tfrl-report th, .tfrl-report td { border: 1px solid #ccc; padding: 2px 8px; text-align: left; }
+.tfrl-report td.n { text-align: right; }
+.tfrl-report pre { background: #f4f4f4; padding: 8px; }
+.tfrl-report .problem { color: #a00; }
+.tfrl-report caption { text-align: left; font-weight: bold; padding: 2px 0; }
+.tfrl-report .row { display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start; }
+.tfrl-report img { display: block; margin: 0.5em 0; }
+"""
+
+
+def _e(text):
+    return html.escape(str(text), quote=True)
+
+
+def _table(header, rows, caption=None):
+    """An HTML table; every cell is escaped, and numbers are right-aligned."""
+    def cell(value):
+        kind = ' class="n"' if isinstance(value, int) else ""
+        return f"<td{kind}>{_e(value)}</td>"
+
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "\n".join(f"<tr>{''.join(map(cell, row))}</tr>" for row in rows)
+    caption = f"<caption>{_e(caption)}</caption>" if caption else ""
+    return f"<table>{caption}<tr>{head}</tr>\n{body}</table>"
+
+
+def _splits_table(metadata, splits):
+    rows = []
+    for name in splits:
+        shards = metadata["splits"][name]["shards"]
+        rows.append((name, metadata["splits"][name]["num_examples"], len(shards),
+                     human_size(sum(s["bytes"] for s in shards))))
+    return "<h2>Splits</h2>\n" + _table(("split", "examples", "shards", "size"), rows)
+
+
+def _labels_table(metadata, splits):
+    """Label id, text and count per split: the label mapping at a glance."""
+    counts = [metadata["splits"][name].get("label_counts", {}) for name in splits]
+    rows = [(i, label, *(c.get(label, 0) for c in counts))
+            for i, label in enumerate(metadata["labels"])]
+    return "<h2>Labels</h2>\n" + _table(("id", "label", *splits), rows)
+
+
+def _images_section(metadata, samples):
+    image = metadata["image"]
+    stored = [("stored", image["stored"]),
+              ("size (height x width)", _hxw(image["size"]) if image["size"] else "various"),
+              ("largest (height x width)", _hxw(image.get("max_size") or []) or "?"),
+              ("channels", image.get("channels") or "various")]
+    formats = list(image["formats"].items())
+    decoded = [s for s in samples if s.size]
+    sizes = Counter(_hxw(s.size) for s in decoded).most_common()
+    if len(sizes) > SIZES_SHOWN:
+        sizes = sizes[:SIZES_SHOWN - 1] + [("other", sum(n for _, n in sizes[SIZES_SHOWN - 1:]))]
+    modes = Counter(s.mode for s in decoded).most_common()
+    sampled = f"of the {len(decoded)} images decoded for the contact sheets"
+    return "\n".join([
+        '<h2>Images</h2>\n<div class="row">',
+        _table(("", "value"), stored, "all images (metadata.json)"),
+        _table(("format", "images"), formats, "formats of all images"),
+        _table(("height x width", "images"), sizes, "sizes"),
+        _table(("Pillow mode", "images"), modes, "modes"),
+        f"</div>\n<p>Sizes and modes are those {sampled}.</p>"])
+
+
+def _split_section(name, info, samples, number):
+    """Shards, label histogram and contact sheet of one split; ``number`` makes ids unique."""
+    parts = [f"<h2>{_e(name)}</h2>",
+             _table(("shard", "examples", "size", "crc32c"),
+                    [(s["name"], s["num_examples"], human_size(s["bytes"]), s.get("crc32c", ""))
+                     for s in info["shards"]])]
+    counts = info.get("label_counts")
+    if counts:
+        shown = "" if len(counts) <= MAX_BARS else f" (the first {MAX_BARS} labels)"
+        parts += [f"<p>Labels{shown}:</p>", _img(_label_histogram(counts),
+                                                 f"label histogram of {name}")]
+    if samples:
+        map_name = f"tfrl-sheet-{number}"
+        areas = []
+        for index, sample in enumerate(samples):
+            x, y = _cell(index)
+            title = _e(f"{sample.label}: {sample.filename}" +
+                       (f" ({sample.error})" if sample.error else ""))
+            areas.append(f'<area shape="rect" coords="{x},{y},{x + THUMB},{y + THUMB + CAPTION}"'
+                         f' title="{title}" alt="{title}">')
+        parts += [f"<p>The first {len(samples)} of {info['num_examples']} images:</p>",
+                  _img(_contact_sheet(samples), f"images of {name}", map_name),
+                  f'<map name="{map_name}">{"".join(areas)}</map>']
+    elif not info["num_examples"]:
+        parts.append("<p>No examples.</p>")
+    return "\n".join(parts)
+
+
+def _rejected_section(store, metadata):
+    count = metadata["rejected"]
+    head = f"<h2>Rejected rows: {count}</h2>"
+    if not count:
+        return head
+    try:
+        with store.open_read(manifest.REJECTED) as f:
+            table = pd.read_csv(f, dtype=str, keep_default_na=False, nrows=REJECTED_SHOWN)
+    except (OSError, ValueError) as exc:
+        return f'{head}\n<p class="problem">cannot read {_e(store.path(manifest.REJECTED))}: ' \
+               f"{_e(exc)}</p>"
+    shown = f"<p>The first {len(table)}:</p>\n" if len(table) < count else ""
+    return f"{head}\n{shown}" + _table(table.columns, table.itertuples(index=False))

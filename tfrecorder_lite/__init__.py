@@ -18,6 +18,7 @@ from .errors import (  # noqa: E402
 )
 from .loader import load  # noqa: E402
 from .manifest import read_metadata  # noqa: E402
+from .report import inspect  # noqa: E402
 from .validation import validate  # noqa: E402
 from .verification import verify  # noqa: E402
 from .writer import ConversionResult  # noqa: E402
@@ -26,5 +27,6 @@ __all__ = [
     "ConversionResult", "InvalidRowError", "ManifestError", "MissingDependencyError",
     "OutputExistsError", "OutputLockedError", "SchemaError", "TFRecorderError",
     "UnsupportedURLError", "VerifyError",
-    "__version__", "convert", "load", "read_metadata", "to_tfrecord", "validate", "verify",
+    "__version__", "convert", "inspect", "load", "read_metadata", "to_tfrecord", "validate",
+    "verify",
 ]

@@ -1,4 +1,4 @@
-"""The ``tfrecorder-lite`` command: convert, verify, info.
+"""The ``tfrecorder-lite`` command: convert, verify, info, inspect.
 
 Exit status: 0 success, 1 verification failed, 2 bad input (one line on stderr, no traceback).
 """
@@ -12,6 +12,7 @@ from . import manifest
 from ._version import __version__
 from .conversion import convert
 from .images import DEFAULT_MAX_BYTES
+from .report import inspect, summary_text
 from .verification import verify
 from .errors import TFRecorderError, VerifyError
 
@@ -105,7 +106,25 @@ def _parser():
     i = commands.add_parser("info", help="counts per split and label")
     i.add_argument("output_dir")
     _add_storage_options(i)
+
+    r = commands.add_parser("inspect", help="write an HTML report: images with their labels, "
+                                            "label histograms, sizes, formats, rejected rows")
+    r.add_argument("output_dir")
+    r.add_argument("--split", help="only this split (default: all)")
+    r.add_argument("--num", type=_count, default=64, help="images shown (default: 64)")
+    r.add_argument("--out", default="report.html", help="the HTML file (default: report.html)")
+    _add_storage_options(r)
     return parser
+
+
+def _count(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a count (0 or more), not {text!r}")
+    return value
 
 
 def _convert(args):
@@ -126,16 +145,15 @@ def _convert(args):
 
 
 def _info(args):
-    metadata = manifest.read_metadata(args.output_dir, args.storage_options)
-    image = metadata["image"]
-    size = "x".join(map(str, image["size"])) if image["size"] else "various sizes"
-    print(f"{args.output_dir}: {len(metadata['labels'])} labels, images {image['stored']} "
-          f"({size}), compression {metadata['compression'] or 'none'}, "
-          f"{metadata['rejected']} rejected")
-    for split, info in metadata["splits"].items():
-        print(f"{split}: {info['num_examples']} examples in {len(info['shards'])} shard(s)")
-        for label, count in info.get("label_counts", {}).items():
-            print(f"  {label}: {count}")
+    print(summary_text(manifest.read_metadata(args.output_dir, args.storage_options),
+                       args.output_dir))
+    return 0
+
+
+def _inspect(args):
+    report = inspect(args.output_dir, split=args.split, num=args.num, out=args.out,
+                     storage_options=args.storage_options)
+    print(f"wrote {args.out}: {report.num_images} images from {args.output_dir}")
     return 0
 
 
@@ -149,6 +167,8 @@ def main(argv=None):
             return _convert(args)
         if args.command == "info":
             return _info(args)
+        if args.command == "inspect":
+            return _inspect(args)
         print(verify(args.output_dir, decode=args.decode, storage_options=args.storage_options))
         return 0
     except VerifyError as exc:

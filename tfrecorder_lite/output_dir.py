@@ -10,7 +10,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from . import manifest
+from . import manifest, tfds_info
 from .errors import OutputExistsError
 from .folder_lock import LOCK
 from .storage import TEMP_SUFFIX
@@ -21,11 +21,11 @@ logger = logging.getLogger(__name__)
 STATE_DIR = ".tfrecorder_lite"
 JOB = "job.json"
 _RECEIPT_SUFFIX = ".json"
-_FIXED_FILES = (manifest.METADATA, manifest.LABELS, manifest.REJECTED)
+_FIXED_FILES = (manifest.METADATA, manifest.LABELS, manifest.REJECTED, *tfds_info.FILES)
 # the names this library gives its files: a file so named that it did not write is never removed
 _OUR_FILE = re.compile(
-    r"^((train|validation|test)-\d{5}-of-\d{5}\.tfrecord(\.gz|\.zz)?|metadata\.json|labels\.txt"
-    r"|rejected\.csv)(\.tmp)?$"
+    r"^((train|validation|test)-\d{5}-of-\d{5}\.tfrecord(\.gz|\.zz)?|"
+    + "|".join(re.escape(name) for name in _FIXED_FILES) + r")(\.tmp)?$"
 )
 
 

@@ -18,7 +18,7 @@ import joblib
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import manifest, output_dir, storage
+from . import manifest, output_dir, storage, tfds_info
 from ._version import __version__
 from .errors import InvalidRowError
 from .folder_lock import FolderLock
@@ -218,6 +218,8 @@ def _finish(plan, df, store, receipts):
         "rejected_rows": [position for position, _ in rejected],
         "splits": splits,
     }
+    for name, text in tfds_info.files(metadata).items():
+        store.write_atomic(name, text)
     manifest.write_metadata(store, metadata)
     store.remove(output_dir.STATE_DIR)
     counts = {split: info["num_examples"] for split, info in splits.items()}

@@ -1,0 +1,73 @@
+"""Other readers open a tfrecorder_lite folder with the calls they already know:
+TensorFlow Datasets (``tfds.builder_from_directory``)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tfrecorder_lite
+from conftest import photo, save
+
+tfds = pytest.importorskip("tensorflow_datasets")
+
+
+@pytest.fixture(scope="module")
+def output(tmp_path_factory):
+    """A finished output: JPEGs and PNGs of several sizes, a grayscale one, extra columns."""
+    root = tmp_path_factory.mktemp("readers")
+    rows = []
+    for i in range(30):
+        split = "TRAIN" if i < 20 else "VALIDATION" if i < 25 else "TEST"
+        fmt, ext = ("JPEG", "jpg") if i % 2 else ("PNG", "png")
+        mode = "L" if i == 4 else "RGB"
+        path = save(photo(16 + i, 20 + i, seed=i, mode=mode), root / "images" / f"{i}.{ext}",
+                    fmt)
+        rows.append((split, path, ["cat", "dog", "bird"][i % 3], i, i / 4, f"note {i}"))
+    df = pd.DataFrame(rows, columns=["split", "image_uri", "label", "index", "score", "note"])
+    result = df.tfrecord.to_tfrecord(root / "out", progress=False, num_shards={"TRAIN": 3})
+    return root / "out", result
+
+
+def _by_filename(examples):
+    return {bytes(e["image/filename"]): e for e in tfds.as_numpy(examples)}
+
+
+def test_tfds_reads_the_same_examples_images_and_label_names_as_load(output):
+    out, result = output
+    builder = tfds.builder_from_directory(str(out))
+    assert builder.info.features["image/class/label"].names == result.labels == \
+        ["bird", "cat", "dog"]
+    assert {name: info.num_examples for name, info in builder.info.splits.items()} == \
+        {"train": 20, "validation": 5, "test": 5}
+    for split in ("train", "validation", "test"):
+        theirs = _by_filename(builder.as_dataset(split=split))
+        ours = {bytes(e["image/filename"]): e for e in tfds.as_numpy(
+            tfrecorder_lite.load(out, split, as_supervised=False, dct_method=""))}
+        assert theirs.keys() == ours.keys() and len(theirs) == result.counts[split.upper()]
+        for name, example in theirs.items():
+            mine = ours[name]
+            np.testing.assert_array_equal(example["image/encoded"], mine["image"])
+            for key in ("image/class/label", "image/class/text", "index", "score", "note"):
+                assert example[key] == mine[key], (name, key)
+
+
+def test_tfds_split_slicing_and_supervised_pairs(output):
+    out, _ = output
+    builder = tfds.builder_from_directory(str(out))
+    half = builder.as_dataset(split="train[:50%]")
+    rest = builder.as_dataset(split="train[50%:]")
+    names = [set(_by_filename(ds)) for ds in (half, rest)]
+    assert len(names[0]) == 10 and not names[0] & names[1]
+    assert sum(len(list(ds)) for ds in builder.as_dataset(split=tfds.even_splits("train", 2))) \
+        == 20
+    image, label = next(iter(builder.as_dataset(split="test", as_supervised=True)))
+    assert image.shape[-1] == 3 and image.dtype.name == "uint8" and label.dtype.name == "int64"
+
+
+def test_compressed_outputs_get_no_tfds_files(tmp_path):
+    table = pd.DataFrame([("TRAIN", save(photo(8, 8), tmp_path / "a.png", "PNG"), "a")],
+                         columns=["split", "image_uri", "label"])
+    table.tfrecord.to_tfrecord(tmp_path / "gz", compression="GZIP", progress=False)
+    assert (tmp_path / "gz" / "metadata.json").exists()
+    assert not (tmp_path / "gz" / "dataset_info.json").exists()
+    assert not (tmp_path / "gz" / "features.json").exists()

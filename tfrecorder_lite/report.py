@@ -220,7 +220,9 @@ def _sample(features):
         with Image.open(io.BytesIO(features[example.ENCODED][1][0])) as image:
             sample.size, sample.mode = (image.height, image.width), image.mode
             image.draft("RGB", (THUMB, THUMB))  # JPEG: decode at 1/2 to 1/8 scale
-            sample.thumbnail = _flatten(ImageOps.contain(image, (THUMB, THUMB)))
+            flat = _flatten(image)
+        flat.thumbnail((THUMB, THUMB), reducing_gap=2.0)  # fast for large images
+        sample.thumbnail = ImageOps.contain(flat, (THUMB, THUMB))  # small ones grow
     except Exception as exc:  # any image Pillow cannot show is a placeholder, not a failure
         sample.error = f"cannot decode: {exc}"
         logger.warning("%s: %s", sample.filename, sample.error)
@@ -229,6 +231,8 @@ def _sample(features):
 
 def _flatten(image):
     """``image`` as RGB, transparent parts over a light grey background."""
+    if image.mode in ("RGB", "L"):
+        return image.convert("RGB")
     rgba = image.convert("RGBA")
     flat = Image.new("RGB", rgba.size, _BACKGROUND)
     flat.paste(rgba, mask=rgba.getchannel("A"))
@@ -312,7 +316,7 @@ def _label_histogram(label_counts):
 def _img(image, alt, usemap=None):
     """An ``<img>`` holding ``image`` as an embedded PNG."""
     buffer = io.BytesIO()
-    image.save(buffer, "PNG")
+    image.save(buffer, "PNG", compress_level=3)  # 1/4 of the default's time, 10% larger
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
     usemap = f' usemap="#{usemap}"' if usemap else ""
     return (f'<img src="data:image/png;base64,{data}" width="{image.width}" '

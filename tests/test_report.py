@@ -139,3 +139,13 @@ def test_report_renders_in_a_headless_browser(outputs, tmp_path):
     colors = {color for _, color in rgb.getcolors(1200 * 2000)}
     assert (66, 133, 244) in colors  # a histogram bar: the embedded PNGs were drawn
     assert page.num_images == 12
+
+
+def test_report_of_a_remote_output(outputs):
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    for name in os.listdir(outputs["gzip"]):
+        fs.put_file(os.path.join(outputs["gzip"], name), f"memory://report/gzip/{name}")
+    rep = tfrecorder_lite.inspect("memory://report/gzip", num=4)
+    assert rep.num_images == 4 and rep.summary.startswith("memory://report/gzip: 3 labels")

@@ -333,7 +333,8 @@ _STYLE = """
 .tfrl-report td.n { text-align: right; }
 .tfrl-report pre { background: #f4f4f4; padding: 8px; }
 .tfrl-report .problem { color: #a00; }
-.tfrl-report caption { text-align: left; font-weight: bold; padding: 2px 0; }
+.tfrl-report caption { text-align: left; font-weight: bold; padding: 2px 0;
+  white-space: nowrap; }
 .tfrl-report .row { display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start; }
 .tfrl-report img { display: block; margin: 0.5em 0; }
 """
@@ -376,7 +377,7 @@ def _images_section(metadata, samples):
     image = metadata["image"]
     stored = [("stored", image["stored"]),
               ("size (height x width)", _hxw(image["size"]) if image["size"] else "various"),
-              ("largest (height x width)", _hxw(image.get("max_size") or []) or "?"),
+              ("max height x max width", _hxw(image.get("max_size") or []) or "?"),
               ("channels", image.get("channels") or "various")]
     formats = list(image["formats"].items())
     decoded = [s for s in samples if s.size]

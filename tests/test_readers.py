@@ -1,6 +1,8 @@
 """Other readers open a tfrecorder_lite folder with the calls they already know:
 TensorFlow Datasets (``tfds.builder_from_directory``)."""
 
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -71,3 +73,65 @@ def test_compressed_outputs_get_no_tfds_files(tmp_path):
     assert (tmp_path / "gz" / "metadata.json").exists()
     assert not (tmp_path / "gz" / "dataset_info.json").exists()
     assert not (tmp_path / "gz" / "features.json").exists()
+
+
+# ============================================================ index files (PyTorch, DALI readers)
+
+def _index(path):
+    return [tuple(map(int, line.split())) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("compression", [None, "GZIP"])
+def test_each_shard_has_an_index_of_its_records_listed_in_metadata(output, tmp_path,
+                                                                  compression):
+    import gzip
+    import struct
+
+    out, result = output
+    if compression:
+        table = pd.DataFrame([("TRAIN", save(photo(8 + i, 8, seed=i), tmp_path / f"{i}.png",
+                                             "PNG"), "a") for i in range(5)],
+                             columns=["split", "image_uri", "label"])
+        result = table.tfrecord.to_tfrecord(tmp_path / "gz", compression=compression,
+                                            progress=False)
+        out = tmp_path / "gz"
+    for info in result.metadata["splits"].values():
+        for shard in info["shards"]:
+            entry = shard["index"]
+            assert entry["name"] == shard["name"].split(".tfrecord")[0] + ".tfindex"
+            data = (out / shard["name"]).read_bytes()
+            if compression:
+                data = gzip.decompress(data)
+            index = _index(out / entry["name"])
+            assert len(index) == shard["num_examples"]
+            assert (out / entry["name"]).stat().st_size == entry["bytes"]
+            position = 0
+            for offset, length in index:  # contiguous, and each one frames one record
+                assert offset == position
+                (size,) = struct.unpack_from("<Q", data, offset)
+                assert length == size + 16
+                position += length
+            assert position == len(data)
+    tfrecorder_lite.verify(out)
+
+
+def test_resume_keeps_an_index_and_rewrites_a_shard_whose_index_is_gone(tmp_path, monkeypatch):
+    from test_reliability import interrupt_before_the_manifest
+
+    table = pd.DataFrame([("TRAIN", save(photo(8 + i, 8, seed=i), tmp_path / f"{i}.png", "PNG"),
+                           "a") for i in range(6)], columns=["split", "image_uri", "label"])
+    reference = tmp_path / "reference"
+    table.tfrecord.to_tfrecord(reference, num_shards=2, progress=False)
+    out = tmp_path / "out"
+    interrupt_before_the_manifest(monkeypatch, table, out, num_shards=2)
+    kept, lost = "train-00000-of-00002", "train-00001-of-00002"
+    before = {n: (out / n).stat().st_mtime_ns for n in (f"{kept}.tfrecord", f"{kept}.tfindex",
+                                                       f"{lost}.tfrecord")}
+    (out / f"{lost}.tfindex").unlink()
+    time.sleep(0.01)
+    table.tfrecord.to_tfrecord(out, num_shards=2, progress=False, n_jobs=1, on_error="skip")
+    assert (out / f"{kept}.tfrecord").stat().st_mtime_ns == before[f"{kept}.tfrecord"]
+    assert (out / f"{kept}.tfindex").stat().st_mtime_ns == before[f"{kept}.tfindex"]
+    assert (out / f"{lost}.tfrecord").stat().st_mtime_ns != before[f"{lost}.tfrecord"]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == \
+        {p.name: p.read_bytes() for p in reference.iterdir()}

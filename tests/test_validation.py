@@ -136,4 +136,5 @@ def test_num_shards_splits_rows_evenly_and_names_shards(tmp_path, image_table):
     assert [s["num_examples"] for s in train] == [5, 5, 6]
     assert set(os.listdir(tmp_path / "out")) == {
         "metadata.json", "labels.txt", *tfds_info.FILES,
-        *(s["name"] for info in result.metadata["splits"].values() for s in info["shards"])}
+        *(name for info in result.metadata["splits"].values() for s in info["shards"]
+          for name in (s["name"], s["index"]["name"]))}

@@ -24,7 +24,7 @@ _RECEIPT_SUFFIX = ".json"
 _FIXED_FILES = (manifest.METADATA, manifest.LABELS, manifest.REJECTED, *tfds_info.FILES)
 # the names this library gives its files: a file so named that it did not write is never removed
 _OUR_FILE = re.compile(
-    r"^((train|validation|test)-\d{5}-of-\d{5}\.tfrecord(\.gz|\.zz)?|"
+    r"^((train|validation|test)-\d{5}-of-\d{5}(\.tfrecord(\.gz|\.zz)?|\.tfindex)|"
     + "|".join(re.escape(name) for name in _FIXED_FILES) + r")(\.tmp)?$"
 )
 
@@ -111,8 +111,10 @@ def _written_files(store, names):
         if isinstance(splits, dict):
             listed.update(_FIXED_FILES)
             for split in splits.values():
-                listed.update(str(shard.get("name")) for shard in split.get("shards", ())
-                              if isinstance(shard, dict))
+                for shard in split.get("shards", ()):
+                    if isinstance(shard, dict):
+                        listed.add(str(shard.get("name")))
+                        listed.add(str((shard.get("index") or {}).get("name")))
     if STATE_DIR in names:
         listed.add(STATE_DIR)
         job = _read_json(store.child(STATE_DIR), JOB)
@@ -121,6 +123,12 @@ def _written_files(store, names):
             listed.update(str(n) for n in job.get("files", ()))
     listed.update([n + TEMP_SUFFIX for n in listed])
     return listed
+
+
+def _unchanged(store, entry):
+    """Whether the file an ``entry`` (name, bytes, checksums) describes is there, unchanged."""
+    return isinstance(entry, dict) and store.size(entry["name"]) == entry["bytes"] and \
+        not store.digest(entry["name"], FileDigest.like(entry)).mismatches(entry)
 
 
 def _read_json(store, name):
@@ -141,7 +149,7 @@ def _finished_shards(store, names, shard_names):
     """Receipts of shards a killed run of this job completed; everything else it wrote (its
     other shards, temporary files) is removed."""
     state = store.child(STATE_DIR)
-    finished = {}
+    finished, kept = {}, set()
     for name in state.list():
         if not name.endswith(_RECEIPT_SUFFIX) or name == JOB:
             continue
@@ -150,13 +158,13 @@ def _finished_shards(store, names, shard_names):
             receipt = json.loads(state.read_text(name))
         except (OSError, ValueError):
             continue
-        if store.size(shard) == receipt["bytes"] and \
-                not store.digest(shard, FileDigest.like(receipt)).mismatches(receipt):
+        if all(_unchanged(store, entry) for entry in (receipt, receipt.get("index"))):
             finished[shard] = receipt
+            kept.update((shard, receipt["index"]["name"]))
     written = set(shard_names) | set(_FIXED_FILES)
     written |= {n + TEMP_SUFFIX for n in written}
     for name in names:
-        if name in written and name not in finished:
+        if name in written and name not in kept:
             store.remove(name)
     for name in state.list():
         if name.endswith(TEMP_SUFFIX):

@@ -15,7 +15,7 @@ from . import example, storage
 from .errors import InvalidRowError
 from .images import ImageRejected, prepare_content, read_images
 from .output_dir import STATE_DIR, receipt_name
-from .tfrecord import RecordWriter
+from .tfrecord import RecordWriter, file_digest, index_name, index_text
 
 _MAX_CHUNK = 64  # rows read and prepared together (bounds memory; one batch of requests)
 
@@ -111,7 +111,8 @@ def prepare_records(rows, image_options, extra_kinds, storage_options=None):
 
 
 class ShardSink:
-    """Collects one shard: the record file being written and what went into it.
+    """Collects one shard: the record file being written and what went into it; on finishing,
+    the shard's index file (``<offset> <length>`` per record, for PyTorch and DALI readers) too.
 
     Framing, CRCs, the file's checksums and the writes run on one background thread per shard,
     a batch at a time, in the order the records were added.
@@ -121,6 +122,7 @@ class ShardSink:
 
     def __init__(self, store, name, compression, sha256=False):
         self.name = name
+        self._store = store
         self._file = store.open_for_commit(name)
         self.writer = RecordWriter(self._file, compression, sha256)
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfrecorder_lite-io")
@@ -169,9 +171,14 @@ class ShardSink:
         self._io.shutdown()
         checksums = self.writer.close()
         self._file.commit()
+        index = index_text(self.writer.record_sizes).encode()
+        self._store.write_atomic(index_name(self.name), index)
         receipt = {
             "name": self.name, "num_examples": self.writer.num_records,
-            "bytes": self.writer.bytes_written, **checksums, "rejected": self.rejected,
+            "bytes": self.writer.bytes_written, **checksums,
+            "index": {"name": index_name(self.name), "bytes": len(index),
+                      "crc32c": file_digest(index)["crc32c"]},
+            "rejected": self.rejected,
             "sizes": sorted(self.sizes), "max_size": self.max_size,
             "channels": sorted(self.channels),
             "formats": dict(self.formats), "labels": {str(k): v for k, v in self.labels.items()},

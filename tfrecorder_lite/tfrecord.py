@@ -5,6 +5,7 @@ optionally inside a GZIP or ZLIB stream, exactly as ``tf.io.TFRecordWriter`` wri
 """
 
 import hashlib
+import re
 import struct
 import zlib
 
@@ -84,14 +85,46 @@ class FileDigest:
         return [k for k in ("crc32c", "sha256") if k in entry and entry[k] != found.get(k)]
 
 
+INDEX_SUFFIX = ".tfindex"
+_SHARD_SUFFIX = re.compile(r"\.tfrecord(\.gz|\.zz)?$")
+_FRAME_BYTES = 16  # length (8), its CRC (4), the data's CRC (4)
+
+
+def index_name(shard_name):
+    """The index file of a shard: ``train-00000-of-00002.tfrecord`` -> ``....tfindex``."""
+    return _SHARD_SUFFIX.sub("", shard_name) + INDEX_SUFFIX
+
+
+def index_text(record_sizes):
+    """A shard's index: ``"<offset> <length>\n"`` per record, as ``tfrecord2idx`` writes it
+    (offsets into the uncompressed stream), from the records' payload sizes."""
+    lines, offset = [], 0
+    for size in record_sizes:
+        lines.append(f"{offset} {size + _FRAME_BYTES}\n")
+        offset += size + _FRAME_BYTES
+    return "".join(lines)
+
+
+def file_digest(data, sha256=False):
+    """The checksums (FileDigest.hexdigests) of a whole small file's bytes."""
+    digest = FileDigest(sha256)
+    digest.update(data)
+    return digest.hexdigests()
+
+
 class RecordWriter:
-    """Append records to an open binary file, tracking the bytes written and their checksums."""
+    """Append records to an open binary file, tracking the bytes written and their checksums.
+
+    Attributes:
+        record_sizes: the payload size of every record written, in order (for the index).
+    """
 
     def __init__(self, fileobj, compression=None, sha256=False):
         self._file = fileobj
         self._digest = FileDigest(sha256)
         self.bytes_written = 0
         self.num_records = 0
+        self.record_sizes = []
         self._compressor = (
             zlib.compressobj(6, zlib.DEFLATED, _WBITS[compression]) if compression else None
         )
@@ -115,7 +148,9 @@ class RecordWriter:
         pieces = []
         for record in records:
             chunks = [record] if isinstance(record, bytes) else record
-            length = struct.pack("<Q", sum(map(len, chunks)))
+            size = sum(map(len, chunks))
+            self.record_sizes.append(size)
+            length = struct.pack("<Q", size)
             crc = 0
             for chunk in chunks:
                 crc = google_crc32c.extend(crc, chunk)

@@ -23,6 +23,7 @@ from ._version import __version__
 from .errors import InvalidRowError
 from .folder_lock import FolderLock
 from .shard import write_shard
+from .tfrecord import index_name
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +95,8 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
     if on_error == "raise" and plan.rejected:
         _raise_first(plan, df, plan.rejected)
     with FolderLock(store):
-        state = output_dir.prepare(store, plan.fingerprint, [s.name for s in plan.shards],
+        state = output_dir.prepare(store, plan.fingerprint,
+                                   [n for s in plan.shards for n in (s.name, index_name(s.name))],
                                    overwrite)
         if state.finished:
             logger.info("%s already holds this conversion; nothing to do", store.url)
@@ -186,8 +188,8 @@ def _finish(plan, df, store, receipts):
         splits[split] = {
             "num_examples": sum(r["num_examples"] for r in shards),
             "label_counts": {plan.labels[i]: per_label[i] for i in sorted(per_label)},
-            "shards": [{k: r[k] for k in ("name", "num_examples", "bytes", "crc32c", "sha256")
-                        if k in r} for r in shards],
+            "shards": [{k: r[k] for k in ("name", "num_examples", "bytes", "crc32c", "sha256",
+                                          "index") if k in r} for r in shards],
         }
         for r in shards:
             sizes.update(tuple(s) for s in r["sizes"])

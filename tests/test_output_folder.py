@@ -78,7 +78,8 @@ GATED = textwrap.dedent("""
     def gated(task, store, on_error):
         receipt = real(task, store, on_error)
         open(sys.argv[3] + ".waiting", "w").close()
-        while not os.path.exists(sys.argv[3]):
+        deadline = time.monotonic() + 120  # never outlive a test that failed before the gate
+        while not os.path.exists(sys.argv[3]) and time.monotonic() < deadline:
             time.sleep(0.01)
         return receipt
 
@@ -87,20 +88,32 @@ GATED = textwrap.dedent("""
 """)
 
 
-def _start_gated(csv, out, gate):
-    """A conversion holding ``out`` after its first shard until ``gate`` is created."""
-    proc = subprocess.Popen([sys.executable, "-c", GATED, csv, str(out), str(gate)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait_for(lambda: os.path.exists(f"{gate}.waiting") or proc.poll() is not None)
-    assert proc.poll() is None, proc.stderr.read()
-    return proc
+@pytest.fixture
+def start_gated():
+    """Starts conversions that hold ``out`` after their first shard until ``gate`` is created;
+    any still running at the end of the test is killed."""
+    started = []
+
+    def start(csv, out, gate):
+        proc = subprocess.Popen([sys.executable, "-c", GATED, csv, str(out), str(gate)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        started.append(proc)
+        _wait_for(lambda: os.path.exists(f"{gate}.waiting") or proc.poll() is not None)
+        assert proc.poll() is None, proc.stderr.read()
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=60)
 
 
-def test_a_second_conversion_fails_at_once_naming_the_holder_and_changes_nothing(tables,
-                                                                               tmp_path):
+def test_a_second_conversion_fails_at_once_naming_the_holder_and_changes_nothing(
+        tables, tmp_path, start_gated):
     a_csv, b_csv = tables
     out, gate = tmp_path / "out", tmp_path / "gate"
-    first = _start_gated(a_csv, out, gate)
+    first = start_gated(a_csv, out, gate)
     before = _snapshot(out)
     second = _start(b_csv, out, "--overwrite")  # the command line: exit 2, one line
     _, err = second.communicate(timeout=60)
@@ -118,10 +131,10 @@ def test_a_second_conversion_fails_at_once_naming_the_holder_and_changes_nothing
     assert not (out / LOCK).exists()
 
 
-def test_a_lock_left_by_a_killed_run_does_not_block_the_next(tables, tmp_path):
+def test_a_lock_left_by_a_killed_run_does_not_block_the_next(tables, tmp_path, start_gated):
     a_csv, _ = tables
     out = tmp_path / "out"
-    holder = _start_gated(a_csv, out, tmp_path / "never")
+    holder = start_gated(a_csv, out, tmp_path / "never")
     holder.kill()
     holder.wait(timeout=60)
     left = json.loads((out / LOCK).read_text())  # left behind, naming a dead process

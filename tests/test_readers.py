@@ -135,3 +135,20 @@ def test_resume_keeps_an_index_and_rewrites_a_shard_whose_index_is_gone(tmp_path
     assert (out / f"{lost}.tfrecord").stat().st_mtime_ns != before[f"{lost}.tfrecord"]
     assert {p.name: p.read_bytes() for p in out.iterdir()} == \
         {p.name: p.read_bytes() for p in reference.iterdir()}
+
+
+def test_verify_names_a_missing_or_wrong_index(output, tmp_path):
+    import shutil
+
+    out, result = output
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    shard = result.metadata["splits"]["TRAIN"]["shards"][1]
+    index = copy / shard["index"]["name"]
+    lines = index.read_text().splitlines()
+    index.write_text("\n".join(lines[:-1]) + "\n")  # the last record left out
+    with pytest.raises(tfrecorder_lite.VerifyError, match=f"index file {index.name} does not match"):
+        tfrecorder_lite.verify(copy)
+    index.unlink()
+    with pytest.raises(tfrecorder_lite.VerifyError, match=f"index file {index.name} is missing"):
+        tfrecorder_lite.verify(copy)

@@ -121,6 +121,7 @@ def _written_files(store, names):
         if isinstance(job, dict):
             listed.update(_FIXED_FILES)
             listed.update(str(n) for n in job.get("files", ()))
+    listed = {n for n in listed if _OUR_FILE.match(n) or n == STATE_DIR}  # never "../x"
     listed.update([n + TEMP_SUFFIX for n in listed])
     return listed
 

@@ -3,7 +3,7 @@
 from . import example, manifest
 from .errors import ManifestError, VerifyError
 from .storage import Store
-from .tfrecord import FileDigest, RecordError, iter_records
+from .tfrecord import FileDigest, RecordError, index_name, index_text, iter_records
 
 
 class _DigestingReader:
@@ -56,11 +56,12 @@ def _check_shard(store, shard, compression, features, decode_image):
     problem = size_problem(shard, size)
     if size is None:
         return [f"{name}: {problem}"]
-    problems, count, damaged = [f"{name}: {problem}"] if problem else [], 0, False
+    problems, count, damaged, sizes = [f"{name}: {problem}"] if problem else [], 0, False, []
     with store.open_read(name) as f:
         reader = _DigestingReader(f, FileDigest.like(shard))
         try:
             for count, data in enumerate(iter_records(reader, compression), start=1):
+                sizes.append(len(data))
                 try:
                     _check_record(data, features, decode_image)
                 except Exception as exc:  # a record that does not parse or decode
@@ -76,7 +77,27 @@ def _check_shard(store, shard, compression, features, decode_image):
                                 f"{shard['num_examples']}")
             for kind in reader.digest.mismatches(shard):
                 problems.append(f"{name}: {kind} differs from metadata.json")
+            if not problems:  # an index can only be judged against sound records
+                problems += _index_problems(store, shard, sizes)
     return problems
+
+
+def _index_problems(store, shard, record_sizes):
+    """Problems of a shard's index file against the records just read (none without one)."""
+    entry = shard.get("index")
+    if entry is None:  # written before index files existed
+        return []
+    shard_name, name = shard["name"], index_name(shard["name"])
+    if entry.get("name") != name:
+        return [f"{shard_name}: metadata.json names its index {entry.get('name')!r}, "
+                f"expected {name!r}"]
+    try:
+        found = store.read_bytes(name)
+    except FileNotFoundError:
+        return [f"{shard_name}: index file {name} is missing"]
+    if found != index_text(record_sizes).encode():
+        return [f"{shard_name}: index file {name} does not match its records"]
+    return []
 
 
 def _tf_decoder():
@@ -94,9 +115,9 @@ def verify(output_dir, decode=False, *, storage_options=None):
     ``output_dir`` is a local path or any fsspec URL; remote shards are streamed, not copied.
 
     Checks both CRCs of each record, that each parses as an Example with the manifest's
-    features, and each shard's record count, size and checksums (CRC32C, and sha256 where
-    metadata.json has it); with ``decode`` also decodes every
-    image with TensorFlow.
+    features, each shard's record count, size and checksums (CRC32C, and sha256 where
+    metadata.json has it), and that its index file lists its records; with ``decode`` also
+    decodes every image with TensorFlow.
 
     Returns:
         A one-line summary, e.g. "OK: 3 splits, 5 shards, 3000 records verified".

@@ -4,6 +4,8 @@ the PyPI ``tfrecord`` package (with our index files), NVIDIA DALI, Ray Data and 
 
 import collections
 import gzip
+import importlib.util
+import json
 import runpy
 import shutil
 import subprocess
@@ -16,7 +18,8 @@ import pytest
 import tfrecorder_lite
 from conftest import photo, save
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+TESTS = Path(__file__).resolve().parent
+SAMPLES = TESTS.parent / "samples"
 LABELS = ["bird", "cat", "dog"]
 
 
@@ -54,49 +57,97 @@ def _check_once(names_and_labels, records, split="TRAIN"):
     assert dict(names_and_labels) == expected
 
 
-def test_index_files_hold_the_bytes_tfrecord2idx_writes(written, tmp_path):
-    create_index = pytest.importorskip("tfrecord.tools.tfrecord2idx").create_index
+def _installed(*names):
+    """Skip unless these packages are installed (found, not imported: see _apart)."""
+    missing = [name for name in names if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.skip(f"not installed: {', '.join(missing)}")
+
+
+def _apart(function, *args):
+    """``function(*args)``, a function of this module, run in a fresh Python; returns its result
+    through JSON. The PyPI ``tfrecord`` package and TensorFlow cannot share a process (both
+    register ``tensorflow.BytesList`` with protobuf: vahidk/tfrecord#103), and other tests of
+    this session import TensorFlow."""
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import test_other_readers as t; "
+            "print(json.dumps(getattr(t, sys.argv[2])(*json.loads(sys.argv[3]))))")
+    run = subprocess.run([sys.executable, "-c", code, str(TESTS), function.__name__,
+                          json.dumps(args, default=str)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def _tfrecord2idx(folders):
+    """tfrecord2idx over each folder: ``<name>.tfindex`` beside each ``<name>.tfrecord``."""
+    from tfrecord.tools.tfrecord2idx import create_indices
+
+    for folder in folders:
+        create_indices(folder)
+
+
+def test_index_files_are_named_and_written_as_tfrecord2idx_does(written, tmp_path):
+    _installed("tfrecord")
     outputs, _ = written
+    ours, copies = {}, {}
     for compression, out in outputs.items():
+        copies[compression] = tmp_path / str(compression)
+        copies[compression].mkdir()
         for shard, index in _shards(out, ("TRAIN", "VALIDATION", "TEST")):
-            if compression:  # tfrecord2idx reads only uncompressed files
-                with gzip.open(shard) as f, open(tmp_path / "plain.tfrecord", "wb") as plain:
-                    shutil.copyfileobj(f, plain)
-                shard = tmp_path / "plain.tfrecord"
-            create_index(str(shard), str(tmp_path / "theirs.index"))
-            assert index.read_bytes() == (tmp_path / "theirs.index").read_bytes(), index
+            ours[compression, index.name] = index.read_bytes()
+            # tfrecord2idx reads only uncompressed files: give it GZIP shards decompressed
+            with (gzip.open if compression else open)(shard, "rb") as f, \
+                    open(copies[compression] / f"{index.stem}.tfrecord", "wb") as copy:
+                shutil.copyfileobj(f, copy)
+    _apart(_tfrecord2idx, list(copies.values()))
+    theirs = {(compression, index.name): index.read_bytes()
+              for compression, folder in copies.items() for index in folder.glob("*.tfindex")}
+    assert theirs == ours
 
 
 def _name_and_label(record):
     return record["image/filename"].decode(), int(record["image/class/label"][0])
 
 
-def _torch_loader(out, compression, with_index=True):
-    """A DataLoader with 2 workers over TRAIN's shards, one record (file name, label) a step."""
-    torch = pytest.importorskip("torch")
+def _torch_read(cases):
+    """For each (output folder, compression, with index files): the (file name, label) of every
+    TRAIN record a DataLoader with 2 workers yields. Run it _apart."""
+    import torch
     from tfrecord.torch.dataset import MultiTFRecordDataset
 
-    suffix = ".tfrecord.gz" if compression else ".tfrecord"
-    dataset = MultiTFRecordDataset(
-        str(out) + "/{}" + suffix, str(out) + "/{}.tfindex" if with_index else None,
-        {shard.name[:-len(suffix)]: 1 for shard, _ in _shards(out)},
-        {"image/filename": "byte", "image/class/label": "int"},
-        transform=_name_and_label, compression_type="gzip" if compression else None,
-        infinite=False)
-    return torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2)
+    reads = []
+    for out, compression, with_index in cases:
+        suffix = ".tfrecord.gz" if compression else ".tfrecord"
+        dataset = MultiTFRecordDataset(
+            out + "/{}" + suffix, out + "/{}.tfindex" if with_index else None,
+            {shard.name[:-len(suffix)]: 1 for shard, _ in _shards(out)},
+            {"image/filename": "byte", "image/class/label": "int"},
+            transform=_name_and_label, compression_type="gzip" if compression else None,
+            infinite=False)
+        reads.append(list(torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2)))
+    return reads
+
+
+@pytest.fixture(scope="module")
+def torch_reads(written):
+    """What the DataLoader yields from the uncompressed and GZIP outputs, and from the
+    uncompressed one without index files ("no index")."""
+    _installed("torch", "tfrecord")
+    outputs, _ = written
+    cases = {None: (outputs[None], None, True), "GZIP": (outputs["GZIP"], "GZIP", True),
+             "no index": (outputs[None], None, False)}
+    return dict(zip(cases, _apart(_torch_read, list(cases.values()))))
 
 
 @pytest.mark.parametrize("compression", [None, "GZIP"])
-def test_pytorch_dataloader_with_two_workers_reads_every_record_once(written, compression):
-    outputs, records = written
-    _check_once(list(_torch_loader(outputs[compression], compression)), records)
+def test_pytorch_dataloader_with_two_workers_reads_every_record_once(written, torch_reads,
+                                                                     compression):
+    _check_once(torch_reads[compression], written[1])
 
 
-def test_without_index_files_each_pytorch_worker_reads_every_record(written):
-    outputs, records = written
-    names = collections.Counter(
-        name for name, _ in _torch_loader(outputs[None], None, with_index=False))
-    assert names == {name: 2 for name, (split, _, _) in records.items() if split == "TRAIN"}
+def test_without_index_files_each_pytorch_worker_reads_every_record(written, torch_reads):
+    names = collections.Counter(name for name, _ in torch_reads["no index"])
+    assert names == {name: 2 for name, (split, _, _) in written[1].items() if split == "TRAIN"}
 
 
 def _run_sample(*args, hide_torch=False):
@@ -109,7 +160,7 @@ def _run_sample(*args, hide_torch=False):
 
 
 def test_pytorch_sample_prints_a_batch(written):
-    pytest.importorskip("torch")
+    _installed("torch", "tfrecord")
     outputs, _ = written
     run = _run_sample(outputs["GZIP"])
     assert run.returncode == 0, run.stderr[-2000:]

@@ -109,14 +109,25 @@ def test_a_shard_truncated_after_load_names_the_shard_and_record(out):
     assert f"{path}: record 4 is damaged or missing" in message, message
 
 
-def test_more_records_than_metadata_lists_names_the_shard(out):
+def test_a_shard_with_more_records_than_listed_yields_the_listed_ones(out):
     def one_less(metadata):
         metadata["splits"]["TRAIN"]["num_examples"] -= 1
         metadata["splits"]["TRAIN"]["shards"][0]["num_examples"] -= 1
 
-    edit_metadata(out, one_less)
+    edit_metadata(out, one_less)  # before: FailedPreconditionError "expected 11 elements"
+    dataset = tfrecorder_lite.load(out, "TRAIN")
+    assert len(dataset) == 11 and sum(1 for _ in dataset) == 11
+
+
+def test_a_count_above_the_shard_names_the_shard_and_record(out):
+    def one_more(metadata):
+        metadata["splits"]["TRAIN"]["num_examples"] += 1
+        metadata["splits"]["TRAIN"]["shards"][0]["num_examples"] += 1
+
+    edit_metadata(out, one_more)
     message = read_error(tfrecorder_lite.load(out, "TRAIN"))
-    assert f"{out / SHARD}: more records than the 5 metadata.json lists" in message, message
+    assert f"{out / SHARD}: record 6 is damaged or missing (read 6 of the 7 records " \
+           "metadata.json lists)" in message, message
 
 
 def test_a_damaged_compressed_shard_is_named(out, tmp_path):

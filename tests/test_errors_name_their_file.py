@@ -130,7 +130,7 @@ def test_a_count_above_the_shard_names_the_shard_and_record(out):
            "metadata.json lists)" in message, message
 
 
-def test_a_damaged_compressed_shard_is_named(out, tmp_path):
+def test_a_damaged_compressed_shard_is_named(tmp_path):
     compressed = tmp_path / "gz"
     rows = [("TRAIN", save(photo(24, 32 + i, seed=i), tmp_path / "im" / f"{i}.jpg", "JPEG"), "a")
             for i in range(4)]

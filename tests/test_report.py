@@ -115,6 +115,8 @@ def test_cli_inspect_and_info(outputs, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert printed == report.summary_text(metadata, outputs["gzip"]) + "\n"
     assert "formats: jpeg 12\n" in printed and "TRAIN: 9 examples in 2 shard(s), " in printed
+    assert str(metadata) == report.summary_text(metadata, metadata.where)  # print(metadata)
+    assert metadata.where == str(outputs["gzip"]) and metadata["compression"] == "GZIP"
 
 
 def _chromium():

@@ -12,7 +12,8 @@ from . import manifest
 from ._version import __version__
 from .conversion import convert
 from .images import DEFAULT_MAX_BYTES
-from .report import inspect, summary_text
+from .manifest import summary_text
+from .report import inspect
 from .verification import verify
 from .errors import TFRecorderError, VerifyError
 

@@ -52,7 +52,8 @@ class OutputLockedError(OutputExistsError):
 
 
 class ManifestError(TFRecorderError, OSError):
-    """metadata.json is missing or unreadable, so the folder is not a finished output."""
+    """The folder is not a usable finished output: metadata.json is missing, unreadable or
+    malformed (the message names the field), or a shard it lists is missing or resized."""
 
 
 class VerifyError(TFRecorderError, OSError):

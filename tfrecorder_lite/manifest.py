@@ -8,7 +8,7 @@ import re
 
 from .errors import ManifestError, SchemaError
 from .example import BYTES, FLOAT, IMAGE_FEATURES, INT64
-from .storage import Store, is_dir
+from .storage import Store, human_size, is_dir
 
 METADATA = "metadata.json"
 LABELS = "labels.txt"
@@ -30,6 +30,10 @@ def write_metadata(store, metadata):
 def read_metadata(output_dir, storage_options=None):
     """Read and check ``metadata.json`` of an output folder (a path, any fsspec URL, or a Store).
 
+    Returns:
+        A Metadata: the content as a dict; ``print()`` of it shows the folder's summary, as
+        ``tfrecorder-lite info`` does.
+
     Raises:
         ManifestError: when the folder has no (readable, well-formed) metadata.json; the
             message says why (no such folder, an unfinished conversion, ...) or names the
@@ -48,7 +52,50 @@ def read_metadata(output_dir, storage_options=None):
     except ValueError as exc:
         raise ManifestError(f"cannot read {path}: {exc}") from None
     check_metadata(metadata, path)
-    return metadata
+    return Metadata(metadata, store.url)
+
+
+def summary_text(metadata, where):
+    """The text summary of an output folder: what ``tfrecorder-lite info`` prints, what heads
+    an ``inspect`` report, and what ``print(read_metadata(...))`` shows.
+
+    Args:
+        metadata: the folder's parsed ``metadata.json``.
+        where: how to name the folder (its path or URL).
+    """
+    image = metadata["image"]
+    if image["size"]:
+        size = hxw(image["size"])
+    else:
+        size = "various sizes" + (f", up to {hxw(image['max_size'])}"
+                                  if image.get("max_size") else "")
+    formats = ", ".join(f"{fmt} {n}" for fmt, n in image["formats"].items()) or "none"
+    lines = [f"{where}: {len(metadata['labels'])} labels, images {image['stored']} ({size}), "
+             f"compression {metadata['compression'] or 'none'}, "
+             f"{metadata['rejected']} rejected",
+             f"formats: {formats}"]
+    for split, info in metadata["splits"].items():
+        size = human_size(sum(shard["bytes"] for shard in info["shards"]))
+        lines.append(f"{split}: {info['num_examples']} examples in {len(info['shards'])} "
+                     f"shard(s), {size}")
+        lines += [f"  {label}: {count}" for label, count in info.get("label_counts", {}).items()]
+    return "\n".join(lines)
+
+
+def hxw(size):
+    """``[224, 224]`` -> ``"224x224"``."""
+    return "x".join(map(str, size))
+
+
+class Metadata(dict):
+    """The content of metadata.json, a dict; ``str()`` of it (``print``) is its summary."""
+
+    def __init__(self, content, where):
+        super().__init__(content)
+        self.where = where
+
+    def __str__(self):
+        return summary_text(self, self.where)
 
 
 def _why_unfinished(store):

@@ -22,6 +22,7 @@ import pandas as pd
 from PIL import Image, ImageDraw, ImageFont, ImageOps
 
 from . import example, manifest
+from .manifest import hxw, summary_text
 from .storage import Store, human_size
 from .tfrecord import iter_records
 
@@ -39,36 +40,6 @@ REJECTED_SHOWN = 50  # rows of rejected.csv shown
 SIZES_SHOWN = 10  # most common image sizes shown
 
 _BACKGROUND = (238, 238, 238)
-
-
-def summary_text(metadata, where):
-    """The text summary of an output folder: what ``tfrecorder-lite info`` prints.
-
-    Args:
-        metadata: the folder's parsed ``metadata.json``.
-        where: how to name the folder (its path or URL).
-    """
-    image = metadata["image"]
-    if image["size"]:
-        size = _hxw(image["size"])
-    else:
-        size = "various sizes" + (f", up to {_hxw(image['max_size'])}"
-                                  if image.get("max_size") else "")
-    formats = ", ".join(f"{fmt} {n}" for fmt, n in image["formats"].items()) or "none"
-    lines = [f"{where}: {len(metadata['labels'])} labels, images {image['stored']} ({size}), "
-             f"compression {metadata['compression'] or 'none'}, "
-             f"{metadata['rejected']} rejected",
-             f"formats: {formats}"]
-    for split, info in metadata["splits"].items():
-        size = human_size(sum(shard["bytes"] for shard in info["shards"]))
-        lines.append(f"{split}: {info['num_examples']} examples in {len(info['shards'])} "
-                     f"shard(s), {size}")
-        lines += [f"  {label}: {count}" for label, count in info.get("label_counts", {}).items()]
-    return "\n".join(lines)
-
-
-def _hxw(size):
-    return "x".join(map(str, size))
 
 
 class Report:
@@ -376,12 +347,12 @@ def _labels_table(metadata, splits):
 def _images_section(metadata, samples):
     image = metadata["image"]
     stored = [("stored", image["stored"]),
-              ("size (height x width)", _hxw(image["size"]) if image["size"] else "various"),
-              ("max height x max width", _hxw(image.get("max_size") or []) or "?"),
+              ("size (height x width)", hxw(image["size"]) if image["size"] else "various"),
+              ("max height x max width", hxw(image.get("max_size") or []) or "?"),
               ("channels", image.get("channels") or "various")]
     formats = list(image["formats"].items())
     decoded = [s for s in samples if s.size]
-    sizes = Counter(_hxw(s.size) for s in decoded).most_common()
+    sizes = Counter(hxw(s.size) for s in decoded).most_common()
     if len(sizes) > SIZES_SHOWN:
         sizes = sizes[:SIZES_SHOWN - 1] + [("other", sum(n for _, n in sizes[SIZES_SHOWN - 1:]))]
     modes = Counter(s.mode for s in decoded).most_common()

@@ -72,8 +72,7 @@ class WritePlan:
         labels: label id -> label text.
         shards: every ShardSpec, split by split.
         paths, label_ids, extras: per table position (extras: tuple of values, one per column).
-        extra_kinds: (column, feature kind) of every carried column.
-        extra_columns: the carried columns (ExtraColumn: kind, column dtype, missing values).
+        extra_columns: the carried columns (ExtraColumn: name, kind, column dtype, missing).
         rejected: (position, reason) of rows refused before any image was read.
         splits: splits present in the table, in TRAIN, VALIDATION, TEST order.
         fingerprint: sha256 of everything above plus the image files' sizes and times.
@@ -84,14 +83,18 @@ class WritePlan:
     paths: tuple
     label_ids: tuple
     extras: tuple
-    extra_kinds: tuple
+    extra_columns: tuple
     image: ImageOptions
     compression: str
     rejected: tuple
     splits: tuple
     fingerprint: str
     sha256: bool = False
-    extra_columns: tuple = ()
+
+    @property
+    def extra_kinds(self):
+        """(column, feature kind) of every carried column."""
+        return tuple((column.name, column.kind) for column in self.extra_columns)
 
     @property
     def features(self):
@@ -167,7 +170,6 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
 
     splits = schema.canonical_splits(df[split_col]).tolist()
     extra, extras = columns.extra_columns(df, {split_col, image_col, label_col})
-    extra_kinds = tuple((c.name, c.kind) for c in extra)
     compression = compression and compression.upper()
 
     paths, sizes, to_stat = [], [0] * len(df), []
@@ -223,7 +225,8 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         "format_version": FORMAT_VERSION, "labels": labels,
         # max_bytes decides only which rows are rejected, and those are listed below
         "image": {k: v for k, v in dataclasses.asdict(image).items() if k != "max_bytes"},
-        "compression": compression, "extra_kinds": extra_kinds, "rejected": rejected,
+        "compression": compression, "extra_kinds": tuple((c.name, c.kind) for c in extra),
+        "rejected": rejected,
         **({"sha256": True} if sha256 else {}),  # earlier outputs keep their fingerprint
         "shards": [(s.name, s.positions) for s in shards], "label_ids": label_ids,
         "extras": extras,
@@ -231,7 +234,7 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
     fingerprint.update(json.dumps(description, default=str, sort_keys=True).encode())
     return WritePlan(
         labels=labels, shards=tuple(shards), paths=tuple(paths), label_ids=tuple(label_ids),
-        extras=tuple(extras), extra_kinds=extra_kinds, image=image, compression=compression,
+        extras=tuple(extras), extra_columns=extra, image=image, compression=compression,
         rejected=rejected, splits=tuple(present), fingerprint=fingerprint.hexdigest(),
-        sha256=sha256, extra_columns=extra,
+        sha256=sha256,
     )

@@ -42,6 +42,13 @@ def _byte_count(text):
     return value
 
 
+def _ratios(text):
+    try:
+        return tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected three shares, e.g. 0.8,0.1,0.1, not {text!r}")
+
+
 def _storage_options(text):
     try:
         options = json.loads(text)
@@ -92,6 +99,11 @@ def _parser():
     c.add_argument("--max-image-bytes", type=_byte_count, default=DEFAULT_MAX_BYTES,
                    metavar="BYTES", help="reject larger image files unread, e.g. 512M "
                                          "(default: 256M)")
+    c.add_argument("--unassigned", choices=["reject", "assign"], default="reject",
+                   help="rows whose split is UNASSIGNED or empty: reject them, or assign a split "
+                        "by a stable hash of the image URI")
+    c.add_argument("--split-ratios", type=_ratios, metavar="T,V,T",
+                   help="shares of TRAIN, VALIDATION, TEST for assigned rows (default 0.8,0.1,0.1)")
     c.add_argument("--encoding", default="utf-8",
                    help="text encoding of the CSV, e.g. latin-1 (default: utf-8, with or "
                         "without a byte order mark)")
@@ -136,7 +148,8 @@ def _convert(args):
         on_error=args.on_error, shuffle=not args.no_shuffle, seed=args.seed,
         overwrite=args.overwrite, n_jobs=args.jobs, progress=not args.no_progress,
         sha256=args.sha256, encoding=args.encoding, base_dir=args.base_dir,
-        max_image_bytes=args.max_image_bytes,
+        max_image_bytes=args.max_image_bytes, unassigned=args.unassigned,
+        split_ratios=args.split_ratios,
         storage_options=args.storage_options)
     counts = ", ".join(f"{split} {n}" for split, n in result.counts.items())
     print(f"wrote {counts} to {result.output_dir}")

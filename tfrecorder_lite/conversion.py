@@ -36,14 +36,16 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
                 num_shards=None, compression=None, image_size=None, image_format="jpeg",
                 label_map=None, check="decode", on_error="raise", shuffle=True, seed=0,
                 overwrite=False, n_jobs=-1, progress=True, base_dir=None, sha256=False,
-                storage_options=None, max_image_bytes=DEFAULT_MAX_BYTES):
+                storage_options=None, max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject",
+                split_ratios=None):
     """Write the table's images as TFRecord shards per split, with a manifest.
 
     Args:
         df: a DataFrame with split, image and label columns; other columns become features.
         output_dir: folder for the shards, ``labels.txt``, ``rejected.csv``, ``metadata.json``:
             a local path or any fsspec URL (``gs://bucket/records``, ``s3://...``).
-        split_col, image_col, label_col: column names.
+        split_col, image_col, label_col: column names; ``split_col=None`` for a table
+            without splits (every row is given one, as with ``unassigned="assign"``).
         num_shards: shards per split (int or dict per split); None aims at ~128 MiB shards.
         compression: None, "GZIP" or "ZLIB".
         image_size: (height, width) to resize to at write time, or None to keep originals.
@@ -65,6 +67,11 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             e.g. ``{"s3": {...}, "gs": {...}}``.
         max_image_bytes: image files larger than this (default 256 MiB) are rejected without
             being read ("file too large").
+        unassigned: rows whose split is UNASSIGNED or empty are rejected ("reject"), or
+            "assign"ed a split by a stable hash of their image_uri text, so that an image lands
+            in the same split whatever the table's order or run.
+        split_ratios: the shares of assigned rows, ``{"TRAIN": 0.8, "VALIDATION": 0.1,
+            "TEST": 0.1}`` by default.
 
     Returns:
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).
@@ -86,12 +93,13 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     except ValueError as exc:
         raise SchemaError(str(exc)) from None
     schema.check_columns(df, split_col, image_col, label_col)
+    assignment = schema.split_assignment(unassigned, split_ratios, split_col)
     store = Store(output_dir, storage_options)
     store.check_writable()
     plan = build_plan(df, split_col=split_col, image_col=image_col, label_col=label_col,
                       base_dir=base_dir, label_map=label_map, num_shards=num_shards,
                       compression=compression, image=options, shuffle=shuffle, seed=seed,
-                      sha256=sha256, storage_options=storage_options)
+                      sha256=sha256, storage_options=storage_options, assignment=assignment)
     return write_plan(plan, df, store, on_error=on_error, overwrite=overwrite,
                       n_jobs=n_jobs, progress=progress)
 

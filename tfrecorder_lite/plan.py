@@ -76,6 +76,7 @@ class WritePlan:
         rejected: (position, reason) of rows refused before any image was read.
         splits: splits present in the table, in TRAIN, VALIDATION, TEST order.
         fingerprint: sha256 of everything above plus the image files' sizes and times.
+        assignment: the split shares rows without a split were given, or None.
     """
 
     labels: tuple
@@ -90,6 +91,7 @@ class WritePlan:
     splits: tuple
     fingerprint: str
     sha256: bool = False
+    assignment: tuple = None
 
     @property
     def extra_kinds(self):
@@ -150,25 +152,27 @@ def _shard_count(requested, split, n_rows, n_bytes):
 
 def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=None,
                num_shards=None, compression=None, image=ImageOptions(), shuffle=True, seed=0,
-               sha256=False, storage_options=None):
+               sha256=False, storage_options=None, assignment=None):
     """Decide labels, order and shards; rows with problems go to ``rejected``.
 
     Args:
         df: the table (already checked for its columns).
         base_dir: folder (path or URL) relative image paths resolve against.
         storage_options: fsspec options for image URLs (see ``storage.options_for``).
+        assignment: split shares for rows without a split (``schema.split_assignment``), or
+            None to reject them.
         Other arguments: as in ``to_tfrecord``.
 
     Returns:
         A WritePlan.
     """
-    problems = schema.row_problems(df, split_col, image_col, label_col, label_map)
+    problems = schema.row_problems(df, split_col, image_col, label_col, label_map, assignment)
     reasons = {}
     positions_of = {row: i for i, row in enumerate(df.index)} if len(problems) else {}
     for row, _column, _value, problem in problems.itertuples(index=False):
         reasons.setdefault(positions_of[row], problem)
 
-    splits = schema.canonical_splits(df[split_col]).tolist()
+    splits = schema.table_splits(df, split_col, image_col, assignment).tolist()
     extra, extras = columns.extra_columns(df, {split_col, image_col, label_col})
     compression = compression and compression.upper()
 
@@ -228,6 +232,7 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         "compression": compression, "extra_kinds": tuple((c.name, c.kind) for c in extra),
         "rejected": rejected,
         **({"sha256": True} if sha256 else {}),  # earlier outputs keep their fingerprint
+        **({"assignment": assignment} if assignment else {}),
         "shards": [(s.name, s.positions) for s in shards], "label_ids": label_ids,
         "extras": extras,
     }
@@ -236,5 +241,5 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         labels=labels, shards=tuple(shards), paths=tuple(paths), label_ids=tuple(label_ids),
         extras=tuple(extras), extra_columns=extra, image=image, compression=compression,
         rejected=rejected, splits=tuple(present), fingerprint=fingerprint.hexdigest(),
-        sha256=sha256,
+        sha256=sha256, assignment=assignment,
     )

@@ -1,5 +1,6 @@
 """Checks of the table itself (columns, splits, labels, paths as text); pandas only, no I/O."""
 
+import hashlib
 import re
 
 import numpy as np
@@ -16,11 +17,16 @@ _SPLIT_ALIASES = {
 PROBLEM_COLUMNS = ["row", "column", "value", "problem"]
 
 
+UNASSIGNED = "UNASSIGNED"  # AutoML's "let the service choose"
+DEFAULT_RATIOS = {"TRAIN": 0.8, "VALIDATION": 0.1, "TEST": 0.1}
+
+
 def check_columns(df, split_col, image_col, label_col):
-    """Raise SchemaError naming expected and found columns when one is missing."""
+    """Raise SchemaError naming expected and found columns when one is missing (``split_col``
+    may be None: a table without splits)."""
     if not isinstance(df, pd.DataFrame):
         raise SchemaError(f"expected a pandas DataFrame, got {type(df).__name__}")
-    expected = [split_col, image_col, label_col]
+    expected = [c for c in (split_col, image_col, label_col) if c is not None]
     missing = [c for c in expected if c not in df.columns]
     if missing:
         raise SchemaError(
@@ -34,6 +40,67 @@ def canonical_splits(values):
     """Map split values to TRAIN / VALIDATION / TEST (case-insensitive); unknown -> None."""
     upper = values.astype("string").str.strip().str.upper()
     return upper.map(_SPLIT_ALIASES).astype(object).where(upper.notna(), None)
+
+
+def split_assignment(unassigned="reject", split_ratios=None, split_col="split"):
+    """The split shares rows without a split get, or None when such rows are rejected.
+
+    Args:
+        unassigned: "reject" rows whose split is UNASSIGNED or empty, or "assign" them one.
+        split_ratios: ``{split: share}`` (or three shares in TRAIN, VALIDATION, TEST order);
+            default 80/10/10. Shares are normalized to sum to 1.
+        split_col: None when the table has no split column: every row is assigned.
+
+    Returns:
+        None, or ``((split, share), ...)`` in TRAIN, VALIDATION, TEST order.
+    """
+    if unassigned not in ("reject", "assign"):
+        raise SchemaError(f"unassigned must be 'reject' or 'assign', not {unassigned!r}")
+    if unassigned == "reject" and split_col is not None:
+        if split_ratios is not None:
+            raise SchemaError("split_ratios is for rows given a split: pass unassigned='assign' "
+                              "(or split_col=None)")
+        return None
+    ratios = DEFAULT_RATIOS if split_ratios is None else split_ratios
+    if not isinstance(ratios, dict):
+        ratios = dict(zip(SPLITS, ratios)) if len(ratios) == len(SPLITS) else None
+    shares = None if ratios is None else \
+        {_SPLIT_ALIASES.get(str(k).strip().upper()): v for k, v in ratios.items()}
+    if not shares or None in shares or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+            for v in shares.values()) or sum(shares.values()) <= 0:
+        raise SchemaError(f"split_ratios must map TRAIN, VALIDATION, TEST to shares >= 0 (or "
+                          f"give three shares), not {split_ratios!r}")
+    total = sum(shares.values())
+    return tuple((split, shares[split] / total) for split in SPLITS if shares.get(split))
+
+
+def assigned_split(image_uri, assignment):
+    """The split of an image by a stable hash of its ``image_uri`` text: the same image lands
+    in the same split whatever the table's order, run or machine."""
+    digest = hashlib.sha256(str(image_uri).strip().encode("utf-8")).digest()
+    point, bound = int.from_bytes(digest[:8], "big") / 2**64, 0.0
+    for split, share in assignment:
+        bound += share
+        if point < bound:
+            return split
+    return assignment[-1][0]
+
+
+def table_splits(df, split_col, image_col, assignment=None):
+    """Each row's split (TRAIN / VALIDATION / TEST), or None when it has none: rows whose split
+    is UNASSIGNED or empty (every row, without a split column) are given one by
+    :func:`assigned_split` when ``assignment`` is not None."""
+    if split_col is None:
+        splits, open_rows = pd.Series([None] * len(df), index=df.index, dtype=object), None
+    else:
+        splits = canonical_splits(df[split_col])
+        upper = df[split_col].astype("string").str.strip().str.upper()
+        open_rows = _blank(df[split_col]) | upper.eq(UNASSIGNED).fillna(False)
+    if assignment is not None:
+        rows = slice(None) if open_rows is None else open_rows
+        splits.loc[rows] = [assigned_split(uri, assignment) for uri in df.loc[rows, image_col]]
+    return splits
 
 
 def is_integer_labels(labels):
@@ -73,8 +140,9 @@ def _blank(values):
     return values.isna() | values.astype("string").str.strip().eq("").fillna(True)
 
 
-def row_problems(df, split_col, image_col, label_col, label_map=None):
-    """Problems found in the cells alone (no file is opened).
+def row_problems(df, split_col, image_col, label_col, label_map=None, assignment=None):
+    """Problems found in the cells alone (no file is opened); ``assignment``: see
+    :func:`split_assignment`.
 
     Returns:
         A DataFrame with columns row, column, value, problem; one row per problem.
@@ -86,11 +154,12 @@ def row_problems(df, split_col, image_col, label_col, label_map=None):
         for row, value in df.loc[mask, column].items():
             found.append((row, column, value, problem_of(value)))
 
-    splits = canonical_splits(df[split_col])
-    allowed = ", ".join(SPLITS[:-1]) + " or " + SPLITS[-1]
-    report(splits.isna() & ~_blank(df[split_col]), split_col,
-           lambda v: f"unknown split '{v}' (expected {allowed})")
-    report(_blank(df[split_col]), split_col, lambda v: "empty split")
+    if split_col is not None:
+        splits = table_splits(df, split_col, image_col, assignment)
+        allowed = ", ".join(SPLITS[:-1]) + " or " + SPLITS[-1]
+        report(splits.isna() & ~_blank(df[split_col]), split_col,
+               lambda v: f"unknown split '{v}' (expected {allowed})")
+        report(splits.isna() & _blank(df[split_col]), split_col, lambda v: "empty split")
     report(_blank(df[image_col]), image_col, lambda v: "empty image_uri")
 
     labels = df[label_col]

@@ -30,7 +30,7 @@ def _where(df, position, image_col, splits):
 
 def validate(df, *, split_col="split", image_col="image_uri", label_col="label", label_map=None,
              check="header", base_dir=None, n_jobs=-1, storage_options=None,
-             max_image_bytes=DEFAULT_MAX_BYTES):
+             max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject", split_ratios=None):
     """Report every problem of the table, one row per problem.
 
     Checks columns, split values, labels (also labels that differ only in case or spaces),
@@ -45,6 +45,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         n_jobs: joblib workers that read and check images.
         storage_options: fsspec options for remote image URLs.
         max_image_bytes: larger image files are reported ("file too large") without being read.
+        unassigned, split_ratios: as in ``to_tfrecord``: rows without a split are problems, or
+            are given one (and then checked for leakage in it).
 
     Returns:
         A DataFrame with columns row, column, value, problem (empty when the table is clean).
@@ -53,12 +55,13 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         SchemaError: when a required column is missing, or an extra column cannot be stored
             exactly (``to_tfrecord`` refuses the same).
     """
-    problems = schema.row_problems(df, split_col, image_col, label_col, label_map)
+    assignment = schema.split_assignment(unassigned, split_ratios, split_col)
+    problems = schema.row_problems(df, split_col, image_col, label_col, label_map, assignment)
     columns.extra_columns(df, {split_col, image_col, label_col})  # SchemaError: unstorable
     found = list(problems.itertuples(index=False, name=None))
     found += schema.label_spellings(df, label_col)
     bad_rows = set(problems["row"])
-    splits = schema.canonical_splits(df[split_col]).tolist()
+    splits = schema.table_splits(df, split_col, image_col, assignment).tolist()
 
     identical, first_of = set(), {}
     for row, key in zip(df.index, pd.util.hash_pandas_object(df, index=False)):

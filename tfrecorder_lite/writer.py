@@ -216,6 +216,9 @@ def _finish(plan, df, store, receipts):
             "channels": channels.pop() if len(channels) == 1 else None,
             "formats": dict(sorted(formats.items())),
         },
+        **({"split_assignment": {
+            "unassigned": "assign", "ratios": dict(plan.assignment),
+            "by": "sha256 of the image_uri text"}} if plan.assignment else {}),
         "rejected": len(rejected),
         "rejected_rows": [position for position, _ in rejected],
         "splits": splits,

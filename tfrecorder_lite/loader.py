@@ -73,7 +73,7 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
     read_shard = _shard_reader(tf, metadata["compression"] or "", store.url)
     spec = example.parse_spec(metadata["features"])
     ratios = _useful_jpeg_ratios(metadata["image"], image_size)
-    decode = _decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method)
+    decode = decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method)
 
     deterministic = not shuffle or seed is not None  # a seeded shuffle must repeat exactly
     names = [store.path(shard["name"]) for shard in shards]  # for messages, with any copy read
@@ -88,6 +88,14 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         read_shard, cycle_length=cycle_length, num_parallel_calls=cycle_length,
         deterministic=deterministic,
     ).apply(tf.data.experimental.assert_cardinality(num_examples))
+    return decoded_pipeline(tf, records, decode, shuffle=shuffle, seed=seed,
+                            shuffle_buffer=shuffle_buffer, batch_size=batch_size,
+                            drop_remainder=drop_remainder, deterministic=deterministic)
+
+
+def decoded_pipeline(tf, records, decode, *, shuffle, seed, shuffle_buffer, batch_size,
+                     drop_remainder, deterministic):
+    """Shuffle serialized ``records``, decode them in parallel, batch and prefetch."""
     if shuffle:
         records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     # decoding is CPU-bound: one decoder per core the process may use (affinity, cgroup quota)
@@ -166,7 +174,7 @@ def _useful_jpeg_ratios(image_info, image_size):
                  if max_height // r >= image_size[0] and max_width // r >= image_size[1])
 
 
-def _decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method):
+def decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method):
     """The map function: parse one record, decode (and resize) its image."""
     if as_supervised:  # parse only what the image and label need
         spec = {key: spec[key] for key in (example.ENCODED, example.FORMAT, example.HEIGHT,

@@ -39,7 +39,7 @@ def write_shard(task, store, on_error="raise"):
     """
     sink = ShardSink(store, task.name, task.compression, task.sha256)
     try:
-        for chunk, prepared in _prepared_chunks(task, store.storage_options):
+        for chunk, prepared in prepared_chunks(task, store.storage_options):
             for (position, row, path, *_), (record, info) in zip(chunk, prepared):
                 if record is None and on_error == "raise":
                     raise InvalidRowError(row, path, info)
@@ -51,7 +51,7 @@ def write_shard(task, store, on_error="raise"):
         raise
 
 
-def _prepared_chunks(task, storage_options):
+def prepared_chunks(task, storage_options):
     """Yield ``(chunk of rows, prepared records)`` in order, prepared by ``task.threads``."""
     size = max(4, min(_MAX_CHUNK, len(task.rows) // (4 * task.threads) or 1))
     chunks = [task.rows[i:i + size] for i in range(0, len(task.rows), size)]

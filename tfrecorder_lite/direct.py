@@ -1,0 +1,86 @@
+"""``df.tfrecord.dataset()``: a ``tf.data`` pipeline straight from the table, no shards written.
+
+The rows go through the same plan as a conversion (checks, label ids, seeded order, rejections),
+their images are read and prepared by the same code, in threads, and the records they would
+have been are decoded by the same map function as :func:`~tfrecorder_lite.load`: switching to
+written shards changes one line, and gives the same elements.
+"""
+
+import joblib
+
+from . import example, loader, schema
+from .conversion import image_options
+from .errors import InvalidRowError, SchemaError
+from .plan import build_plan
+from .shard import prepared_chunks
+
+
+def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", label_col="label",
+            batch_size=None, image_size=None, shuffle=False, seed=0, as_supervised=True,
+            shuffle_buffer=1000, drop_remainder=False, channels=3, dct_method="INTEGER_ACCURATE",
+            label_map=None, check="header", on_error="skip", base_dir=None, n_jobs=-1,
+            storage_options=None, unassigned="reject", split_ratios=None):
+    """A ``tf.data.Dataset`` of one split of the table, read and decoded as ``load()`` would.
+
+    Args:
+        df: the table (columns as for ``to_tfrecord``).
+        split: "TRAIN", "VALIDATION" or "TEST".
+        check: image checks, as for ``to_tfrecord`` ("header" by default: decoding happens in
+            the pipeline anyway).
+        on_error: "skip" bad rows (listed in the returned dataset's ``rejected``), or "raise"
+            an InvalidRowError at the first (while iterating, for an image that fails).
+        n_jobs: threads that read and prepare images.
+        Other arguments: as for ``to_tfrecord`` (table options) and ``load`` (pipeline
+        options). ``shuffle=False`` keeps the plan's seeded row order (``seed``).
+
+    Returns:
+        A dataset yielding what ``load(output_dir, split, ...)`` yields for the same options.
+        Its ``labels`` attribute is the label id -> text list, and ``rejected`` lists
+        ``(row, path, reason)`` of the split's refused rows: those the table refuses at once,
+        then those whose image fails, as iteration reaches them.
+    """
+    import tensorflow as tf
+
+    if on_error not in ("raise", "skip"):
+        raise SchemaError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    schema.check_columns(df, split_col, image_col, label_col)
+    plan = build_plan(df, split_col=split_col, image_col=image_col, label_col=label_col,
+                      base_dir=base_dir, label_map=label_map, num_shards=1,
+                      image=image_options(check), shuffle=True, seed=seed,
+                      storage_options=storage_options,
+                      assignment=schema.split_assignment(unassigned, split_ratios, split_col))
+    wanted = str(split).strip().upper()
+    shards = [s for s in plan.shards if s.split == wanted]
+    if not shards:
+        raise SchemaError(f"split {split!r} not in this table; it has {list(plan.splits)}")
+    splits = schema.table_splits(df, split_col, image_col, plan.assignment).tolist()
+    refused = [(p, reason) for p, reason in plan.rejected if splits[p] == wanted]
+    if on_error == "raise" and refused:
+        position, reason = refused[0]
+        raise InvalidRowError(df.index[position], plan.paths[position], reason)
+    rejected = [(df.index[p], plan.paths[p], reason) for p, reason in refused]
+    task = plan.task(shards[0], df.index, joblib.effective_n_jobs(n_jobs))
+
+    def records():
+        for chunk, prepared in prepared_chunks(task, storage_options):
+            for (_, row, path, *_), (record, info) in zip(chunk, prepared):
+                if record is not None:
+                    yield b"".join(record)
+                elif on_error == "raise":
+                    raise InvalidRowError(row, path, info)
+                else:
+                    rejected.append((row, path, info))
+
+    spec = example.parse_spec({key: {"dtype": kind} for key, kind in
+                               {**example.IMAGE_FEATURES, **dict(plan.extra_kinds)}.items()})
+    if image_size is not None:
+        image_size = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
+    decode = loader.decoder(tf, spec, image_size, channels, as_supervised, (), dct_method)
+    serialized = tf.data.Dataset.from_generator(
+        records, output_signature=tf.TensorSpec((), tf.string))
+    out = loader.decoded_pipeline(tf, serialized, decode, shuffle=shuffle, seed=seed,
+                                  shuffle_buffer=shuffle_buffer, batch_size=batch_size,
+                                  drop_remainder=drop_remainder, deterministic=True)
+    out.rejected = rejected
+    out.labels = list(plan.labels)
+    return out

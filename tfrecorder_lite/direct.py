@@ -71,8 +71,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
                 else:
                     rejected.append((row, path, info))
 
-    spec = example.parse_spec({key: {"dtype": kind} for key, kind in
-                               {**example.IMAGE_FEATURES, **dict(plan.extra_kinds)}.items()})
+    spec = example.parse_spec(plan.features)
     if image_size is not None:
         image_size = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
     decode = loader.decoder(tf, spec, image_size, channels, as_supervised, (), dct_method)

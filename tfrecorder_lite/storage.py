@@ -352,7 +352,8 @@ def read_many(uris, storage_options=None, max_bytes=None, check_head=None):
             if fs.async_impl else [_call(fs.cat_file, p, start=0, end=max_bytes + 1)
                                    for p in paths]
         # a range of an empty object is "not satisfiable" on S3: ask those again, whole
-        again = [i for i, v in enumerate(found) if isinstance(v, Exception)]
+        again = [i for i, v in enumerate(found)
+                 if isinstance(v, Exception) and not isinstance(v, FileNotFoundError)]
         for i, value in zip(again, _each(fs, "cat_file", [paths[i] for i in again])):
             found[i] = value
         return [too_large(p, None, max_bytes) if isinstance(v, bytes) and len(v) > max_bytes

@@ -88,6 +88,7 @@ class FileDigest:
 INDEX_SUFFIX = ".tfindex"
 _SHARD_SUFFIX = re.compile(r"\.tfrecord(\.gz|\.zz)?$")
 _FRAME_BYTES = 16  # length (8), its CRC (4), the data's CRC (4)
+_PASSED_AS_IS = 4096  # record chunks this large are written from where they are, not copied
 
 
 def index_name(shard_name):
@@ -142,22 +143,38 @@ class RecordWriter:
     def write_many(self, records):
         """Append serialized records (each bytes, or a list of byte strings that make it up).
 
-        They are framed into one buffer that is hashed and written at once: few, long calls
-        that release the GIL, which matters when other threads are busy in Python.
+        Their frames and small chunks are gathered into a few buffers between the large
+        chunks (the images), which are passed on as they are: the file gets one
+        ``writelines`` call (a PendingFile turns it into one gathered write), and the batch is
+        never joined into one more copy. Hashing and
+        writing such pieces release the GIL, which matters when other threads are busy in
+        Python.
         """
-        pieces = []
+        pieces, small = [], bytearray()
         for record in records:
             chunks = [record] if isinstance(record, bytes) else record
             size = sum(map(len, chunks))
             self.record_sizes.append(size)
             length = struct.pack("<Q", size)
+            small += length
+            small += struct.pack("<I", masked_crc(length))
             crc = 0
             for chunk in chunks:
                 crc = google_crc32c.extend(crc, chunk)
-            pieces += (length, struct.pack("<I", masked_crc(length)), *chunks,
-                       struct.pack("<I", _mask(crc)))
-        data = b"".join(pieces)
-        self._emit(self._compressor.compress(data) if self._compressor else data)
+                if len(chunk) >= _PASSED_AS_IS:
+                    pieces += (bytes(small), chunk)
+                    small.clear()
+                else:
+                    small += chunk
+            small += struct.pack("<I", _mask(crc))
+        pieces.append(bytes(small))
+        if self._compressor:
+            self._emit(self._compressor.compress(b"".join(pieces)))
+        else:
+            for piece in pieces:
+                self._digest.update(piece)
+            self._file.writelines(pieces)
+            self.bytes_written += sum(map(len, pieces))
         self.num_records += len(records)
 
     def close(self):

@@ -85,24 +85,26 @@ def test_trailing_empty_fields_are_dropped_and_integer_labels_stay_integers(tmp_
     assert result.labels == ["0", "1", "2"]  # integer labels pass through as ids
 
 
-def test_ragged_rows_are_listed_by_line(tmp_path, folder):
-    lines = [HEADER] + rows()
-    lines[2] = 'TRAIN,"images/a,b.png",a'      # a quoted comma: 3 fields
-    lines[3] = 'TEST,"images/two\nlines.png",b'  # a quoted newline: lines 4 and 5
-    lines += ["TRAIN,images/0.png,a,b", "TEST,images/1.png,a", "TRAIN,images/2.png,a,b,c,,"]
+def test_ragged_rows_are_listed_by_line_when_the_label_is_not_the_last_column(tmp_path,
+                                                                             folder):
+    lines = [HEADER + ",note"] + [row + ",n" for row in rows()]
+    lines[2] = 'TRAIN,"images/a,b.png",a,n'      # a quoted comma: 4 fields
+    lines[3] = 'TEST,"images/two\nlines.png",b,n'  # a quoted newline: lines 4 and 5
+    lines += ["TRAIN,images/0.png,a,n,b", "TEST,images/1.png,a,n", "TRAIN,images/2.png,a,n,b,c,,"]
     with pytest.raises(SchemaError) as info:
         convert(write(folder / "ragged.csv", lines), tmp_path)
     message = str(info.value)
-    assert "ragged.csv: line 9 has 4 fields, expected 3 (split,image_uri,label); " \
-           "also lines 11 (5 fields)." in message
-    assert "multi-label" in message and "Error tokenizing" not in message
+    assert "ragged.csv: line 9 has 5 fields, expected 4 (split,image_uri,label,note); " \
+           "also lines 11 (6 fields)." in message
+    assert "multi-label" in message and "last one" in message
+    assert "Error tokenizing" not in message
 
 
 def test_headerless_ragged_row_says_there_is_no_header(tmp_path, folder):
-    lines = rows()
+    lines = [row.replace(",a", ",a,x").replace(",b", ",b,y") for row in rows()]
     lines[4] += ",c"
-    with pytest.raises(SchemaError, match="line 5 has 4 fields, expected 3 .*no header row"):
-        convert(write(folder / "t.csv", lines), tmp_path)
+    with pytest.raises(SchemaError, match="line 5 has 5 fields, expected 4 .*no header row"):
+        convert(write(folder / "t.csv", lines), tmp_path, label_col=["coarse", "fine"])
 
 
 def test_quoted_commas_and_short_rows(tmp_path, folder):
@@ -150,7 +152,7 @@ def test_cli_encoding_and_base_dir(tmp_path, folder, capsys):
 
 
 @pytest.mark.parametrize("lines,message", [
-    ([HEADER, "TRAIN,a.jpg,cat,dog"], "line 2 has 4 fields"),
+    ([HEADER + ",note", "TRAIN,a.jpg,cat,n,dog"], "line 2 has 5 fields"),
     (["TRAIN,a.jpg,caf\xe9"], "--encoding latin-1"),
     (["set,path,class", "TRAIN,a.jpg,cat"], "missing column"),
 ])

@@ -180,7 +180,8 @@ def _set(value, *keys):
 @pytest.mark.parametrize("change, problem", [
     (_drop("image"), " has no 'image'"),
     (_set(None, "image", "stored"), ": image.stored: None is not 'encoded' or 'resized'"),
-    (_set("cat", "labels"), ": labels: 'cat' is not a list of label texts"),
+    (_set("cat", "labels"), ": labels: 'cat' is not a list of label texts, or an object level -> "
+                               "list of label texts"),
     (_set("LZ4", "compression"), ": compression: 'LZ4' is not null, 'GZIP' or 'ZLIB'"),
     (_set({"shape": []}, "features", "image/encoded"), " has no 'features.image/encoded.dtype'"),
     (_set("int64", "features", "image/encoded", "dtype"),

@@ -134,8 +134,8 @@ def test_extra_columns_are_stored_exactly_with_their_types(images, tmp_path):
     (pd.array([True, None, False], dtype="boolean"), "column 'extra' has a missing value"),
     (np.array([1, 2**63, 3], dtype=np.uint64), "column 'extra' holds a value outside int64 at "
                                                "row 1"),
-    ([[0.1, 0.2], [0.3], []], "column 'extra' holds lists"),
-    ([{"a": 1}, None, "x"], "column 'extra' holds lists"),
+    ([[0.1, 0.2], 0.3, None], "column 'extra' mixes lists and single values"),
+    ([{"a": 1}, None, "x"], "column 'extra' holds dicts or sets"),
     ([1e300, 0.0, 1.0], "beyond float32 at row 0"),
     (np.array([1 + 2j, 0, 1]), "complex"),
 ])

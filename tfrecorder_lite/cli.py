@@ -94,8 +94,14 @@ def _parser():
     c.add_argument("--jobs", type=int, default=-1, help="parallel workers (default: all cores)")
     c.add_argument("--no-progress", action="store_true")
     c.add_argument("--split-col", default="split")
-    c.add_argument("--image-col", default="image_uri")
-    c.add_argument("--label-col", default="label")
+    c.add_argument("--image-col", default="image_uri",
+                   help="the image column; '' for a table without images")
+    c.add_argument("--label-col", default="label", type=_label_columns, metavar="COL[,COL]",
+                   help="the label column, or one column per label level: coarse,fine")
+    c.add_argument("--label-sep", metavar="SEP",
+                   help="labels are split by SEP in the label column (multi-label), e.g. '|'; "
+                        "a CSV whose rows hold more fields than columns is read as multi-label "
+                        "without it")
     c.add_argument("--max-image-bytes", type=_byte_count, default=DEFAULT_MAX_BYTES,
                    metavar="BYTES", help="reject larger image files unread, e.g. 512M "
                                          "(default: 256M)")
@@ -140,9 +146,16 @@ def _count(text):
     return value
 
 
+def _label_columns(text):
+    """``--label-col``: one column, or several (label levels) separated by commas."""
+    columns = [c.strip() for c in text.split(",")]
+    return columns[0] if len(columns) == 1 else columns
+
+
 def _convert(args):
     result = convert(
-        args.source, args.output_dir, split_col=args.split_col, image_col=args.image_col,
+        args.source, args.output_dir, split_col=args.split_col, image_col=args.image_col or None,
+        label_sep=args.label_sep,
         label_col=args.label_col, num_shards=args.num_shards, compression=args.compression,
         image_size=args.image_size, image_format=args.image_format, check=args.check,
         on_error=args.on_error, shuffle=not args.no_shuffle, seed=args.seed,

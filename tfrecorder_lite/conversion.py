@@ -37,7 +37,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
                 label_map=None, check="decode", on_error="raise", shuffle=True, seed=0,
                 overwrite=False, n_jobs=-1, progress=True, base_dir=None, sha256=False,
                 storage_options=None, max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject",
-                split_ratios=None):
+                split_ratios=None, label_sep=None, features=None):
     """Write the table's images as TFRecord shards per split, with a manifest.
 
     Args:
@@ -45,7 +45,11 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         output_dir: folder for the shards, ``labels.txt``, ``rejected.csv``, ``metadata.json``:
             a local path or any fsspec URL (``gs://bucket/records``, ``s3://...``).
         split_col, image_col, label_col: column names; ``split_col=None`` for a table
-            without splits (every row is given one, as with ``unassigned="assign"``).
+            without splits (every row is given one, as with ``unassigned="assign"``);
+            ``image_col=None`` for a table without images (records of features and labels);
+            ``label_col=["coarse", "fine"]`` for one label per level, each with its own
+            vocabulary (``labels-coarse.txt``, ...). A label column of lists holds several
+            labels per row (multi-label).
         num_shards: shards per split (int or dict per split); None aims at ~128 MiB shards.
         compression: None, "GZIP" or "ZLIB".
         image_size: (height, width) to resize to at write time, or None to keep originals.
@@ -72,6 +76,11 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             in the same split whatever the table's order or run.
         split_ratios: the shares of assigned rows, ``{"TRAIN": 0.8, "VALIDATION": 0.1,
             "TEST": 0.1}`` by default.
+        label_sep: the label column's text holds several labels split by this separator,
+            e.g. ``"|"`` for ``"cat|dog"`` (multi-label).
+        features: ``{column: type}`` declaring extra columns' types instead of inferring them:
+            ``"int64"``, ``"float32"``, ``"bytes"``, ``"bool"``, or lists with a shape, e.g.
+            ``"float32[None,4]"`` for boxes (see ``tfrecorder_lite.columns``).
 
     Returns:
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).
@@ -98,8 +107,10 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     store.check_writable()
     plan = build_plan(df, split_col=split_col, image_col=image_col, label_col=label_col,
                       base_dir=base_dir, label_map=label_map, num_shards=num_shards,
-                      compression=compression, image=options, shuffle=shuffle, seed=seed,
-                      sha256=sha256, storage_options=storage_options, assignment=assignment)
+                      compression=compression, image=None if image_col is None else options,
+                      shuffle=shuffle, seed=seed,
+                      sha256=sha256, storage_options=storage_options, assignment=assignment,
+                      label_sep=label_sep, features=features)
     return write_plan(plan, df, store, on_error=on_error, overwrite=overwrite,
                       n_jobs=n_jobs, progress=progress)
 

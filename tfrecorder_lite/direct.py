@@ -19,7 +19,8 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
             batch_size=None, image_size=None, shuffle=False, seed=0, as_supervised=True,
             shuffle_buffer=1000, drop_remainder=False, channels=3, dct_method="INTEGER_ACCURATE",
             label_map=None, check="header", on_error="skip", base_dir=None, n_jobs=-1,
-            storage_options=None, unassigned="reject", split_ratios=None):
+            storage_options=None, unassigned="reject", split_ratios=None, label_sep=None,
+            features=None, label=None, multi_hot=False):
     """A ``tf.data.Dataset`` of one split of the table, read and decoded as ``load()`` would.
 
     Args:
@@ -35,7 +36,8 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
 
     Returns:
         A dataset yielding what ``load(output_dir, split, ...)`` yields for the same options.
-        Its ``labels`` attribute is the label id -> text list, and ``rejected`` lists
+        Its ``labels`` attribute is the label id -> text list (a dict of lists with label
+        levels), and ``rejected`` lists
         ``(row, path, reason)`` of the split's refused rows: those the table refuses at once,
         then those whose image fails, as iteration reaches them.
     """
@@ -46,9 +48,10 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     schema.check_columns(df, split_col, image_col, label_col)
     plan = build_plan(df, split_col=split_col, image_col=image_col, label_col=label_col,
                       base_dir=base_dir, label_map=label_map, num_shards=1,
-                      image=image_options(check), shuffle=True, seed=seed,
-                      storage_options=storage_options,
-                      assignment=schema.split_assignment(unassigned, split_ratios, split_col))
+                      image=None if image_col is None else image_options(check), shuffle=True,
+                      seed=seed, storage_options=storage_options,
+                      assignment=schema.split_assignment(unassigned, split_ratios, split_col),
+                      label_sep=label_sep, features=features)
     wanted = str(split).strip().upper()
     shards = [s for s in plan.shards if s.split == wanted]
     if not shards:
@@ -74,12 +77,14 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     spec = example.parse_spec(plan.features)
     if image_size is not None:
         image_size = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
-    decode = loader.decoder(tf, spec, image_size, channels, as_supervised, (), dct_method)
+    labels = loader.label_outputs({"labels": plan.labels}, label, multi_hot)
+    decode = loader.decoder(tf, spec, image_size, channels, as_supervised, (), dct_method, labels,
+                            images=plan.image is not None)
     serialized = tf.data.Dataset.from_generator(
         records, output_signature=tf.TensorSpec((), tf.string))
     out = loader.decoded_pipeline(tf, serialized, decode, shuffle=shuffle, seed=seed,
                                   shuffle_buffer=shuffle_buffer, batch_size=batch_size,
                                   drop_remainder=drop_remainder, deterministic=True)
     out.rejected = rejected
-    out.labels = list(plan.labels)
+    out.labels = plan.labels
     return out

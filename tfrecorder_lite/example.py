@@ -19,16 +19,23 @@ LABEL_TEXT = "image/class/text"
 
 BYTES, INT64, FLOAT = "string", "int64", "float32"
 
-IMAGE_FEATURES = {
+IMAGE_KEYS = {
     ENCODED: BYTES,
     FORMAT: BYTES,
     HEIGHT: INT64,
     WIDTH: INT64,
     CHANNELS: INT64,
     FILENAME: BYTES,
-    LABEL: INT64,
-    LABEL_TEXT: BYTES,
 }
+IMAGE_FEATURES = {**IMAGE_KEYS, LABEL: INT64, LABEL_TEXT: BYTES}  # an image and its one label
+
+
+def label_keys(level=None):
+    """(id key, text key) of a label: ``image/class/label`` and ``image/class/text``, or per
+    level ``image/label/<level>`` and ``image/label/<level>/text``."""
+    if level is None:
+        return LABEL, LABEL_TEXT
+    return f"image/label/{level}", f"image/label/{level}/text"
 
 
 UNCOPIED_BYTES = 4096
@@ -64,8 +71,11 @@ def _key_field(key):
 def _feature(kind, value):
     """Return ``(head, value_bytes)``: one serialized ``tf.train.Feature`` is head + value_bytes.
 
-    A bytes value is returned as it is, so that it is copied only once, into the record.
+    ``value`` is one value, or a list (tuple) of values for a list feature. A single bytes
+    value is returned as it is, so that it is copied only once, into the record.
     """
+    if isinstance(value, (list, tuple)):
+        return _list_feature(kind, value), b""
     if kind == BYTES:
         if isinstance(value, str):
             value = value.encode("utf-8")
@@ -78,6 +88,24 @@ def _feature(kind, value):
         packed = _length_delimited(_FIELD_1, struct.pack("<f", value))  # FloatList.value
         return _length_delimited(_FIELD_2, packed), b""  # Feature.float_list
     raise ValueError(f"unknown feature kind {kind!r}")
+
+
+def _list_feature(kind, values):
+    """A serialized ``tf.train.Feature`` holding a list of values (packed numbers)."""
+    if kind == BYTES:
+        items = [v.encode("utf-8") if isinstance(v, str) else v for v in values]
+        inner = b"".join(_length_delimited(_FIELD_1, v) for v in items)
+        return _length_delimited(_FIELD_1, inner)
+    if kind == INT64:
+        packed = b"".join(_varint(int(v)) for v in values)
+        tag = _FIELD_3
+    elif kind == FLOAT:
+        packed = struct.pack(f"<{len(values)}f", *values)
+        tag = _FIELD_2
+    else:
+        raise ValueError(f"unknown feature kind {kind!r}")
+    inner = _length_delimited(_FIELD_1, packed) if values else b""
+    return _length_delimited(tag, inner)
 
 
 def encode_example(features, kinds):
@@ -121,13 +149,31 @@ def encode_example_chunks(features, kinds):
 
 
 def parse_spec(features):
-    """``tf.io.parse_single_example`` spec for the manifest's ``features`` mapping."""
+    """``tf.io.parse_single_example`` spec for the manifest's ``features`` mapping.
+
+    A shape with a variable first dimension (``[null]``, ``[null, 4]``) parses into a dense
+    tensor of as many rows as the record holds; a fixed shape (``[]``, ``[3]``) into that shape.
+    """
     import tensorflow as tf
 
-    return {
-        key: tf.io.FixedLenFeature([], tf.as_dtype(spec["dtype"]))
-        for key, spec in features.items()
-    }
+    spec = {}
+    for key, feature in features.items():
+        dtype, shape = tf.as_dtype(feature["dtype"]), feature["shape"]
+        if shape and shape[0] is None:
+            spec[key] = tf.io.FixedLenSequenceFeature(shape[1:], dtype, allow_missing=True)
+        else:
+            spec[key] = tf.io.FixedLenFeature(shape, dtype)
+    return spec
+
+
+def value_count_fits(shape, count):
+    """Whether a record feature holding ``count`` values fits ``shape`` (a manifest shape)."""
+    inner = 1
+    for dim in shape[1:] if shape and shape[0] is None else shape:
+        inner *= dim
+    if shape and shape[0] is None:
+        return count % inner == 0 if inner else count == 0
+    return count == inner
 
 
 def _read_varint(data, pos):

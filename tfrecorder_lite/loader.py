@@ -18,7 +18,8 @@ _JPEG_RATIOS = (8, 4, 2)
 
 def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=False, seed=None,
          as_supervised=True, shuffle_buffer=1000, drop_remainder=False, channels=3,
-         dct_method="INTEGER_ACCURATE", storage_options=None, cache_dir=None):
+         dct_method="INTEGER_ACCURATE", storage_options=None, cache_dir=None, label=None,
+         multi_hot=False):
     """Return a ``tf.data.Dataset`` of a split, or a dict split -> dataset when split is None.
 
     Args:
@@ -29,7 +30,8 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         image_size: (height, width) to resize to (images stay uint8), or None.
         shuffle: shuffle shard order and examples (with a buffer of ``shuffle_buffer``).
         seed: shuffle seed (None: a different order every run; a seed repeats exactly).
-        as_supervised: yield ``(image, label)``; False yields the feature dict plus ``image``.
+        as_supervised: yield ``(image, label)`` (``(features, label)`` for an output without
+            images: a dict of its other columns); False yields the feature dict plus ``image``.
         shuffle_buffer: examples held by the shuffle buffer.
         drop_remainder: drop the last, smaller batch.
         channels: channels of the decoded image (3: RGB, 1: grayscale).
@@ -40,9 +42,16 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
             TensorFlow reads ``gs://`` on Google Cloud itself, so those are copied only when
             ``cache_dir`` or ``storage_options`` is given, or ``STORAGE_EMULATOR_HOST`` is set;
             every other remote shard is copied (default: ``~/.cache/tfrecorder_lite``).
+        label: with label levels, the level the label is (``"fine"``), or a list of levels
+            for a dict of labels; None: a dict of every level.
+        multi_hot: the label as a float32 vector of the vocabulary's size, 1 for each label
+            of the record (multi-label outputs; ready for ``BinaryCrossentropy``). Without
+            it, a multi-label record's label is its int64 ids, of varying length (batched as a
+            ``tf.RaggedTensor``).
 
     Returns:
-        A dataset yielding uint8 ``[H, W, channels]`` images and int64 labels (batched when asked).
+        A dataset yielding uint8 ``[H, W, channels]`` images and int64 labels (batched when
+        asked; features of varying length are batched as ``tf.RaggedTensor``).
 
     Raises:
         ManifestError: no finished output in ``output_dir``.
@@ -55,12 +64,17 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
                            shuffle=shuffle, seed=seed, as_supervised=as_supervised,
                            shuffle_buffer=shuffle_buffer, drop_remainder=drop_remainder,
                            channels=channels, dct_method=dct_method,
-                           storage_options=storage_options, cache_dir=cache_dir)
+                           storage_options=storage_options, cache_dir=cache_dir, label=label,
+                           multi_hot=multi_hot)
                 for name in metadata["splits"]}
     split = manifest.normalize_split(metadata, split)
+    labels = label_outputs(metadata, label, multi_hot)
     if image_size is not None:
         image_size = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
-    if batch_size and image_size is None and metadata["image"]["size"] is None:
+    image = metadata["image"]
+    if image is None and image_size is not None:
+        raise SchemaError(f"{output_dir} holds no images, so image_size does not apply")
+    if batch_size and image is not None and image_size is None and image["size"] is None:
         raise SchemaError(
             f"the images in {output_dir} have different sizes, so they cannot be batched as "
             "they are: pass image_size=(height, width) to load(), or batch_size=None"
@@ -72,8 +86,9 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
     num_examples = metadata["splits"][split]["num_examples"]
     read_shard = _shard_reader(tf, metadata["compression"] or "", store.url)
     spec = example.parse_spec(metadata["features"])
-    ratios = _useful_jpeg_ratios(metadata["image"], image_size)
-    decode = decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method)
+    ratios = _useful_jpeg_ratios(image, image_size) if image else ()
+    decode = decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method, labels,
+                     images=image is not None)
 
     deterministic = not shuffle or seed is not None  # a seeded shuffle must repeat exactly
     names = [store.path(shard["name"]) for shard in shards]  # for messages, with any copy read
@@ -100,7 +115,9 @@ def decoded_pipeline(tf, records, decode, *, shuffle, seed, shuffle_buffer, batc
         records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     # decoding is CPU-bound: one decoder per core the process may use (affinity, cgroup quota)
     dataset = records.map(decode, num_parallel_calls=joblib.cpu_count(), deterministic=deterministic)
-    if batch_size:
+    if batch_size and _varies(tf, dataset.element_spec):  # lists of varying length
+        dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
+    elif batch_size:
         # a plain batch: parallel batching only adds threads that compete with the decoders
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     options = tf.data.Options()
@@ -108,6 +125,49 @@ def decoded_pipeline(tf, records, decode, *, shuffle, seed, shuffle_buffer, batc
     # epochs (this pipeline and a hand-written one alike, 2 cores); with it off, in none.
     options.autotune.enabled = False
     return dataset.prefetch(tf.data.AUTOTUNE).with_options(options)
+
+
+def _varies(tf, element_spec):
+    """Whether a component of the elements other than the image (``(image, label)``'s first,
+    or the dict's ``image``) has a dimension of varying size: a list feature."""
+    if isinstance(element_spec, tuple):
+        parts = element_spec[1:] if _is_image(element_spec[0]) else element_spec
+    else:
+        parts = [spec for key, spec in element_spec.items() if key != "image"]
+    return any(not spec.shape.is_fully_defined() for spec in tf.nest.flatten(parts))
+
+
+def _is_image(spec):
+    """Whether an element component is the decoded image (not a dict of features)."""
+    return not isinstance(spec, dict)
+
+
+def label_outputs(metadata, label=None, multi_hot=False):
+    """What the label of ``(image, label)`` is, for an output's metadata.json content.
+
+    Returns:
+        ``(outputs, as_dict, keys)``: outputs are ``(name, id key, multi-hot size or None)``
+        per label; ``as_dict``: the label is a dict name -> label (label levels), not one
+        tensor; ``keys``: every label feature key of the records.
+
+    Raises:
+        SchemaError: ``label`` names no level of the output.
+    """
+    labels = metadata["labels"]
+    if not isinstance(labels, dict):
+        if label is not None:
+            raise SchemaError(f"label={label!r}: this output has one label per record (no "
+                              "levels), so label takes no value")
+        return ((None, example.LABEL, len(labels) if multi_hot else None),), False, \
+            example.label_keys()
+    wanted = list(labels) if label is None else [label] if isinstance(label, str) else label
+    unknown = [name for name in wanted if name not in labels]
+    if unknown or not wanted:
+        raise SchemaError(f"label={label!r}: this output's label levels are {list(labels)}")
+    outputs = tuple((name, example.label_keys(name)[0], len(labels[name]) if multi_hot else None)
+                    for name in wanted)
+    keys = tuple(key for name in labels for key in example.label_keys(name))
+    return outputs, not isinstance(label, str), keys
 
 
 def reads_natively(store, cache_dir=None):
@@ -174,11 +234,20 @@ def _useful_jpeg_ratios(image_info, image_size):
                  if max_height // r >= image_size[0] and max_width // r >= image_size[1])
 
 
-def decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method):
-    """The map function: parse one record, decode (and resize) its image."""
-    if as_supervised:  # parse only what the image and label need
-        spec = {key: spec[key] for key in (example.ENCODED, example.FORMAT, example.HEIGHT,
-                                           example.WIDTH, example.LABEL)}
+def decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method,
+            labels=(((None, example.LABEL, None),), False, example.label_keys()), images=True):
+    """The map function: parse one record, decode (and resize) its image.
+
+    Args:
+        spec: the parse spec of every record feature.
+        image_size: the size to resize to, or None.
+        labels: what the label is (see :func:`label_outputs`).
+        images: the records hold images.
+    """
+    outputs, as_dict, label_keys = labels
+    if as_supervised and images:  # parse only what the image and label need
+        wanted = (example.ENCODED, example.FORMAT, example.HEIGHT, example.WIDTH)
+        spec = {key: spec[key] for key in (*wanted, *(key for _, key, _ in outputs))}
 
     def decode_image(features):
         # JPEGs go to decode_jpeg (decode_image has no dct_method). JPEG can also decode at
@@ -205,8 +274,23 @@ def decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method):
                          len(ratios) + 1)
         return tf.switch_case(index, branches)
 
+    def label_of(features):
+        found = {}
+        for name, key, size in outputs:
+            value = features[key]
+            if size is not None:  # k-hot: 1 for each id of the record
+                hot = tf.reduce_sum(tf.one_hot(tf.reshape(value, [-1]), size), axis=0)
+                value = tf.ensure_shape(tf.minimum(hot, 1.0), [size])
+            found[name] = value
+        return found if as_dict else found[outputs[0][0]]
+
     def decode(serialized):
         features = tf.io.parse_single_example(serialized, spec)
+        if not images:
+            if as_supervised:
+                return ({k: v for k, v in features.items() if k not in label_keys},
+                        label_of(features))
+            return features
         image = decode_image(features)
         if image_size is not None:
             image = tf.image.resize(image, image_size)
@@ -214,7 +298,7 @@ def decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method):
             image = tf.cast(image + 0.5, tf.uint8)
             image = tf.ensure_shape(image, (*image_size, channels))
         if as_supervised:
-            return image, features[example.LABEL]
+            return image, label_of(features)
         return {**features, "image": image}
 
     return decode

@@ -7,7 +7,7 @@ import json
 import re
 
 from .errors import ManifestError, SchemaError
-from .example import BYTES, FLOAT, IMAGE_FEATURES, INT64
+from .example import BYTES, FLOAT, IMAGE_KEYS, INT64, label_keys
 from .storage import Store, human_size, is_dir
 
 METADATA = "metadata.json"
@@ -17,9 +17,17 @@ FORMAT_VERSION = 1
 SHARD_NAME = re.compile(r"^(train|validation|test)-\d{5}-of-\d{5}\.tfrecord(\.gz|\.zz)?$")
 
 
-def write_labels(store, labels):
-    """Write ``labels.txt``: one label per line, line number = id."""
-    store.write_atomic(LABELS, "".join(f"{t}\n" for t in labels))
+def label_files(labels):
+    """``{file name: label texts}`` of metadata.json's ``labels``: ``labels.txt``, or with
+    label levels ``labels-<level>.txt`` each (one label per line, line number = id)."""
+    if isinstance(labels, dict):
+        return {level_labels_name(level): texts for level, texts in labels.items()}
+    return {LABELS: labels}
+
+
+def level_labels_name(level):
+    """The vocabulary file of a label level."""
+    return f"labels-{level}.txt"
 
 
 def write_metadata(store, metadata):
@@ -63,22 +71,35 @@ def summary_text(metadata, where):
         metadata: the folder's parsed ``metadata.json``.
         where: how to name the folder (its path or URL).
     """
-    image = metadata["image"]
-    if image["size"]:
-        size = hxw(image["size"])
+    image, labels = metadata["image"], metadata["labels"]
+    if isinstance(labels, dict):
+        what = " and ".join(f"{len(texts)} {level} labels" for level, texts in labels.items())
     else:
-        size = "various sizes" + (f", up to {hxw(image['max_size'])}"
-                                  if image.get("max_size") else "")
-    formats = ", ".join(f"{fmt} {n}" for fmt, n in image["formats"].items()) or "none"
-    lines = [f"{where}: {len(metadata['labels'])} labels, images {image['stored']} ({size}), "
-             f"compression {metadata['compression'] or 'none'}, "
-             f"{metadata['rejected']} rejected",
-             f"formats: {formats}"]
+        what = f"{len(labels)} labels" + (" (multi-label)" if metadata.get("task") else "")
+    if image is None:
+        lines = [f"{where}: {what}, no images, compression {metadata['compression'] or 'none'},"
+                 f" {metadata['rejected']} rejected"]
+    else:
+        if image["size"]:
+            size = hxw(image["size"])
+        else:
+            size = "various sizes" + (f", up to {hxw(image['max_size'])}"
+                                      if image.get("max_size") else "")
+        formats = ", ".join(f"{fmt} {n}" for fmt, n in image["formats"].items()) or "none"
+        lines = [f"{where}: {what}, images {image['stored']} ({size}), "
+                 f"compression {metadata['compression'] or 'none'}, "
+                 f"{metadata['rejected']} rejected",
+                 f"formats: {formats}"]
     for split, info in metadata["splits"].items():
         size = human_size(sum(shard["bytes"] for shard in info["shards"]))
         lines.append(f"{split}: {info['num_examples']} examples in {len(info['shards'])} "
                      f"shard(s), {size}")
-        lines += [f"  {label}: {count}" for label, count in info.get("label_counts", {}).items()]
+        counts = info.get("label_counts", {})
+        levels = counts.items() if isinstance(labels, dict) else [(None, counts)]
+        for level, level_counts in levels:
+            lines += [f"  {level}:"] if level else []
+            indent = "    " if level else "  "
+            lines += [f"{indent}{label}: {count}" for label, count in level_counts.items()]
     return "\n".join(lines)
 
 
@@ -134,26 +155,43 @@ def check_metadata(metadata, path):
     if metadata.get("format_version") != FORMAT_VERSION:
         raise ManifestError(f"{path}: unsupported format_version {metadata.get('format_version')!r}"
                             f" (this reader knows {FORMAT_VERSION})")
-    check.field(metadata, "", "labels",
-                lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v),
-                "a list of label texts")
-    features = check.field(metadata, "", "features", _is_object, "an object")
-    for key in [*IMAGE_FEATURES, *features]:  # the image features must be there
-        spec = check.field(features, "features", key, _is_object, "an object")
-        dtypes = [IMAGE_FEATURES[key]] if key in IMAGE_FEATURES else [BYTES, INT64, FLOAT]
-        check.field(spec, f"features.{key}", "dtype", lambda v: v in dtypes,
-                    " or ".join(map(repr, dtypes)))
-        check.field(spec, f"features.{key}", "shape", lambda v: v == [], "[] (one value a record)")
+    labels = check.field(metadata, "", "labels", lambda v: _is_texts(v) or (
+        _is_object(v) and v and all(_LEVEL.match(k) and _is_texts(t) for k, t in v.items())),
+        "a list of label texts, or an object level -> list of label texts")
+    multi = check.field(metadata, "", "task", lambda v: v == "multi-label", "'multi-label'") \
+        == "multi-label" if "task" in metadata else False
+    if multi and isinstance(labels, dict):
+        raise ManifestError(f"{path}: task: a multi-label output has one list of labels")
     check.field(metadata, "", "compression", lambda v: v in (None, "GZIP", "ZLIB"),
                 "null, 'GZIP' or 'ZLIB'")
-    image = check.field(metadata, "", "image", _is_object, "an object")
-    check.field(image, "image", "stored", lambda v: v in ("encoded", "resized"),
-                "'encoded' or 'resized'")
-    check.field(image, "image", "size", lambda v: v is None or _is_size(v),
-                "null or [height, width]")
-    check.field(image, "image", "formats", _is_object, "an object")
-    if "max_size" in image:
-        check.field(image, "image", "max_size", _is_size, "[height, width]")
+    image = check.field(metadata, "", "image", lambda v: v is None or _is_object(v),
+                        "null (no images) or an object")
+    if image is not None:
+        check.field(image, "image", "stored", lambda v: v in ("encoded", "resized"),
+                    "'encoded' or 'resized'")
+        check.field(image, "image", "size", lambda v: v is None or _is_size(v),
+                    "null or [height, width]")
+        check.field(image, "image", "formats", _is_object, "an object")
+        if "max_size" in image:
+            check.field(image, "image", "max_size", _is_size, "[height, width]")
+    features = check.field(metadata, "", "features", _is_object, "an object")
+    fixed = dict(IMAGE_KEYS) if image is not None else {}
+    for level in labels if isinstance(labels, dict) else [None]:
+        id_key, text_key = label_keys(level)
+        fixed.update({id_key: INT64, text_key: BYTES})
+    label_shape = [None] if multi else []
+    for key in [*fixed, *features]:  # the image and label features must be there
+        spec = check.field(features, "features", key, _is_object, "an object")
+        dtypes = [fixed[key]] if key in fixed else [BYTES, INT64, FLOAT]
+        check.field(spec, f"features.{key}", "dtype", lambda v: v in dtypes,
+                    " or ".join(map(repr, dtypes)))
+        if key in fixed:
+            shape = [] if key in IMAGE_KEYS else label_shape
+            check.field(spec, f"features.{key}", "shape", lambda v: v == shape,
+                        json.dumps(shape))
+        else:
+            check.field(spec, f"features.{key}", "shape", _is_shape,
+                        "a shape: [], [n], [null], [n, k] or [null, k]")
     check.field(metadata, "", "rejected", _is_count, "a count")
     splits = check.field(metadata, "", "splits", lambda v: _is_object(v) and v,
                          "an object of splits")
@@ -203,6 +241,18 @@ class _Fields:
         if key not in parent:
             raise ManifestError(f"{self.path} has no {name!r}")
         return self.value(parent[key], name, test, what)
+
+
+_LEVEL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+def _is_texts(value):
+    return isinstance(value, list) and all(isinstance(t, str) for t in value)
+
+
+def _is_shape(value):
+    return isinstance(value, list) and len(value) <= 2 and \
+        all(_is_count(d) or (d is None and i == 0) for i, d in enumerate(value))
 
 
 def _is_object(value):

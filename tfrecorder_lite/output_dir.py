@@ -10,7 +10,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from . import manifest, tfds_info
+from . import example, manifest, tfds_info
 from .errors import OutputExistsError
 from .folder_lock import LOCK
 from .storage import TEMP_SUFFIX
@@ -23,8 +23,10 @@ JOB = "job.json"
 _RECEIPT_SUFFIX = ".json"
 _FIXED_FILES = (manifest.METADATA, manifest.LABELS, manifest.REJECTED, *tfds_info.FILES)
 # the names this library gives its files: a file so named that it did not write is never removed
+_LEVEL = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"  # a label level's name: its label files' names
 _OUR_FILE = re.compile(
     r"^((train|validation|test)-\d{5}-of-\d{5}(\.tfrecord(\.gz|\.zz)?|\.tfindex)|"
+    rf"labels-{_LEVEL}\.txt|image\.label\.{_LEVEL}\.labels\.txt|"
     + "|".join(re.escape(name) for name in _FIXED_FILES) + r")(\.tmp)?$"
 )
 
@@ -110,6 +112,10 @@ def _written_files(store, names):
         splits = metadata.get("splits") if isinstance(metadata, dict) else None
         if isinstance(splits, dict):
             listed.update(_FIXED_FILES)
+            levels = metadata.get("labels")
+            for level in levels if isinstance(levels, dict) else ():
+                listed.update((manifest.level_labels_name(level),
+                               tfds_info.label_names_file(example.label_keys(level)[0])))
             for split in splits.values():
                 for shard in split.get("shards", ()):
                     if isinstance(shard, dict):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import columns, example, schema, storage
+from . import columns, example, labels, schema, storage
 from .errors import SchemaError, UnsupportedURLError
 from .images import ImageOptions, unreadable_reason
 from .tfrecord import COMPRESSIONS
@@ -47,12 +47,14 @@ class ShardTask:
     Attributes:
         name: the shard's file name.
         rows: one tuple per record, in writing order: (table position, row label, image path
-            or URL, label id, label text, extra column values).
-        image: ImageOptions.
+            or URL (None without images), labels (one (id, text) per label field; ids and texts
+            are tuples for multi-label), extra column values).
+        image: ImageOptions, or None for a table without images.
         compression: None, "GZIP" or "ZLIB".
         extra_kinds: (column, feature kind) of the extra values.
         sha256: also take the shard's sha256 (CRC32C is always taken).
         threads: threads that prepare this shard's images inside the task.
+        label_keys: (id key, text key) of each label field.
     """
 
     name: str
@@ -62,6 +64,7 @@ class ShardTask:
     extra_kinds: tuple
     sha256: bool = False
     threads: int = 1
+    label_keys: tuple = (example.label_keys(),)
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,20 +72,23 @@ class WritePlan:
     """What to write, decided up front.
 
     Attributes:
-        labels: label id -> label text.
+        label_fields: the labels of every record (LabelField: column, level, multi, vocabulary).
         shards: every ShardSpec, split by split.
-        paths, label_ids, extras: per table position (extras: tuple of values, one per column).
-        extra_columns: the carried columns (ExtraColumn: name, kind, column dtype, missing).
+        paths, label_values, extras: per table position (label_values: one (id, text) per
+            label field; extras: tuple of values, one per column).
+        extra_columns: the carried columns (ExtraColumn: name, kind, shape, column dtype,
+            missing).
+        image: ImageOptions, or None for a table without images.
         rejected: (position, reason) of rows refused before any image was read.
         splits: splits present in the table, in TRAIN, VALIDATION, TEST order.
         fingerprint: sha256 of everything above plus the image files' sizes and times.
         assignment: the split shares rows without a split were given, or None.
     """
 
-    labels: tuple
+    label_fields: tuple
     shards: tuple
     paths: tuple
-    label_ids: tuple
+    label_values: tuple
     extras: tuple
     extra_columns: tuple
     image: ImageOptions
@@ -94,6 +100,18 @@ class WritePlan:
     assignment: tuple = None
 
     @property
+    def labels(self):
+        """Label id -> text: a list, or with label levels a dict level -> list."""
+        if self.label_fields[0].level is None:
+            return list(self.label_fields[0].vocabulary)
+        return {f.level: list(f.vocabulary) for f in self.label_fields}
+
+    @property
+    def multi_label(self):
+        """True when rows hold lists of labels."""
+        return any(f.multi for f in self.label_fields)
+
+    @property
     def extra_kinds(self):
         """(column, feature kind) of every carried column."""
         return tuple((column.name, column.kind) for column in self.extra_columns)
@@ -101,26 +119,28 @@ class WritePlan:
     @property
     def features(self):
         """metadata.json's ``features``: every record feature, with the columns' own types."""
-        image = {key: {"dtype": kind, "shape": []} for key, kind in example.IMAGE_FEATURES.items()}
-        return {**image, **{column.name: column.describe() for column in self.extra_columns}}
+        image = {} if self.image is None else {
+            key: {"dtype": kind, "shape": []} for key, kind in example.IMAGE_KEYS.items()}
+        label = {key: spec for f in self.label_fields for key, spec in f.features().items()}
+        return {**image, **label,
+                **{column.name: column.describe() for column in self.extra_columns}}
 
     def task(self, shard, row_labels, threads=1):
         """The ShardTask of ``shard``: its rows only (``row_labels``: the table's index)."""
-        rows = tuple((p, row_labels[p], self.paths[p], self.label_ids[p],
-                      self.labels[self.label_ids[p]], self.extras[p]) for p in shard.positions)
+        rows = tuple((p, row_labels[p], self.paths[p], self.label_values[p], self.extras[p])
+                     for p in shard.positions)
         return ShardTask(shard.name, rows, self.image, self.compression, self.extra_kinds,
-                         self.sha256, threads)
+                         self.sha256, threads, tuple(f.keys for f in self.label_fields))
 
 
-def _label_ids(labels, label_map, refused):
-    """Return (ids per row as a list, id -> text tuple).
+def _label_ids(labels, label_map, skip):
+    """Return (ids per label as a list, id -> text tuple).
 
-    Blank labels and the rows in ``refused`` (positions) get id -1: a label only rejected rows
-    carry takes no id (unless ``label_map`` gives it one).
+    Blank labels and those marked in ``skip`` get id -1: a label only rejected rows carry
+    takes no id (unless ``label_map`` gives it one).
     """
-    skip = (labels.isna() | labels.astype("string").str.strip().eq("").fillna(True)).tolist()
-    for position in refused:
-        skip[position] = True
+    skip = [a or b for a, b in zip(
+        skip, (labels.isna() | labels.astype("string").str.strip().eq("").fillna(True)).tolist())]
     if label_map is not None:
         mapping = schema.label_map_ids(label_map)
         found = [None if b else schema.lookup_label(mapping, v) for v, b in zip(labels, skip)]
@@ -135,6 +155,20 @@ def _label_ids(labels, label_map, refused):
     text = [None if b else schema.label_text(v) for v, b in zip(labels, skip)]
     index = {t: i for i, t in enumerate(sorted({t for t in text if t is not None}))}
     return [-1 if t is None else index[t] for t in text], tuple(index)
+
+
+def _label_fields(df, label_col, label_map, label_sep, refused):
+    """``(label fields, per row: one (id, text) per field)``; rows in ``refused`` take no id."""
+    fields, per_field = [], []
+    for column, level in labels.label_columns(label_col):
+        elements, positions, multi = labels.elements(df[column],
+                                                     label_sep if level is None else None)
+        ids, vocabulary = _label_ids(elements, schema.level_map(label_map, level),
+                                     [int(p) in refused for p in positions])
+        texts = [vocabulary[i] if i >= 0 else "" for i in ids]
+        fields.append(labels.LabelField(column, level, multi, vocabulary))
+        per_field.append(zip(*labels.row_values(ids, texts, positions, len(df), multi)))
+    return tuple(fields), tuple(zip(*per_field)) if per_field else ()
 
 
 def _shard_count(requested, split, n_rows, n_bytes):
@@ -152,11 +186,13 @@ def _shard_count(requested, split, n_rows, n_bytes):
 
 def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=None,
                num_shards=None, compression=None, image=ImageOptions(), shuffle=True, seed=0,
-               sha256=False, storage_options=None, assignment=None):
+               sha256=False, storage_options=None, assignment=None, label_sep=None,
+               features=None):
     """Decide labels, order and shards; rows with problems go to ``rejected``.
 
     Args:
         df: the table (already checked for its columns).
+        image_col: the image column, or None for a table without images.
         base_dir: folder (path or URL) relative image paths resolve against.
         storage_options: fsspec options for image URLs (see ``storage.options_for``).
         assignment: split shares for rows without a split (``schema.split_assignment``), or
@@ -166,18 +202,88 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
     Returns:
         A WritePlan.
     """
-    problems = schema.row_problems(df, split_col, image_col, label_col, label_map, assignment)
+    problems = schema.row_problems(df, split_col, image_col, label_col, label_map, assignment,
+                                   label_sep)
     reasons = {}
     positions_of = {row: i for i, row in enumerate(df.index)} if len(problems) else {}
     for row, _column, _value, problem in problems.itertuples(index=False):
         reasons.setdefault(positions_of[row], problem)
 
     splits = schema.table_splits(df, split_col, image_col, assignment).tolist()
-    extra, extras = columns.extra_columns(df, {split_col, image_col, label_col})
+    extra, extras = columns.extra_columns(
+        df, schema.used_columns(split_col, image_col, label_col), features,
+        reserved=[key for _, level in labels.label_columns(label_col)
+                  for key in example.label_keys(level)])
     compression = compression and compression.upper()
+    fingerprint = hashlib.sha256()
+    if image_col is None:
+        image, paths = None, (None,) * len(df)
+        sizes = [_ROW_BYTES + sum(len(v) * 8 if isinstance(v, list) else 8 for v in values)
+                 for values in extras]
+    else:
+        paths, sizes = _stat_images(df[image_col].tolist(), reasons, base_dir, image,
+                                    storage_options, fingerprint)
 
-    paths, sizes, to_stat = [], [0] * len(df), []
-    uris = df[image_col].tolist()
+    label_fields, label_values = _label_fields(df, label_col, label_map, label_sep, reasons)
+    shards, present = [], []
+    suffix = COMPRESSIONS[compression]
+    for split_number, split in enumerate(schema.SPLITS):
+        positions = np.array([p for p, s in enumerate(splits) if s == split and p not in reasons],
+                             dtype=np.int64)
+        if not any(s == split for s in splits):
+            continue
+        present.append(split)
+        if shuffle and len(positions):
+            rng = np.random.default_rng([seed, split_number])
+            positions = positions[rng.permutation(len(positions))]
+        if image is not None and image.size is not None:
+            n_bytes = len(positions) * image.size[0] * image.size[1] * 3 * _RESIZED_BYTES_PER_PIXEL
+        else:
+            n_bytes = sum(sizes[p] for p in positions)
+        count = _shard_count(num_shards, split, len(positions), n_bytes)
+        bounds = [len(positions) * i // count for i in range(count + 1)]
+        shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), suffix)
+                   for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+
+    rejected = tuple(sorted(reasons.items()))
+    single = len(label_fields) == 1 and label_fields[0].level is None
+    description = {
+        "format_version": FORMAT_VERSION,
+        # earlier outputs (one label per row, images, scalar columns) keep their fingerprint
+        "labels": label_fields[0].vocabulary if single else
+        [(f.level, f.vocabulary) for f in label_fields],
+        **({"multi_label": True} if any(f.multi for f in label_fields) else {}),
+        # max_bytes decides only which rows are rejected, and those are listed below
+        "image": None if image is None else
+        {k: v for k, v in dataclasses.asdict(image).items() if k != "max_bytes"},
+        "compression": compression, "extra_kinds": tuple(
+            (c.name, c.kind) + ((c.shape,) if c.shape else ()) for c in extra),
+        "rejected": rejected,
+        **({"sha256": True} if sha256 else {}),
+        **({"assignment": assignment} if assignment else {}),
+        "shards": [(s.name, s.positions) for s in shards],
+        "label_ids": [v[0][0] for v in label_values] if single else label_values,
+        "extras": extras,
+    }
+    fingerprint.update(json.dumps(description, default=str, sort_keys=True).encode())
+    return WritePlan(
+        label_fields=label_fields, shards=tuple(shards), paths=tuple(paths),
+        label_values=label_values, extras=tuple(extras), extra_columns=extra, image=image,
+        compression=compression, rejected=rejected, splits=tuple(present),
+        fingerprint=fingerprint.hexdigest(), sha256=sha256, assignment=assignment,
+    )
+
+
+_ROW_BYTES = 64  # rough record size without images, beside its values (picks shard counts)
+
+
+def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint):
+    """Resolve and stat every image of rows not in ``reasons`` (which takes the refused ones).
+
+    Returns:
+        ``(paths, sizes)`` per row; each found file's path, size and time go to ``fingerprint``.
+    """
+    paths, sizes, to_stat = [], [0] * len(uris), []
     for position, uri in enumerate(uris):
         path = None if pd.isna(uri) else str(uri)  # reported as is if refused
         if position not in reasons:
@@ -188,7 +294,6 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
             else:
                 to_stat.append(position)
         paths.append(path)
-    fingerprint = hashlib.sha256()
     found = storage.stat_many([paths[p] for p in to_stat], storage_options)
     for position, stat in zip(to_stat, found):
         if isinstance(stat, Exception):
@@ -202,44 +307,4 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         else:
             sizes[position] = stat[0]
             fingerprint.update(f"{paths[position]}\0{stat[0]}\0{stat[1]}\n".encode())
-
-    label_ids, labels = _label_ids(df[label_col], label_map, reasons)
-    shards, present = [], []
-    suffix = COMPRESSIONS[compression]
-    for split_number, split in enumerate(schema.SPLITS):
-        positions = np.array([p for p, s in enumerate(splits) if s == split and p not in reasons],
-                             dtype=np.int64)
-        if not any(s == split for s in splits):
-            continue
-        present.append(split)
-        if shuffle and len(positions):
-            rng = np.random.default_rng([seed, split_number])
-            positions = positions[rng.permutation(len(positions))]
-        if image.size is not None:
-            n_bytes = len(positions) * image.size[0] * image.size[1] * 3 * _RESIZED_BYTES_PER_PIXEL
-        else:
-            n_bytes = sum(sizes[p] for p in positions)
-        count = _shard_count(num_shards, split, len(positions), n_bytes)
-        bounds = [len(positions) * i // count for i in range(count + 1)]
-        shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), suffix)
-                   for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
-
-    rejected = tuple(sorted(reasons.items()))
-    description = {
-        "format_version": FORMAT_VERSION, "labels": labels,
-        # max_bytes decides only which rows are rejected, and those are listed below
-        "image": {k: v for k, v in dataclasses.asdict(image).items() if k != "max_bytes"},
-        "compression": compression, "extra_kinds": tuple((c.name, c.kind) for c in extra),
-        "rejected": rejected,
-        **({"sha256": True} if sha256 else {}),  # earlier outputs keep their fingerprint
-        **({"assignment": assignment} if assignment else {}),
-        "shards": [(s.name, s.positions) for s in shards], "label_ids": label_ids,
-        "extras": extras,
-    }
-    fingerprint.update(json.dumps(description, default=str, sort_keys=True).encode())
-    return WritePlan(
-        labels=labels, shards=tuple(shards), paths=tuple(paths), label_ids=tuple(label_ids),
-        extras=tuple(extras), extra_columns=extra, image=image, compression=compression,
-        rejected=rejected, splits=tuple(present), fingerprint=fingerprint.hexdigest(),
-        sha256=sha256, assignment=assignment,
-    )
+    return paths, sizes

@@ -107,10 +107,13 @@ def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
     samples, problems, sections = [], [], []
     for name, info, share in zip(splits, infos,
                                  _spread(num, [i["num_examples"] for i in infos])):
-        found, trouble = _read_samples(store, info["shards"], share, metadata["compression"])
+        if metadata["image"] is None:  # records without images: nothing to show
+            share = 0
+        found, trouble = _read_samples(store, info["shards"], share, metadata["compression"],
+                                       _text_keys(metadata))
         samples += found
         problems += trouble
-        sections.append(_split_section(name, info, found, len(sections)))
+        sections.append(_split_section(metadata, name, info, found, len(sections)))
     body = "\n".join([
         f'<div class="tfrl-report">\n<style>{_STYLE}</style>',
         f"<h1>{_e(store.url)}</h1>",
@@ -118,7 +121,7 @@ def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
         *(f'<p class="problem">{_e(p)}</p>' for p in problems),
         _splits_table(metadata, splits),
         _labels_table(metadata, splits),
-        _images_section(metadata, samples),
+        _images_section(metadata, samples) if metadata["image"] is not None else "",
         *sections,
         _rejected_section(store, metadata),
         "</div>"])
@@ -159,7 +162,22 @@ def _spread(num, capacities):
     return shares
 
 
-def _read_samples(store, shards, num, compression):
+def _text_keys(metadata):
+    """The record keys of the label texts (one per label level)."""
+    labels = metadata["labels"]
+    levels = list(labels) if isinstance(labels, dict) else [None]
+    return [example.label_keys(level)[1] for level in levels]
+
+
+def _level_counts(metadata, counts):
+    """A split's ``label_counts`` as ``{label: count}``; with levels, labels are "level: text"."""
+    if not isinstance(metadata["labels"], dict):
+        return counts
+    return {f"{level}: {label}": n for level, level_counts in counts.items()
+            for label, n in level_counts.items()}
+
+
+def _read_samples(store, shards, num, compression, text_keys):
     """``num`` records from the front of ``shards``, spread over them.
 
     Returns:
@@ -173,7 +191,7 @@ def _read_samples(store, shards, num, compression):
         try:
             with store.open_read(shard["name"]) as f:
                 for data in itertools.islice(iter_records(f, compression), share):
-                    samples.append(_sample(example.decode_example(data)))
+                    samples.append(_sample(example.decode_example(data), text_keys))
         except (OSError, ValueError) as exc:
             problems.append(f"{store.path(shard['name'])}: {exc}; run tfrecorder-lite verify "
                             f"{store.url}")
@@ -181,12 +199,12 @@ def _read_samples(store, shards, num, compression):
     return samples, problems
 
 
-def _sample(features):
-    def text(key):
+def _sample(features, text_keys):
+    def text(key):  # several labels (multi-label) are joined by ", "
         values = features.get(key, (None, [b""]))[1]
-        return values[0].decode("utf-8", "replace") if values else ""
+        return ", ".join(v.decode("utf-8", "replace") for v in values)
 
-    sample = _Sample(text(example.LABEL_TEXT), text(example.FILENAME))
+    sample = _Sample(" / ".join(text(key) for key in text_keys), text(example.FILENAME))
     try:
         with Image.open(io.BytesIO(features[example.ENCODED][1][0])) as image:
             sample.size, sample.mode = (image.height, image.width), image.mode
@@ -338,9 +356,12 @@ def _splits_table(metadata, splits):
 
 def _labels_table(metadata, splits):
     """Label id, text and count per split: the label mapping at a glance."""
-    counts = [metadata["splits"][name].get("label_counts", {}) for name in splits]
-    rows = [(i, label, *(c.get(label, 0) for c in counts))
-            for i, label in enumerate(metadata["labels"])]
+    counts = [_level_counts(metadata, metadata["splits"][name].get("label_counts", {}))
+              for name in splits]
+    labels = metadata["labels"]
+    named = [(i, f"{level}: {label}") for level, texts in labels.items()
+             for i, label in enumerate(texts)] if isinstance(labels, dict) else enumerate(labels)
+    rows = [(i, label, *(c.get(label, 0) for c in counts)) for i, label in named]
     return "<h2>Labels</h2>\n" + _table(("id", "label", *splits), rows)
 
 
@@ -366,13 +387,13 @@ def _images_section(metadata, samples):
         f"</div>\n<p>Sizes and modes are those {sampled}.</p>"])
 
 
-def _split_section(name, info, samples, number):
+def _split_section(metadata, name, info, samples, number):
     """Shards, label histogram and contact sheet of one split; ``number`` makes ids unique."""
     parts = [f"<h2>{_e(name)}</h2>",
              _table(("shard", "examples", "size", "crc32c"),
                     [(s["name"], s["num_examples"], human_size(s["bytes"]), s.get("crc32c", ""))
                      for s in info["shards"]])]
-    counts = info.get("label_counts")
+    counts = _level_counts(metadata, info.get("label_counts") or {})
     if counts:
         shown = "" if len(counts) <= MAX_BARS else f" (the first {MAX_BARS} labels)"
         parts += [f"<p>Labels{shown}:</p>", _img(_label_histogram(counts),

@@ -6,6 +6,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from . import labels
 from .errors import SchemaError
 
 SPLITS = ("TRAIN", "VALIDATION", "TEST")
@@ -23,17 +24,27 @@ DEFAULT_RATIOS = {"TRAIN": 0.8, "VALIDATION": 0.1, "TEST": 0.1}
 
 def check_columns(df, split_col, image_col, label_col):
     """Raise SchemaError naming expected and found columns when one is missing (``split_col``
-    may be None: a table without splits)."""
+    and ``image_col`` may be None: a table without splits, or without images; ``label_col`` may
+    list one column per label level)."""
     if not isinstance(df, pd.DataFrame):
         raise SchemaError(f"expected a pandas DataFrame, got {type(df).__name__}")
-    expected = [c for c in (split_col, image_col, label_col) if c is not None]
+    label_cols = [c for c, _ in labels.label_columns(label_col)]
+    expected = [c for c in (split_col, image_col, *label_cols) if c is not None]
     missing = [c for c in expected if c not in df.columns]
     if missing:
         raise SchemaError(
             f"missing column(s) {missing}: expected {expected}, found {list(df.columns)}"
         )
+    if len(set(expected)) != len(expected):
+        raise SchemaError(f"one column has two roles: split, image and label columns {expected}")
     if df.columns.duplicated().any():
         raise SchemaError(f"duplicate column names: {list(df.columns[df.columns.duplicated()])}")
+
+
+def used_columns(split_col, image_col, label_col):
+    """The split, image and label columns (the others are extra columns)."""
+    return {c for c in (split_col, image_col) if c is not None} | \
+        {c for c, _ in labels.label_columns(label_col)}
 
 
 def canonical_splits(values):
@@ -75,16 +86,25 @@ def split_assignment(unassigned="reject", split_ratios=None, split_col="split"):
     return tuple((split, shares[split] / total) for split in SPLITS if shares.get(split))
 
 
-def assigned_split(image_uri, assignment):
-    """The split of an image by a stable hash of its ``image_uri`` text: the same image lands
-    in the same split whatever the table's order, run or machine."""
-    digest = hashlib.sha256(str(image_uri).strip().encode("utf-8")).digest()
+def assigned_split(key, assignment):
+    """The split of a row by a stable hash of its ``key`` (its image_uri text): the same image
+    lands in the same split whatever the table's order, run or machine."""
+    digest = hashlib.sha256(str(key).strip().encode("utf-8")).digest()
     point, bound = int.from_bytes(digest[:8], "big") / 2**64, 0.0
     for split, share in assignment:
         bound += share
         if point < bound:
             return split
     return assignment[-1][0]
+
+
+def row_keys(df, split_col, image_col):
+    """What a row's split is assigned by: its image_uri text, or in a table without images
+    the text of its cells (all columns but the split, in column order)."""
+    if image_col is not None:
+        return df[image_col].tolist()
+    cells = df[[c for c in df.columns if c != split_col]].astype(str).to_numpy().tolist()
+    return ["\x1f".join(row) for row in cells]
 
 
 def table_splits(df, split_col, image_col, assignment=None):
@@ -98,8 +118,10 @@ def table_splits(df, split_col, image_col, assignment=None):
         upper = df[split_col].astype("string").str.strip().str.upper()
         open_rows = _blank(df[split_col]) | upper.eq(UNASSIGNED).fillna(False)
     if assignment is not None:
-        rows = slice(None) if open_rows is None else open_rows
-        splits.loc[rows] = [assigned_split(uri, assignment) for uri in df.loc[rows, image_col]]
+        keys = row_keys(df, split_col, image_col)
+        mask = [True] * len(df) if open_rows is None else open_rows.tolist()
+        splits.loc[np.array(mask, dtype=bool)] = [
+            assigned_split(key, assignment) for key, wanted in zip(keys, mask) if wanted]
     return splits
 
 
@@ -140,9 +162,10 @@ def _blank(values):
     return values.isna() | values.astype("string").str.strip().eq("").fillna(True)
 
 
-def row_problems(df, split_col, image_col, label_col, label_map=None, assignment=None):
+def row_problems(df, split_col, image_col, label_col, label_map=None, assignment=None,
+                 label_sep=None):
     """Problems found in the cells alone (no file is opened); ``assignment``: see
-    :func:`split_assignment`.
+    :func:`split_assignment`; ``label_sep``: see :func:`labels.elements`.
 
     Returns:
         A DataFrame with columns row, column, value, problem; one row per problem.
@@ -160,35 +183,77 @@ def row_problems(df, split_col, image_col, label_col, label_map=None, assignment
         report(splits.isna() & ~_blank(df[split_col]), split_col,
                lambda v: f"unknown split '{v}' (expected {allowed})")
         report(splits.isna() & _blank(df[split_col]), split_col, lambda v: "empty split")
-    report(_blank(df[image_col]), image_col, lambda v: "empty image_uri")
-
-    labels = df[label_col]
-    blank_labels = _blank(labels)
-    report(blank_labels, label_col, lambda v: "empty label")
-    control = ~blank_labels & labels.astype("string").str.contains(_CONTROL).fillna(False)
-    report(control, label_col,
-           lambda v: f"label {str(v)!r} holds a control character (a label is one line of "
-                     "labels.txt)")
-    usable = ~blank_labels & ~control
-    if label_map is not None:
-        known = label_map_ids(label_map)
-        unknown = usable & ~labels.map(lambda v: lookup_label(known, v) is not None)
-        report(unknown, label_col, lambda v: f"label '{v}' not in label_map")
-    elif is_integer_labels(labels):
-        report(usable & (labels < 0), label_col, lambda v: f"negative label {v}")
-        limit = max_label_id(len(df))
-        report(usable & (labels > limit), label_col, lambda v: (
-            f"label {int(v)} is far beyond the table's {len(df)} rows: integer labels are class "
-            f"ids 0..N-1 (at most {limit} here), and labels.txt gets a line for every id; to "
-            "use the numbers as names, make the column text (df[col].astype(str))"))
+    if image_col is not None:
+        report(_blank(df[image_col]), image_col, lambda v: "empty image_uri")
+    for column, level in labels.label_columns(label_col):
+        found += _label_problems(df, column, level, level_map(label_map, level), label_sep)
     return problems_frame(found)
 
 
-def label_spellings(df, label_col):
+def level_map(label_map, level):
+    """The label_map of one label level (``label_map`` is a dict per level with levels)."""
+    if level is None or label_map is None:
+        return label_map
+    if not isinstance(label_map, dict) or not all(isinstance(v, (dict, list, tuple))
+                                                  for v in label_map.values()):
+        raise SchemaError("with label levels, label_map is a dict level -> that level's map, "
+                          "e.g. {'coarse': ['animal', 'plant'], 'fine': {...}}")
+    return label_map.get(level)
+
+
+def _label_problems(df, column, level, label_map, label_sep):
+    """(row, column, value, problem) of the label cells of one label column."""
+    values = df[column]
+    if level is not None and labels.is_multi(values):
+        raise SchemaError(f"label level '{level}' holds lists: a label level takes one label "
+                          "per row (multi-label takes one label column)")
+    elements, positions, multi = labels.elements(values, label_sep if level is None else None)
+    found = []
+
+    def report(mask, problem_of):
+        for row, value in elements[mask].items():
+            found.append((row, column, value, problem_of(value)))
+
+    if multi:
+        has_label = np.zeros(len(df), dtype=bool)
+        has_label[positions] = True
+        for row, value in values[~has_label].items():
+            found.append((row, column, value, "empty label"))
+        blank = pd.Series(False, index=elements.index)
+    else:
+        blank = _blank(elements)
+        report(blank, lambda v: "empty label")
+    control = ~blank & elements.astype("string").str.contains(_CONTROL).fillna(False)
+    report(control, lambda v: f"label {str(v)!r} holds a control character (a label is one "
+                              "line of labels.txt)")
+    usable = ~blank & ~control
+    if label_map is not None:
+        known = label_map_ids(label_map)
+        report(usable & ~elements.map(lambda v: lookup_label(known, v) is not None),
+               lambda v: f"label '{v}' not in label_map")
+    elif is_integer_labels(elements):
+        report(usable & (elements < 0), lambda v: f"negative label {v}")
+        limit = max_label_id(len(df))
+        report(usable & (elements > limit), lambda v: (
+            f"label {int(v)} is far beyond the table's {len(df)} rows: integer labels are class "
+            f"ids 0..N-1 (at most {limit} here), and labels.txt gets a line for every id; to "
+            "use the numbers as names, make the column text (df[col].astype(str))"))
+    return found
+
+
+def label_spellings(df, label_col, label_sep=None):
     """Labels that differ only in case or surrounding spaces, as problems (one per spelling
     after the first): the first kind are two classes, the second one class."""
-    labels = df[label_col]
-    present = labels[~_blank(labels)]
+    found = []
+    for column, level in labels.label_columns(label_col):
+        elements, _, _ = labels.elements(df[column], label_sep if level is None else None)
+        found += _spellings(elements, column)
+    return found
+
+
+def _spellings(values, label_col):
+    """:func:`label_spellings` of one column's label elements."""
+    present = values[~_blank(values)]
     first_of, seen, found = {}, set(), []
     for row, value in present.items():
         if not isinstance(value, str) or value in seen:

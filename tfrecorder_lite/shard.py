@@ -37,7 +37,7 @@ def write_shard(task, store, on_error="raise"):
         InvalidRowError: with ``on_error="raise"``, naming the row; nothing is left under the
             shard's name.
     """
-    sink = ShardSink(store, task.name, task.compression, task.sha256)
+    sink = ShardSink(store, task.name, task.compression, task.sha256, len(task.label_keys))
     try:
         for chunk, prepared in prepared_chunks(task, store.storage_options):
             for (position, row, path, *_), (record, info) in zip(chunk, prepared):
@@ -55,7 +55,7 @@ def prepared_chunks(task, storage_options):
     """Yield ``(chunk of rows, prepared records)`` in order, prepared by ``task.threads``."""
     size = max(4, min(_MAX_CHUNK, len(task.rows) // (4 * task.threads) or 1))
     chunks = [task.rows[i:i + size] for i in range(0, len(task.rows), size)]
-    arguments = (task.image, task.extra_kinds, storage_options)
+    arguments = (task.image, task.extra_kinds, storage_options, task.label_keys)
     if task.threads <= 1:
         for chunk in chunks:
             yield chunk, prepare_records(chunk, *arguments)
@@ -72,40 +72,51 @@ def prepared_chunks(task, storage_options):
             yield done, future.result()
 
 
-def prepare_records(rows, image_options, extra_kinds, storage_options=None):
+def prepare_records(rows, image_options, extra_kinds, storage_options=None,
+                    label_keys=(example.label_keys(),)):
     """Turn rows into serialized records.
 
     Args:
-        rows: ShardTask rows (position, row label, path, label_id, label_text, extras).
-        image_options: ImageOptions.
+        rows: ShardTask rows (position, row label, path, labels, extras).
+        image_options: ImageOptions, or None for rows without images.
         extra_kinds: (column, kind) pairs matching ``extras``.
         storage_options: fsspec options for remote image URLs.
+        label_keys: (id key, text key) of each label field, matching ``labels``.
 
     Returns:
         One ``(record, info)`` per row: the record's chunks (see ``encode_example_chunks``)
-        and ``(format, height, width, channels, label_id)``, or ``(None, reason)``.
+        and ``(format, height, width, channels, label ids)``, or ``(None, reason)``.
     """
-    kinds = {**example.IMAGE_FEATURES, **dict(extra_kinds)}
+    kinds = {**example.IMAGE_KEYS, **dict(extra_kinds)}
+    for id_key, text_key in label_keys:
+        kinds.update({id_key: example.INT64, text_key: example.BYTES})
     out = []
-    contents = read_images([row[2] for row in rows], image_options, storage_options)
-    for (_, _, path, label_id, label_text, extras), content in zip(rows, contents):
-        try:
-            stored = prepare_content(content, image_options)
-        except ImageRejected as exc:
-            out.append((None, str(exc)))
-            continue
-        features = {
-            example.ENCODED: stored.encoded,
-            example.FORMAT: stored.format,
-            example.HEIGHT: stored.height,
-            example.WIDTH: stored.width,
-            example.CHANNELS: stored.channels,
-            example.FILENAME: storage.basename(path),
-            example.LABEL: label_id,
-            example.LABEL_TEXT: label_text,
-        }
+    if image_options is None:
+        contents = [None] * len(rows)
+    else:
+        contents = read_images([row[2] for row in rows], image_options, storage_options)
+    for (_, _, path, labels, extras), content in zip(rows, contents):
+        features = {}
+        info = (None, 0, 0, 0)
+        if image_options is not None:
+            try:
+                stored = prepare_content(content, image_options)
+            except ImageRejected as exc:
+                out.append((None, str(exc)))
+                continue
+            features = {
+                example.ENCODED: stored.encoded,
+                example.FORMAT: stored.format,
+                example.HEIGHT: stored.height,
+                example.WIDTH: stored.width,
+                example.CHANNELS: stored.channels,
+                example.FILENAME: storage.basename(path),
+            }
+            info = (stored.format, stored.height, stored.width, stored.channels)
+        for (id_key, text_key), (label_id, label_text) in zip(label_keys, labels):
+            features[id_key], features[text_key] = label_id, label_text
         features.update(zip((name for name, _ in extra_kinds), extras))
-        info = (stored.format, stored.height, stored.width, stored.channels, label_id)
+        info += (tuple(label_id for label_id, _ in labels),)
         out.append((example.encode_example_chunks(features, kinds), info))
     return out
 
@@ -120,7 +131,7 @@ class ShardSink:
 
     _MAX_PENDING_BATCHES = 4  # bounds the records held in memory while the thread catches up
 
-    def __init__(self, store, name, compression, sha256=False):
+    def __init__(self, store, name, compression, sha256=False, label_fields=1):
         self.name = name
         self._store = store
         self._file = store.open_for_commit(name)
@@ -128,7 +139,8 @@ class ShardSink:
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfrecorder_lite-io")
         self._batch, self._pending, self._failed = [], deque(), False
         self.rejected = []
-        self.sizes, self.channels, self.formats, self.labels = set(), set(), Counter(), Counter()
+        self.sizes, self.channels, self.formats = set(), set(), Counter()
+        self.labels = [Counter() for _ in range(label_fields)]  # label id -> records, per field
         self.max_size = [0, 0]
 
     def add(self, position, record, info):
@@ -137,9 +149,12 @@ class ShardSink:
             self.rejected.append([position, info])
             return
         self._batch.append(record)
-        fmt, height, width, channels, label_id = info
+        fmt, height, width, channels, label_ids = info
+        for counts, ids in zip(self.labels, label_ids):
+            counts.update(ids if isinstance(ids, tuple) else (ids,))
+        if fmt is None:  # a record without an image
+            return
         self.formats[fmt] += 1
-        self.labels[label_id] += 1
         if len(self.sizes) < 2:
             self.sizes.add((height, width))
         self.max_size = [max(self.max_size[0], height), max(self.max_size[1], width)]
@@ -181,7 +196,8 @@ class ShardSink:
             "rejected": self.rejected,
             "sizes": sorted(self.sizes), "max_size": self.max_size,
             "channels": sorted(self.channels),
-            "formats": dict(self.formats), "labels": {str(k): v for k, v in self.labels.items()},
+            "formats": dict(self.formats),
+            "labels": [{str(k): v for k, v in sorted(counts.items())} for counts in self.labels],
         }
         state.write_atomic(receipt_name(self.name), json.dumps(receipt))
         return receipt

@@ -8,7 +8,7 @@ import os
 
 import pandas as pd
 
-from . import schema, storage
+from . import labels, schema, storage
 from .errors import SchemaError
 
 logger = logging.getLogger(__name__)
@@ -51,7 +51,10 @@ def read_csv(data, name, split_col="split", image_col="image_uri", label_col="la
     """Read an image CSV from its bytes.
 
     Without a header row its columns are ``split, image_uri, label``. A byte order mark is
-    skipped, and empty fields at the end of a row (Excel writes them) are dropped.
+    skipped, and empty fields at the end of a row (Excel writes them) are dropped. When the
+    label column is the last of the file and rows have more fields than columns (AutoML's
+    multi-label CSV, ``TRAIN,gs://b/img.jpg,cat,dog``), the label column holds the list of
+    every row's labels.
 
     Args:
         data: the file's bytes.
@@ -67,14 +70,20 @@ def read_csv(data, name, split_col="split", image_col="image_uri", label_col="la
     first = next(records, None)
     if first is None:
         raise SchemaError(f"{name} is empty")
-    header = _has_header(first[1], {split_col, image_col, label_col})
+    label_cols = [c for c, _ in labels.label_columns(label_col)]
+    header = _has_header(first[1], {split_col, image_col, *label_cols})
     if header:
         columns = [c.strip() for c in first[1][:_length(first[1])]]
     else:
-        columns = [split_col, image_col, label_col]
+        columns = [split_col, image_col, *label_cols]
         records = itertools.chain([first], records)
         logger.info("%s has no header row; reading it as %s", name, ",".join(columns))
-    _check_field_counts(records, columns, name, header)
+    records = list(records)
+    ragged = _ragged_rows(records, columns)
+    if ragged and isinstance(label_col, str) and columns[-1] == label_col:
+        return _multi_label_table(records[1:] if header else records, columns)
+    if ragged:
+        _refuse_ragged(ragged, columns, name, header)
     return pd.read_csv(io.StringIO(text), header=0 if header else None,
                        names=None if header else columns, usecols=range(len(columns)),
                        index_col=False, skipinitialspace=True, keep_default_na=False,
@@ -138,22 +147,34 @@ def _has_header(first_row, columns):
     return not any(_looks_like_path(c) for c in cells)
 
 
-def _check_field_counts(records, columns, name, header):
-    """Raise SchemaError listing the rows with more (non-empty) fields than ``columns``."""
-    expected = len(columns)
-    ragged = [(line, _length(fields)) for line, fields in records
-              if len(fields) > expected and _length(fields) > expected]
-    if not ragged:
-        return
+def _ragged_rows(records, columns):
+    """``(line, field count)`` of the rows with more (non-empty) fields than ``columns``."""
+    return [(line, _length(fields)) for line, fields in records
+            if len(fields) > len(columns) and _length(fields) > len(columns)]
+
+
+def _refuse_ragged(ragged, columns, name, header):
+    """Raise SchemaError listing the rows with more fields than ``columns``."""
     (line, count), more = ragged[0], ragged[1:]
     where = ",".join(columns) + ("" if header else "; the file has no header row")
     also = ", ".join(f"{n} ({c} fields)" for n, c in more[:10])
     also += f" and {len(more) - 10} more" if len(more) > 10 else ""
     raise SchemaError(
-        f"{name}: line {line} has {count} fields, expected {expected} ({where})"
+        f"{name}: line {line} has {count} fields, expected {len(columns)} ({where})"
         + (f"; also lines {also}" if more else "")
-        + ". Rows with several labels (multi-label) are not supported yet; quote fields that "
-          "hold commas")
+        + ". Several labels on a row (multi-label) are read when the label column is the "
+          "last one; quote fields that hold commas")
+
+
+def _multi_label_table(records, columns):
+    """The table of a multi-label CSV: the last column holds each row's list of labels."""
+    head = len(columns) - 1
+    rows = []
+    for _, fields in records:
+        cells = [f.strip() or None for f in fields[:head]]
+        cells += [None] * (head - len(cells))
+        rows.append(cells + [[f.strip() for f in fields[head:] if f.strip()]])
+    return pd.DataFrame(rows, columns=columns)
 
 
 def read_image_folder(root, split_col="split", image_col="image_uri", label_col="label",

@@ -14,14 +14,15 @@ from . import example
 DATASET_INFO = "dataset_info.json"
 FEATURES = "features.json"
 LABEL_NAMES = "image.class.label.labels.txt"  # tfds: the feature key, "/" -> "."
-FILES = (DATASET_INFO, FEATURES, LABEL_NAMES)
+FILES = (DATASET_INFO, FEATURES, LABEL_NAMES)  # and, with label levels, one names file each
 VERSION = "1.0.0"
 _FEATURES = "tensorflow_datasets.core.features."
 
 
-def _tensor(dtype):
+def _tensor(dtype, shape=()):
+    dims = {"dimensions": ["-1" if d is None else str(d) for d in shape]} if shape else {}
     return {"pythonClassName": _FEATURES + "tensor_feature.Tensor",
-            "tensor": {"dtype": dtype, "encoding": "none", "shape": {}}}
+            "tensor": {"dtype": dtype, "encoding": "none", "shape": dims}}
 
 
 def _image(size):
@@ -30,9 +31,18 @@ def _image(size):
             "image": {"dtype": "uint8", "shape": {"dimensions": [str(height), str(width), "3"]}}}
 
 
-def _class_label(num_classes):
-    return {"pythonClassName": _FEATURES + "class_label_feature.ClassLabel",
-            "classLabel": {"numClasses": str(num_classes)}}
+def _class_label(num_classes, multi=False):
+    label = {"pythonClassName": _FEATURES + "class_label_feature.ClassLabel",
+             "classLabel": {"numClasses": str(num_classes)}}
+    if not multi:
+        return label
+    return {"pythonClassName": _FEATURES + "sequence_feature.Sequence",
+            "sequence": {"feature": label, "length": "-1"}}
+
+
+def label_names_file(key):
+    """The file tfds reads the label names of the class feature ``key`` from."""
+    return key.replace("/", ".") + ".labels.txt"
 
 
 def files(metadata):
@@ -41,9 +51,21 @@ def files(metadata):
     an output's bytes do not depend on where it is written."""
     if metadata["compression"]:
         return {}
-    features = {key: _tensor(spec["dtype"]) for key, spec in metadata["features"].items()}
-    features[example.ENCODED] = _image(metadata["image"]["size"])
-    features[example.LABEL] = _class_label(len(metadata["labels"]))
+    features = {key: _tensor(spec["dtype"], spec["shape"])
+                for key, spec in metadata["features"].items()}
+    labels = metadata["labels"]
+    levels = labels.items() if isinstance(labels, dict) else [(None, labels)]
+    names = {}
+    for level, texts in levels:
+        key = example.label_keys(level)[0]
+        features[key] = _class_label(len(texts), metadata.get("task") == "multi-label")
+        names[label_names_file(key)] = "".join(f"{label}\n" for label in texts)
+    supervised = {}
+    if metadata["image"] is not None:
+        features[example.ENCODED] = _image(metadata["image"]["size"])
+        if not isinstance(labels, dict):  # one label: tfds's as_supervised gives (image, label)
+            supervised = {"supervisedKeys": {"tuple": {"items": [
+                {"featureKey": example.ENCODED}, {"featureKey": example.LABEL}]}}}
     info = {
         "name": "tfrecorder_lite",
         "description": f"Written by {metadata['created_by']}; see metadata.json.",
@@ -53,12 +75,11 @@ def files(metadata):
                     "numBytes": str(sum(s["bytes"] for s in info["shards"])),
                     "shardLengths": [str(s["num_examples"]) for s in info["shards"]]}
                    for split, info in metadata["splits"].items()],
-        "supervisedKeys": {"tuple": {"items": [{"featureKey": example.ENCODED},
-                                               {"featureKey": example.LABEL}]}},
+        **supervised,
     }
     return {
         DATASET_INFO: json.dumps(info, indent=2) + "\n",
         FEATURES: json.dumps({"pythonClassName": _FEATURES + "features_dict.FeaturesDict",
                               "featuresDict": {"features": features}}, indent=2) + "\n",
-        LABEL_NAMES: "".join(f"{label}\n" for label in metadata["labels"]),
+        **names,
     }

@@ -3,6 +3,7 @@
 import hashlib
 
 import joblib
+import numpy as np
 import pandas as pd
 
 from . import columns, schema, storage
@@ -24,13 +25,25 @@ def inspect_images(items, options, storage_options=None):
     return out
 
 
+def _row_hashes(df):
+    """A hash of each row's cells (lists, which pandas cannot hash, by their text)."""
+    lists = [c for c in df.columns if df[c].dtype == object and
+             df[c].map(lambda v: isinstance(v, (list, tuple, set, np.ndarray))).any()]
+    if lists:
+        df = df.copy()
+        for column in lists:
+            df[column] = df[column].map(repr)
+    return pd.util.hash_pandas_object(df, index=False)
+
+
 def _where(df, position, image_col, splits):
     return f"row {df.index[position]!r} ({df[image_col].iloc[position]}, {splits[position]})"
 
 
 def validate(df, *, split_col="split", image_col="image_uri", label_col="label", label_map=None,
              check="header", base_dir=None, n_jobs=-1, storage_options=None,
-             max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject", split_ratios=None):
+             max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject", split_ratios=None,
+             label_sep=None, features=None):
     """Report every problem of the table, one row per problem.
 
     Checks columns, split values, labels (also labels that differ only in case or spaces),
@@ -47,6 +60,7 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         max_image_bytes: larger image files are reported ("file too large") without being read.
         unassigned, split_ratios: as in ``to_tfrecord``: rows without a split are problems, or
             are given one (and then checked for leakage in it).
+        label_sep, features: as in ``to_tfrecord``.
 
     Returns:
         A DataFrame with columns row, column, value, problem (empty when the table is clean).
@@ -56,23 +70,27 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
             exactly (``to_tfrecord`` refuses the same).
     """
     assignment = schema.split_assignment(unassigned, split_ratios, split_col)
-    problems = schema.row_problems(df, split_col, image_col, label_col, label_map, assignment)
-    columns.extra_columns(df, {split_col, image_col, label_col})  # SchemaError: unstorable
+    problems = schema.row_problems(df, split_col, image_col, label_col, label_map, assignment,
+                                   label_sep)
+    columns.extra_columns(df, schema.used_columns(split_col, image_col, label_col),
+                          features)  # SchemaError: unstorable
     found = list(problems.itertuples(index=False, name=None))
-    found += schema.label_spellings(df, label_col)
+    found += schema.label_spellings(df, label_col, label_sep)
     bad_rows = set(problems["row"])
     splits = schema.table_splits(df, split_col, image_col, assignment).tolist()
 
     identical, first_of = set(), {}
-    for row, key in zip(df.index, pd.util.hash_pandas_object(df, index=False)):
+    for row, key in zip(df.index, _row_hashes(df)):
         if key in first_of:
             identical.add(row)
             found.append((row, None, None, f"identical to row {first_of[key]!r}"))
         else:
             first_of[key] = row
 
+    if image_col is None:
+        check = None
     items = []
-    for position, (row, uri) in enumerate(zip(df.index, df[image_col])):
+    for position, (row, uri) in enumerate(zip(df.index, df[image_col] if image_col else ())):
         if row in bad_rows or row in identical:
             continue
         try:

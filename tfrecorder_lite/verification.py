@@ -25,11 +25,21 @@ def _check_record(data, features, decode_image):
         if key not in parsed:
             raise ValueError(f"feature '{key}' missing")
         kind, values = parsed[key]
-        if kind != spec["dtype"] or len(values) != 1:
+        if kind != spec["dtype"] or not example.value_count_fits(spec["shape"], len(values)):
             raise ValueError(f"feature '{key}' holds {len(values)} {kind} value(s), "
-                             f"expected one {spec['dtype']}")
-    if decode_image is not None:
+                             f"expected {_values_text(spec)}")
+    if decode_image is not None and example.ENCODED in parsed:
         decode_image(parsed[example.ENCODED][1][0])
+
+
+def _values_text(spec):
+    """What a feature of this manifest spec holds, in words: "one int64", "rows of 4 float32"."""
+    shape, dtype = spec["shape"], spec["dtype"]
+    if not shape:
+        return f"one {dtype}"
+    if shape[0] is None:
+        return f"rows of {shape[1]} {dtype}" if len(shape) > 1 else f"a list of {dtype}"
+    return f"{' x '.join(map(str, shape))} {dtype}"
 
 
 def size_problem(shard, size):

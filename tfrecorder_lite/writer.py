@@ -50,7 +50,14 @@ class ConversionResult:
 
     def __repr__(self):
         return (f"ConversionResult(output_dir={self.output_dir!r}, counts={self.counts}, "
-                f"labels={len(self.labels)}, rejected={len(self.rejected)})")
+                f"labels={_label_count(self.labels)}, rejected={len(self.rejected)})")
+
+
+def _label_count(labels):
+    """How many labels: a count, or with label levels a count per level."""
+    if isinstance(labels, dict):
+        return {level: len(texts) for level, texts in labels.items()}
+    return len(labels)
 
 
 def _parallelism(plan, shards, n_jobs):
@@ -61,16 +68,18 @@ def _parallelism(plan, shards, n_jobs):
     Measured on 2 cores: Pillow decodes with the GIL released, so threads pay for decode checks;
     resizing is enough Python to prefer processes. A header check is short Python under the
     GIL: run in this process, two at once only contend, so shards go one after the other, each
-    prepared in its task's thread. Images behind URLs are mostly a wait for the store: more
-    threads keep more chunks of requests in flight.
+    prepared in its task's thread; so do records without images. Images behind URLs are
+    mostly a wait for the store: more threads keep more chunks of requests in flight.
     """
-    prefer = "processes" if plan.image.size is not None else "threads"
+    image = plan.image
+    prefer = "processes" if image is not None and image.size is not None else "threads"
     workers = joblib.effective_n_jobs(n_jobs)
     outer = max(1, min(workers, len(shards)))
     threads = joblib.cpu_count() if n_jobs in (None, -1) else max(1, n_jobs)
-    if any(storage.is_remote(plan.paths[p]) for shard in shards for p in shard.positions):
+    if image is not None and any(storage.is_remote(plan.paths[p]) for shard in shards
+                                 for p in shard.positions):
         return outer, prefer, threads * _FETCHING_THREADS_PER_WORKER
-    if plan.image.check == "header" and plan.image.size is None:
+    if image is None or (image.check == "header" and image.size is None):  # Python under the GIL
         backend, _ = joblib.parallel.get_active_backend(prefer=prefer)
         return (1 if getattr(backend, "supports_sharedmem", False) else outer), prefer, 1
     return outer, prefer, threads
@@ -95,8 +104,8 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
     if on_error == "raise" and plan.rejected:
         _raise_first(plan, df, plan.rejected)
     with FolderLock(store):
-        state = output_dir.prepare(store, plan.fingerprint,
-                                   [n for s in plan.shards for n in (s.name, index_name(s.name))],
+        files = [n for s in plan.shards for n in (s.name, index_name(s.name))]
+        state = output_dir.prepare(store, plan.fingerprint, files + _label_file_names(plan),
                                    overwrite)
         if state.finished:
             logger.info("%s already holds this conversion; nothing to do", store.url)
@@ -174,7 +183,8 @@ def _finish(plan, df, store, receipts):
         rejected += [tuple(r) for r in receipt["rejected"]]
     rejected.sort()
     rejected_df = _rejected_frame(df, rejected)
-    manifest.write_labels(store, plan.labels)
+    for name, vocabulary in manifest.label_files(plan.labels).items():
+        store.write_atomic(name, "".join(f"{text}\n" for text in vocabulary))
     if rejected:
         safe = rejected_df.map(_spreadsheet_safe)
         safe.index = safe.index.map(_spreadsheet_safe)
@@ -182,12 +192,12 @@ def _finish(plan, df, store, receipts):
     splits, sizes, channels, formats, max_size = {}, set(), set(), Counter(), [0, 0]
     for split in plan.splits:
         shards = [receipts[s.name] for s in plan.shards if s.split == split]
-        per_label = Counter()
-        for r in shards:
-            per_label.update({int(k): v for k, v in r["labels"].items()})
+        counts = [_label_counts(field, [_receipt_labels(r)[i] for r in shards])
+                  for i, field in enumerate(plan.label_fields)]
         splits[split] = {
             "num_examples": sum(r["num_examples"] for r in shards),
-            "label_counts": {plan.labels[i]: per_label[i] for i in sorted(per_label)},
+            "label_counts": counts[0] if plan.label_fields[0].level is None else
+            {field.level: c for field, c in zip(plan.label_fields, counts)},
             "shards": [{k: r[k] for k in ("name", "num_examples", "bytes", "crc32c", "sha256",
                                           "index") if k in r} for r in shards],
         }
@@ -196,21 +206,24 @@ def _finish(plan, df, store, receipts):
             max_size = [max(a, b) for a, b in zip(max_size, r["max_size"])]
             channels.update(r["channels"])
             formats.update(r["formats"])
-    written = {label for info in splits.values() for label in info["label_counts"]}
-    unused = [text for i, text in enumerate(plan.labels) if text not in written]
-    if unused:
-        logger.warning("%d label(s) have an id but no example (their every image was rejected "
-                       "while writing, or label_map lists them): %s", len(unused), unused[:10])
-    resized = plan.image.size is not None
+    for field in plan.label_fields:
+        written = {label for info in splits.values()
+                   for label in _field_counts(info["label_counts"], field)}
+        unused = [text for text in field.vocabulary if text not in written]
+        if unused:
+            logger.warning("%d label(s)%s have an id but no example (their every image was "
+                           "rejected while writing, or label_map lists them): %s", len(unused),
+                           f" of level {field.level}" if field.level else "", unused[:10])
     metadata = {
         "format_version": manifest.FORMAT_VERSION,
         "created_by": f"tfrecorder_lite {__version__}",
         "fingerprint": plan.fingerprint,
-        "labels": list(plan.labels),
+        **({"task": "multi-label"} if plan.multi_label else {}),
+        "labels": plan.labels,
         "features": plan.features,
         "compression": plan.compression,
-        "image": {
-            "stored": "resized" if resized else "encoded",
+        "image": None if plan.image is None else {
+            "stored": "resized" if plan.image.size is not None else "encoded",
             "size": list(sizes.pop()) if len(sizes) == 1 else None,
             "max_size": max_size,
             "channels": channels.pop() if len(channels) == 1 else None,
@@ -218,7 +231,8 @@ def _finish(plan, df, store, receipts):
         },
         **({"split_assignment": {
             "unassigned": "assign", "ratios": dict(plan.assignment),
-            "by": "sha256 of the image_uri text"}} if plan.assignment else {}),
+            "by": "sha256 of the image_uri text" if plan.image is not None else
+            "sha256 of the row's cells (but the split)"}} if plan.assignment else {}),
         "rejected": len(rejected),
         "rejected_rows": [position for position, _ in rejected],
         "splits": splits,
@@ -229,7 +243,35 @@ def _finish(plan, df, store, receipts):
     store.remove(output_dir.STATE_DIR)
     counts = {split: info["num_examples"] for split, info in splits.items()}
     logger.info("wrote %s to %s (%d rejected)", counts, store.url, len(rejected))
-    return ConversionResult(store.url, counts, list(plan.labels), rejected_df, metadata)
+    return ConversionResult(store.url, counts, plan.labels, rejected_df, metadata)
+
+
+def _label_file_names(plan):
+    """The label names files of label levels (one label column writes fixed names)."""
+    if plan.label_fields[0].level is None:
+        return []
+    return [name for f in plan.label_fields for name in (
+        manifest.level_labels_name(f.level), tfds_info.label_names_file(f.keys[0]))]
+
+
+def _receipt_labels(receipt):
+    """Per label field, label id (as text) -> records, from a shard's receipt (receipts of
+    earlier versions hold one field's counts)."""
+    labels = receipt["labels"]
+    return [labels] if isinstance(labels, dict) else labels
+
+
+def _label_counts(field, shard_counts):
+    """label text -> records of one label field, summed over shards, in id order."""
+    total = Counter()
+    for counts in shard_counts:
+        total.update({int(k): v for k, v in counts.items()})
+    return {field.vocabulary[i]: total[i] for i in sorted(total)}
+
+
+def _field_counts(label_counts, field):
+    """The counts of one field in a split's ``label_counts``."""
+    return label_counts if field.level is None else label_counts[field.level]
 
 
 def _result_from_disk(store, df):

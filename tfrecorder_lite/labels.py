@@ -1,0 +1,135 @@
+"""Label columns: one label per row, several (multi-label), or one per level (coarse, fine).
+
+A label column is read into *elements*: one per label of a row, each tagged with its row's
+position, so that the checks and the vocabulary are the same whether a row holds one label or
+several. pandas only, no I/O.
+"""
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import example
+from .errors import SchemaError
+
+_LISTS = (list, tuple, set, frozenset, np.ndarray)
+_LEVEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class LabelField:
+    """One label of every record.
+
+    Attributes:
+        column: its table column.
+        level: the level's name (per-level labels), or None for the one label of a row.
+        multi: each row holds a list of labels (multi-label).
+        vocabulary: label id -> label text.
+    """
+
+    column: str
+    level: str = None
+    multi: bool = False
+    vocabulary: tuple = ()
+
+    @property
+    def keys(self):
+        """(id key, text key) of its record features."""
+        return example.label_keys(self.level)
+
+    def features(self):
+        """Its entries in metadata.json's ``features``."""
+        shape = [None] if self.multi else []
+        id_key, text_key = self.keys
+        return {id_key: {"dtype": example.INT64, "shape": shape},
+                text_key: {"dtype": example.BYTES, "shape": shape}}
+
+
+def label_columns(label_col):
+    """``[(column, level), ...]`` of the ``label_col`` option: one column (level None), or a
+    list of columns, one level each (the level is named after its column).
+
+    Raises:
+        SchemaError: an empty list, or a level name unfit for a file name.
+    """
+    if isinstance(label_col, (list, tuple)):
+        if not label_col:
+            raise SchemaError("label_col is an empty list: give one column, or one per level")
+        bad = [c for c in label_col if not isinstance(c, str) or not _LEVEL_NAME.match(c)]
+        if bad:
+            raise SchemaError(f"label levels are named after their columns, which must be "
+                              f"letters, digits, '_', '.' or '-': {bad}")
+        if len(set(label_col)) != len(label_col):
+            raise SchemaError(f"label_col names a column twice: {list(label_col)}")
+        return [(c, c) for c in label_col]
+    return [(label_col, None)]
+
+
+def is_multi(series, label_sep=None):
+    """Whether a label column holds several labels per row: ``label_sep`` is given, or a
+    cell is a list (tuple, set, array)."""
+    return label_sep is not None or any(isinstance(v, _LISTS) for v in series.tolist())
+
+
+def elements(series, label_sep=None):
+    """The labels of a label column, one per element, and the row position of each.
+
+    Args:
+        series: the label column.
+        label_sep: split text cells on this separator (multi-label), or None.
+
+    Returns:
+        ``(elements, positions, multi)``: a Series indexed by the rows' labels (one entry per
+        label; a single-label column is returned as it is), the row position of each element,
+        and whether the column is multi-label. Blank labels in a list are dropped, so a row
+        whose list is empty has no element.
+    """
+    if not is_multi(series, label_sep):
+        return series, np.arange(len(series)), False
+    cells = []
+    for value in series.tolist():
+        if isinstance(value, _LISTS):
+            items = list(value.tolist() if isinstance(value, np.ndarray) else value)
+            if isinstance(value, (set, frozenset)):
+                items = sorted(items, key=str)
+        elif value is None or (not isinstance(value, str) and pd.isna(value)):
+            items = []
+        elif label_sep is not None and isinstance(value, str):
+            items = [item.strip() for item in value.split(label_sep)]  # "cat, dog"
+        else:
+            items = [value]
+        cells.append([v for v in items if not _blank(v)])
+    positions = np.array([p for p, items in enumerate(cells) for _ in items], dtype=np.int64)
+    flat = pd.Series([v for items in cells for v in items], index=series.index[positions],
+                     dtype=object)
+    return flat.infer_objects(), positions, True
+
+
+def _blank(value):
+    if isinstance(value, str):
+        return not value.strip()
+    return value is None or (not isinstance(value, _LISTS) and pd.isna(value))
+
+
+def row_values(ids, texts, positions, n_rows, multi):
+    """Per row, the label id and text (single) or the tuples of ids and texts (multi).
+
+    Args:
+        ids, texts: per element, its id (-1: none) and text.
+        positions: per element, its row position.
+
+    Returns:
+        ``(ids, texts)`` per row; a multi-label row's ids are sorted and unique.
+    """
+    if not multi:
+        return list(ids), list(texts)
+    per_row = [set() for _ in range(n_rows)]
+    text_of = {}
+    for i, text, position in zip(ids, texts, positions):
+        if i >= 0:
+            per_row[position].add(i)
+            text_of[i] = text
+    row_ids = [tuple(sorted(found)) for found in per_row]
+    return row_ids, [tuple(text_of[i] for i in found) for found in row_ids]

@@ -37,6 +37,11 @@ def to_hf_dataset(output_dir, split="TRAIN", cache_dir=None):
     under its record key (``image/filename``, ``image/class/text``, your columns)."""
     output_dir = str(output_dir)
     metadata = tfrecorder_lite.read_metadata(output_dir)
+    lists = [key for key, spec in metadata["features"].items() if spec["shape"]]
+    if metadata["image"] is None or isinstance(metadata["labels"], dict) or lists:
+        raise ValueError(f"{output_dir}: this sample reads outputs of images with one label and "
+                         f"one value per column; this one has no images, label levels or list "
+                         f"features ({', '.join(lists) or 'labels'})")
     features = {key: datasets.Value(VALUES[spec["dtype"]])
                 for key, spec in metadata["features"].items()}
     del features["image/encoded"], features["image/class/label"]

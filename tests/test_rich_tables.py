@@ -265,6 +265,7 @@ def test_a_table_without_images_round_trips(vectors, tmp_path):
                  zip(vectors.weight, vectors.feature, vectors.label)}
     dataset = tfrecorder_lite.load(tmp_path / "out", "TRAIN", batch_size=7)
     assert set(dataset.element_spec[0]) == {"feature", "weight"}
+    assert vectors.tfrecord.validate(image_col=None).empty
     seen = 0
     for features, labels in dataset:
         for vector, weight, label in zip(features["feature"].numpy(), features["weight"].numpy(),
@@ -362,6 +363,9 @@ def test_label_levels_from_the_command_line_and_their_label_maps(levels, tmp_pat
         tmp_path / "mapped", label_col=["coarse", "fine"],
         label_map={"coarse": ["plant", "animal"]}, progress=False)
     assert mapped.labels["coarse"] == ["plant", "animal"]
+    with pytest.raises(SchemaError, match="a label level takes one label per row"):
+        levels.tfrecord.to_tfrecord(tmp_path / "bad", label_col=["coarse", "fine"],
+                                    label_sep="|", progress=False)
     with pytest.raises(SchemaError, match="label level 'fine' holds lists"):
         levels.assign(fine=[["a"]] * 12).tfrecord.to_tfrecord(
             tmp_path / "bad", label_col=["coarse", "fine"], progress=False)

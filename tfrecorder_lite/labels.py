@@ -15,6 +15,7 @@ from . import example
 from .errors import SchemaError
 
 _LISTS = (list, tuple, set, frozenset, np.ndarray)
+_SCALARS = {"string", "bytes", "integer", "floating", "mixed-integer-float", "boolean", "empty"}
 _LEVEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 
@@ -70,7 +71,11 @@ def label_columns(label_col):
 def is_multi(series, label_sep=None):
     """Whether a label column holds several labels per row: ``label_sep`` is given, or a
     cell is a list (tuple, set, array)."""
-    return label_sep is not None or any(isinstance(v, _LISTS) for v in series.tolist())
+    if label_sep is not None:
+        return True
+    if series.dtype != object or pd.api.types.infer_dtype(series, skipna=True) in _SCALARS:
+        return False  # (infer_dtype runs in C: a quick answer for long label columns)
+    return any(isinstance(v, _LISTS) for v in series.tolist())
 
 
 def elements(series, label_sep=None):

@@ -185,6 +185,9 @@ def row_problems(df, split_col, image_col, label_col, label_map=None, assignment
         report(splits.isna() & _blank(df[split_col]), split_col, lambda v: "empty split")
     if image_col is not None:
         report(_blank(df[image_col]), image_col, lambda v: "empty image_uri")
+    if label_sep is not None and isinstance(label_col, (list, tuple)):
+        raise SchemaError("label_sep splits one label column into several labels (multi-label);"
+                          " a label level takes one label per row")
     for column, level in labels.label_columns(label_col):
         found += _label_problems(df, column, level, level_map(label_map, level), label_sep)
     return problems_frame(found)

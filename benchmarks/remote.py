@@ -56,31 +56,55 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+class ImageStore:
+    """The table's images uploaded to a local emulator that answers every request late.
+
+    Attributes:
+        server: the emulator (a tests/object_stores.py Server; ``stop()`` ends it).
+        fs: an fsspec filesystem on it.
+        urls: the URL of each image, in table order.
+        options: the ``storage_options`` a conversion needs.
+    """
+
+    def __init__(self, table, latency, store="gcs"):
+        protocol, variable, self.options = STORES[store]
+        self.server = Server(store, latency=latency, root=os.path.dirname(table.image_uri[0]))
+        try:
+            if variable:
+                os.environ[variable] = self.server.url
+            import fsspec
+
+            self.fs = fsspec.filesystem(protocol, **self.options)
+            names = [os.path.basename(p) for p in table.image_uri]
+            if protocol == "http":
+                self.urls = [f"{self.server.url}/{name}" for name in names]
+                return
+            self.fs.mkdir("bench-images")
+            start = time.perf_counter()
+            for path, name in zip(table.image_uri, names):
+                self.fs.pipe_file(f"bench-images/{name}", Path(path).read_bytes())
+            print(f"uploaded {len(table)} images in {time.perf_counter() - start:.1f} s",
+                  file=sys.stderr)
+            self.urls = [f"{protocol}://bench-images/{name}" for name in names]
+        except BaseException:
+            self.server.stop()
+            raise
+
+    def sequential_get(self, urls=None):
+        """GET every image (or ``urls``), one request at a time."""
+        for url in self.urls if urls is None else urls:
+            self.fs.cat_file(url)
+
+
 def main(argv=None):
     args = parse_args(argv)
-    protocol, variable, options = STORES[args.store]
     table = pd.read_csv(bench.generate_dataset(args.images, args.workdir))
-    server = Server(args.store, latency=args.latency,
-                    root=os.path.dirname(table.image_uri[0]))
-    if variable:
-        os.environ[variable] = server.url
+    images = ImageStore(table, args.latency, args.store)
+    server, urls, options = images.server, images.urls, images.options
     try:
-        import fsspec
-
         import tfrecorder_lite
         from tfrecorder_lite import storage
 
-        fs = fsspec.filesystem(protocol, **options)
-        if protocol == "http":
-            urls = [f"{server.url}/{os.path.basename(p)}" for p in table.image_uri]
-        else:
-            fs.mkdir("bench-images")
-            start = time.perf_counter()
-            for path in table.image_uri:
-                fs.pipe_file(f"bench-images/{os.path.basename(path)}", Path(path).read_bytes())
-            print(f"uploaded {len(table)} images in {time.perf_counter() - start:.1f} s",
-                  file=sys.stderr)
-            urls = [f"{protocol}://bench-images/{os.path.basename(p)}" for p in table.image_uri]
         remote = table.assign(image_uri=urls)
         out = Path(tempfile.mkdtemp(prefix="tfrl-remote-"))
 
@@ -89,12 +113,8 @@ def main(argv=None):
             frame.tfrecord.to_tfrecord(str(out), check=check, progress=False,
                                        storage_options=options)
 
-        def sequential_get():
-            for url in urls:
-                fs.cat_file(url)
-
         rows = {
-            "sequential_get": sequential_get,
+            "sequential_get": images.sequential_get,
             "concurrent_get": lambda: storage.read_many(urls, options),
             "write_remote_decode": lambda: convert(remote, "decode"),
             "write_local_decode": lambda: convert(table, "decode"),

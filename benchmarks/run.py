@@ -8,6 +8,7 @@ machine this runs on is shared and noisy.
 
 Usage:
     python benchmarks/run.py --images 3000 --repeats 3
+    python benchmarks/run.py --both --repeats 5 --remote --cluster   # every row, both sets
     python benchmarks/run.py --images 3000 --only tutorial_recipe,lib_write_header
     python benchmarks/run.py --images 3000 --profile lib_write_decode
     python benchmarks/run.py --scale
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import hashlib
 import io
 import json
 import multiprocessing
@@ -228,6 +230,19 @@ class Context:
     lib: Any = None
     lib_error: str | None = None
     fixtures: dict[str, Path] = field(default_factory=dict)
+    latency: float = 0.02
+    shared: dict[str, Any] = field(default_factory=dict)
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
+
+    def once(self, name: str, build: Callable[[], Any], cleanup: Callable[[Any], None] | None
+             = None) -> Any:
+        """Builds a shared object (a server, a cluster) once, untimed; ``cleanup`` ends it when
+        the run ends."""
+        if name not in self.shared:
+            self.shared[name] = build()
+            if cleanup is not None:
+                self.cleanups.append(lambda: cleanup(self.shared[name]))
+        return self.shared[name]
 
     @property
     def n_train(self) -> int:
@@ -260,6 +275,9 @@ class BenchPath:
         baseline: Row whose images/s this row is compared to.
         setup: Untimed function run once before the first repeat.
         what: Short description for the table.
+        max_rounds: Run in the first this many rounds only (for rows that take minutes).
+        same_bytes_as: Row whose shards this row's must equal byte for byte (checked on the
+            first run of each, noted in the table).
     """
 
     name: str
@@ -267,6 +285,8 @@ class BenchPath:
     baseline: str | None = None
     setup: Callable[[Context], None] | None = None
     what: str = ""
+    max_rounds: int | None = None
+    same_bytes_as: str | None = None
 
 
 @dataclass
@@ -274,6 +294,8 @@ class PathResult:
     """Measurements of one path over all repeats."""
 
     seconds: list[float] = field(default_factory=list)
+    rounds: list[int] = field(default_factory=list)
+    shard_digest: str | None = None
     items: int = 0
     out_bytes: int | None = None
     shard_bytes: int | None = None
@@ -497,6 +519,77 @@ def lib_load_resized(ctx: Context, out_dir: Path) -> Outcome:
     return _lib_load(ctx, _lib_fixture(ctx, resized=True))
 
 
+def _image_store(ctx: Context) -> Any:
+    """The table's images in a local GCS emulator answering every request `ctx.latency` late
+    (benchmarks/remote.py), started and filled once, untimed."""
+    def start() -> Any:
+        import remote  # sets up the object-store clients' environment; imports the emulator
+
+        return remote.ImageStore(ctx.df, ctx.latency)
+
+    return ctx.once("image_store", start, lambda store: store.server.stop())
+
+
+def remote_sequential_get(ctx: Context, out_dir: Path) -> Outcome:
+    """GETs every image from the store, one request at a time (the plain loop)."""
+    _image_store(ctx).sequential_get()
+    return Outcome(items=len(ctx.df))
+
+
+def _lib_write_remote(ctx: Context, out_dir: Path, check: str) -> Outcome:
+    """The library write of the same table with every image read from the store."""
+    store = _image_store(ctx)
+    table = ctx.once("remote_table", lambda: ctx.df.assign(image_uri=store.urls))
+    ctx.require_lib()
+    result = table.tfrecord.to_tfrecord(str(out_dir), check=check, progress=False,
+                                        storage_options=store.options)
+    return Outcome(items=len(ctx.df), result=result)
+
+
+def lib_write_remote(ctx: Context, out_dir: Path) -> Outcome:
+    """Library write (check="decode") of images in the latency-injected store."""
+    return _lib_write_remote(ctx, out_dir, "decode")
+
+
+def lib_write_remote_header(ctx: Context, out_dir: Path) -> Outcome:
+    """Library write (check="header") of images in the latency-injected store."""
+    return _lib_write_remote(ctx, out_dir, "header")
+
+
+CLUSTER_SHARDS = 8  # per split, so that the cluster has tasks to spread
+
+
+def _dask_client(ctx: Context) -> Any:
+    """A dask LocalCluster (2 worker processes x 1 thread, 127.0.0.1), started once."""
+    def start() -> Any:
+        import distributed
+
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           host="127.0.0.1", dashboard_address=None)
+        return distributed.Client(cluster)
+
+    def stop(client: Any) -> None:
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+
+    return ctx.once("dask", start, stop)
+
+
+def lib_write_sharded(ctx: Context, out_dir: Path) -> Outcome:
+    """Library write (check="decode") in CLUSTER_SHARDS shards per split, local backend."""
+    return _lib_write(ctx, out_dir, num_shards=CLUSTER_SHARDS)
+
+
+def lib_write_dask(ctx: Context, out_dir: Path) -> Outcome:
+    """lib_write_sharded with the shard tasks on the dask LocalCluster."""
+    import joblib
+
+    _dask_client(ctx)
+    with joblib.parallel_config(backend="dask"):
+        return _lib_write(ctx, out_dir, num_shards=CLUSTER_SHARDS)
+
+
 def _kept_records(ctx: Context) -> Path:
     """The default write's records (images kept as encoded), made once for the load rows."""
     return _lib_fixture(ctx, resized=False)
@@ -534,6 +627,33 @@ PATHS = (
               what="load(TRAIN, 224) of 224x224 records"),
 )
 
+# --remote: images behind a latency-injected object store (GCS emulator), local output
+REMOTE_PATHS = (
+    BenchPath("remote_sequential_get", remote_sequential_get, setup=_image_store, max_rounds=2,
+              what="GET each image from the store in turn (a plain loop)"),
+    BenchPath("lib_write_remote", lib_write_remote, baseline="remote_sequential_get",
+              setup=_image_store, what="lib_write_decode, images in the store"),
+    BenchPath("lib_write_remote_header", lib_write_remote_header,
+              baseline="remote_sequential_get", setup=_image_store,
+              what="lib_write_header, images in the store"),
+)
+
+# --cluster: the same shard tasks on a dask LocalCluster and on the local joblib backend
+CLUSTER_PATHS = (
+    BenchPath("lib_write_sharded", lib_write_sharded, baseline="lib_write_decode",
+              what=f"lib_write_decode, {CLUSTER_SHARDS} shards per split, local"),
+    BenchPath("lib_write_dask", lib_write_dask, baseline="lib_write_sharded",
+              setup=_dask_client, same_bytes_as="lib_write_sharded",
+              what="lib_write_sharded on a dask LocalCluster (2 workers x 1 thread)"),
+)
+
+# extra ratios shown in a row's notes: (other row, what the ratio means)
+NOTE_RATIOS = {
+    "lib_load_resized": ("tfdata_read",),
+    "lib_write_remote": ("lib_write_decode",),
+    "lib_write_remote_header": ("lib_write_header",),
+}
+
 
 # --------------------------------------------------------------------------
 # Running and reporting
@@ -561,7 +681,19 @@ def import_library() -> tuple[Any, str | None]:
     return tfrecorder_lite, None
 
 
-def timed_run(path: BenchPath, ctx: Context, res: PathResult, first: bool) -> None:
+def shards_digest(shards: list[Path]) -> str:
+    """sha256 over the names and bytes of shard files (untimed byte-identity check)."""
+    digest = hashlib.sha256()
+    for shard in sorted(shards):
+        digest.update(shard.name.encode() + b"\0")
+        with open(shard, "rb") as f:
+            for block in iter(lambda: f.read(8 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def timed_run(path: BenchPath, ctx: Context, res: PathResult, first: bool,
+              round_number: int = 0, digest: bool = False) -> None:
     """Runs one repeat of `path` in a fresh output dir and records it."""
     out_dir = ctx.workdir / "out" / path.name
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -570,6 +702,7 @@ def timed_run(path: BenchPath, ctx: Context, res: PathResult, first: bool) -> No
         start = time.perf_counter()
         outcome = path.run(ctx, out_dir)
         res.seconds.append(time.perf_counter() - start)
+        res.rounds.append(round_number)
         res.items = outcome.items
         if first:
             total, shard_total, shards = dir_bytes(out_dir)
@@ -577,6 +710,8 @@ def timed_run(path: BenchPath, ctx: Context, res: PathResult, first: bool) -> No
             res.shard_bytes = shard_total or None
             if outcome.result is not None:
                 res.result_repr = repr(outcome.result)[:400]
+            if shards and digest:
+                res.shard_digest = shards_digest(shards)
             if shards and path.name.startswith("lib_write"):
                 try:
                     res.records = count_records(shards)
@@ -603,12 +738,16 @@ def run_benchmarks(paths: list[BenchPath], ctx: Context, repeats: int) -> dict[s
             except Exception as exc:
                 results[p.name].error = f"setup: {_short_error(exc)}"
                 traceback.print_exc()
+    compared = {p.same_bytes_as for p in paths} | {p.name for p in paths if p.same_bytes_as}
     for rep in range(repeats):
         k = rep % len(paths)
         for p in paths[k:] + paths[:k]:
             res = results[p.name]
+            if p.max_rounds is not None and rep >= p.max_rounds:
+                continue
             if res.error is None:
-                timed_run(p, ctx, res, first=not res.seconds)
+                timed_run(p, ctx, res, first=not res.seconds, round_number=rep,
+                          digest=p.name in compared)
                 if res.seconds and res.error is None:
                     print(f"  round {rep + 1}/{repeats} {p.name:18s} "
                           f"{res.seconds[-1]:7.2f}s", file=sys.stderr)
@@ -625,11 +764,13 @@ def _paired_ratio(res: PathResult, base: PathResult) -> float | None:
     Each round runs every path back to back, so a ratio taken within a round is less
     exposed to the machine getting slower or faster between rounds.
     """
-    if not res.seconds or len(res.seconds) != len(base.seconds) or not res.items or \
-            not base.items:
+    if not res.items or not base.items:
         return None
-    return statistics.median((res.items / s) / (base.items / b)
-                             for s, b in zip(res.seconds, base.seconds))
+    base_rounds = dict(zip(base.rounds, base.seconds))
+    pairs = [(s, base_rounds[r]) for r, s in zip(res.rounds, res.seconds) if r in base_rounds]
+    if not pairs:
+        return None
+    return statistics.median((res.items / s) / (base.items / b) for s, b in pairs)
 
 
 def format_table(paths: list[BenchPath], results: dict[str, PathResult], ctx: Context) -> str:
@@ -654,8 +795,16 @@ def format_table(paths: list[BenchPath], results: dict[str, PathResult], ctx: Co
                 ratio += f" (per round {paired:.2f}x)"
         elif p.baseline and rate:
             ratio = f"- ({p.baseline} not run)"
-        if p.name == "lib_load_resized" and rate and results.get("tfdata_read", PathResult()).rate:
-            notes.append(f"{rate / results['tfdata_read'].rate:.2f}x tfdata_read")
+        for other in NOTE_RATIOS.get(p.name, ()):
+            if rate and results.get(other, PathResult()).rate:
+                notes.append(f"{rate / results[other].rate:.2f}x {other}")
+        if p.same_bytes_as and res.shard_digest:
+            theirs = results.get(p.same_bytes_as, PathResult()).shard_digest
+            if theirs:
+                notes.append(f"shards {'identical to' if theirs == res.shard_digest else 'DIFFER from'}"
+                             f" {p.same_bytes_as}'s")
+        if p.max_rounds is not None and res.seconds:
+            notes.append(f"{len(res.seconds)} round(s)")
         if res.shard_bytes and "resize" not in p.name:
             notes.append(f"shards/src bytes = {res.shard_bytes / ctx.src_bytes:.4f}")
         if res.records is not None and res.records != res.items:
@@ -840,6 +989,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--photos", action="store_true",
                         help="12 MP phone-camera JPEGs (about 3 MB each) instead of 160-640 px "
                              "images; use with --images 200 or so")
+    parser.add_argument("--both", action="store_true",
+                        help="the 160-640 px set (--images), then the photo set "
+                             "(--photo-images), one table each, in one run")
+    parser.add_argument("--photo-images", type=int, default=200,
+                        help="photo set size with --both")
+    parser.add_argument("--remote", action="store_true",
+                        help="add rows whose images live in a GCS emulator answering each "
+                             "request --latency late (needs the [test] extra)")
+    parser.add_argument("--latency", type=float, default=0.02,
+                        help="seconds per request of the store of --remote")
+    parser.add_argument("--cluster", action="store_true",
+                        help="add the dask LocalCluster rows (needs the [dask] extra)")
     parser.add_argument("--only", help="comma-separated path names to run")
     parser.add_argument("--profile", metavar="PATH_NAME",
                         help="run one path once under cProfile instead of the table")
@@ -847,12 +1008,58 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"peak memory/time of the default write for {SCALE_SIZES} images")
     parser.add_argument("--_scale-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    names = {p.name for p in PATHS}
+    names = {p.name for p in PATHS + REMOTE_PATHS + CLUSTER_PATHS}
     selected = [args.profile] if args.profile else (args.only.split(",") if args.only else [])
     unknown = [n for n in selected if n not in names]
     if unknown:
         parser.error(f"unknown path(s) {unknown}; choose from {sorted(names)}")
+    if args.both and args.csv:
+        parser.error("--both generates both image sets; it takes no --csv")
     return args
+
+
+def selected_paths(args: argparse.Namespace) -> list[BenchPath]:
+    """The rows to run: the main table, plus --remote / --cluster rows, filtered by --only."""
+    paths = list(PATHS)
+    wanted = set(args.only.split(",")) if args.only else None
+    if args.remote or (wanted and wanted & {p.name for p in REMOTE_PATHS}):
+        paths += REMOTE_PATHS
+    if args.cluster or (wanted and wanted & {p.name for p in CLUSTER_PATHS}):
+        paths += CLUSTER_PATHS
+    return [p for p in paths if wanted is None or p.name in wanted]
+
+
+def run_set(args: argparse.Namespace, csv_path: Path, lib: Any, lib_error: str | None) -> None:
+    """Runs (or profiles) the selected rows over one image set and prints its table."""
+    df = pd.read_csv(csv_path)
+    print(describe_dataset(df))
+    for uri in df["image_uri"]:  # warm the page cache so the first path is not penalised
+        with open(uri, "rb") as f:
+            f.read()
+    src_bytes = int(sum(os.path.getsize(p) for p in df["image_uri"]))
+    ctx = Context(df=df, workdir=args.workdir, src_bytes=src_bytes, lib=lib, lib_error=lib_error,
+                  latency=args.latency)
+    try:
+        if args.profile:
+            paths = PATHS + REMOTE_PATHS + CLUSTER_PATHS
+            profile_path(next(p for p in paths if p.name == args.profile), ctx)
+            return
+        paths = selected_paths(args)
+        results = run_benchmarks(paths, ctx, args.repeats)
+        print(f"\n{len(df)} images from {csv_path}; {args.repeats} interleaved repeat(s), "
+              f"median; {os.cpu_count()} CPUs; read paths count TRAIN only "
+              f"({ctx.n_train} images)"
+              + (f"; store latency {args.latency * 1000:.0f} ms per request" if any(
+                  p in REMOTE_PATHS for p in paths) else "") + "\n")
+        print(format_table(paths, results, ctx), flush=True)
+    finally:
+        for cleanup in reversed(ctx.cleanups):
+            try:
+                cleanup()
+            except Exception:
+                traceback.print_exc()
+        shutil.rmtree(args.workdir / "fixtures", ignore_errors=True)
+        shutil.rmtree(args.workdir / "out", ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -866,32 +1073,18 @@ def main(argv: list[str] | None = None) -> None:
         print(run_scale(args.workdir, args.seed))
         return
 
-    # Generate the dataset before importing TensorFlow (fork-based pool).
-    csv_path = args.csv.resolve() if args.csv else generate_dataset(
-        args.images, args.workdir, args.seed, photos=args.photos)
-    df = pd.read_csv(csv_path)
-    print(describe_dataset(df))
-    for uri in df["image_uri"]:  # warm the page cache so the first path is not penalised
-        with open(uri, "rb") as f:
-            f.read()
-
+    # Generate the datasets before importing TensorFlow (fork-based pool).
+    if args.csv:
+        sets = [args.csv.resolve()]
+    elif args.both:
+        sets = [generate_dataset(args.images, args.workdir, args.seed),
+                generate_dataset(args.photo_images, args.workdir, args.seed, photos=True)]
+    else:
+        sets = [generate_dataset(args.images, args.workdir, args.seed, photos=args.photos)]
     lib, lib_error = import_library()
-    src_bytes = int(sum(os.path.getsize(p) for p in df["image_uri"]))
-    ctx = Context(df=df, workdir=args.workdir, src_bytes=src_bytes, lib=lib, lib_error=lib_error)
-    try:
-        if args.profile:
-            profile_path(next(p for p in PATHS if p.name == args.profile), ctx)
-            return
-        wanted = set(args.only.split(",")) if args.only else None
-        paths = [p for p in PATHS if wanted is None or p.name in wanted]
-        results = run_benchmarks(paths, ctx, args.repeats)
-        print(f"\n{len(df)} images from {csv_path}; {args.repeats} interleaved repeat(s), "
-              f"median; {os.cpu_count()} CPUs; read paths count TRAIN only "
-              f"({ctx.n_train} images)\n")
-        print(format_table(paths, results, ctx))
-    finally:
-        shutil.rmtree(args.workdir / "fixtures", ignore_errors=True)
-        shutil.rmtree(args.workdir / "out", ignore_errors=True)
+    for csv_path in sets:
+        run_set(args, csv_path, lib, lib_error)
+        print()
 
 
 if __name__ == "__main__":

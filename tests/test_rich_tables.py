@@ -196,6 +196,12 @@ def test_features_declare_types_and_shapes(detection_table, tmp_path):
     assert features["embedding"]["shape"] == [None] and features["count"]["dtype"] == "float32"
     example = next(iter(tfrecorder_lite.load(tmp_path / "out", "TRAIN", as_supervised=False)))
     assert example["count"].dtype == tf.float32 and example["embedding"].shape == (3,)
+    flat = detection_table.assign(boxes=[[v for box in b for v in box]
+                                         for b in detection_table.boxes])  # x0, y0, x1, y1, ...
+    flat.tfrecord.to_tfrecord(tmp_path / "flat", progress=False,
+                              features={**declared, "boxes": "float32[None,4]"})
+    assert (tmp_path / "flat" / "train-00000-of-00001.tfrecord").read_bytes() == \
+        (tmp_path / "out" / "train-00000-of-00001.tfrecord").read_bytes()
     for bad, message in [
         ({"boxes": "float32[None,3]"}, "holds 1 rows of 4 at row 1, which does not fit"),
         ({"embedding": "int64[4]"}, "'embedding' holds 3 values at row 0"),
@@ -278,6 +284,8 @@ def test_a_table_without_images_round_trips(vectors, tmp_path):
     assert "no images" in str(tfrecorder_lite.read_metadata(tmp_path / "out"))
     with pytest.raises(SchemaError, match="holds no images"):
         tfrecorder_lite.load(tmp_path / "out", "TRAIN", image_size=8)
+    with pytest.raises(SchemaError, match="image_col=None writes none"):
+        vectors.tfrecord.to_tfrecord(tmp_path / "resized", image_col=None, image_size=8)
 
 
 def test_a_table_without_images_or_splits_is_assigned_by_its_cells(vectors, tmp_path):

@@ -269,8 +269,9 @@ def _list_column(name, series, values, kind=None, shape=None):
                                   f"declare the first dimension None (stored as an empty list)")
             continue
         items, length, width = cell
+        # a declared [None, 4] also takes flat lists of 4 values a row (x0, y0, x1, y1, ...)
         fits = example.value_count_fits(list(shape), len(items)) and (
-            width is None if len(shape) == 1 else width == shape[1] or length == 0)
+            width is None if len(shape) == 1 else width in (None, shape[1]) or length == 0)
         if not fits:
             raise SchemaError(f"column '{name}' holds {_shape_text(length, width)} at row "
                               f"{row!r}, which does not fit its shape {list(shape)}")

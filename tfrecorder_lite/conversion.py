@@ -102,6 +102,8 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     except ValueError as exc:
         raise SchemaError(str(exc)) from None
     schema.check_columns(df, split_col, image_col, label_col)
+    if image_col is None and image_size is not None:
+        raise SchemaError("image_size resizes images, and image_col=None writes none")
     assignment = schema.split_assignment(unassigned, split_ratios, split_col)
     store = Store(output_dir, storage_options)
     store.check_writable()

@@ -133,26 +133,26 @@ class WritePlan:
                          self.sha256, threads, tuple(f.keys for f in self.label_fields))
 
 
-def _label_ids(labels, label_map, skip):
+def _label_ids(values, label_map, skip):
     """Return (ids per label as a list, id -> text tuple).
 
     Blank labels and those marked in ``skip`` get id -1: a label only rejected rows carry
     takes no id (unless ``label_map`` gives it one).
     """
     skip = [a or b for a, b in zip(
-        skip, (labels.isna() | labels.astype("string").str.strip().eq("").fillna(True)).tolist())]
+        skip, (values.isna() | values.astype("string").str.strip().eq("").fillna(True)).tolist())]
     if label_map is not None:
         mapping = schema.label_map_ids(label_map)
-        found = [None if b else schema.lookup_label(mapping, v) for v, b in zip(labels, skip)]
+        found = [None if b else schema.lookup_label(mapping, v) for v, b in zip(values, skip)]
         ids = [-1 if i is None else i for i in found]
         texts = [""] * (max(mapping.values(), default=-1) + 1)
         for text, i in mapping.items():
             texts[i] = schema.label_text(text)
         return ids, tuple(texts)
-    if schema.is_integer_labels(labels):
-        ids = [-1 if b or v < 0 else int(v) for v, b in zip(labels, skip)]
+    if schema.is_integer_labels(values):
+        ids = [-1 if b or v < 0 else int(v) for v, b in zip(values, skip)]
         return ids, tuple(str(i) for i in range(max(ids, default=-1) + 1))
-    text = [None if b else schema.label_text(v) for v, b in zip(labels, skip)]
+    text = [None if b else schema.label_text(v) for v, b in zip(values, skip)]
     index = {t: i for i, t in enumerate(sorted({t for t in text if t is not None}))}
     return [-1 if t is None else index[t] for t in text], tuple(index)
 

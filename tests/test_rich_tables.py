@@ -3,6 +3,7 @@ embeddings) with optional declared types, tables without images, and labels per 
 output is read back with plain TensorFlow, ``load()``, ``verify()`` and tensorflow-datasets."""
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -417,3 +418,31 @@ def test_inspect_shows_every_kind_of_label(automl_csv, levels, vectors, tmp_path
     assert "animal / cat" in by_level or "plant / oak" in by_level
     no_images = tfrecorder_lite.inspect(tmp_path / "vectors").html
     assert "no images" in no_images and "<h2>Images</h2>" not in no_images
+
+
+def test_a_malformed_manifest_of_a_rich_table_names_its_field(automl_csv, detection_table,
+                                                              levels, tmp_path):
+    tfrecorder_lite.convert(automl_csv[0], tmp_path / "multi", on_error="skip", progress=False)
+    detection_table.tfrecord.to_tfrecord(tmp_path / "boxes", progress=False)
+    levels.tfrecord.to_tfrecord(tmp_path / "levels", label_col=["coarse", "fine"],
+                                progress=False)
+    cases = [
+        ("multi", lambda m: m.update(task="multi"), ": task: 'multi' is not 'multi-label'"),
+        ("multi", lambda m: m["features"]["image/class/label"].update(shape=[]),
+         ": features.image/class/label.shape: [] is not [null]"),
+        ("boxes", lambda m: m["features"]["boxes"].update(shape=[None, None]),
+         ": features.boxes.shape: [None, None] is not a shape"),
+        ("levels", lambda m: m["labels"].update({"../x": ["a"]}),
+         "is not a list of label texts, or an object level -> list of label texts"),
+        ("levels", lambda m: m["features"].pop("image/label/fine/text"),
+         " has no 'features.image/label/fine/text'"),
+    ]
+    for name, change, message in cases:
+        path = tmp_path / name / "metadata.json"
+        original = path.read_text()
+        metadata = json.loads(original)
+        change(metadata)
+        path.write_text(json.dumps(metadata))
+        with pytest.raises(tfrecorder_lite.ManifestError, match=re.escape(message)):
+            tfrecorder_lite.load(tmp_path / name, "TRAIN")
+        path.write_text(original)

@@ -655,7 +655,7 @@ def _sync_file_range():
     """Linux's sync_file_range(2) through ctypes (which releases the GIL), or None."""
     try:
         function = ctypes.CDLL(None, use_errno=True).sync_file_range
-    except (AttributeError, OSError):  # not Linux, or no such symbol
+    except (AttributeError, OSError, TypeError):  # no such symbol, or no C library by that name
         return None
     function.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
     function.restype = ctypes.c_int

@@ -473,25 +473,6 @@ def lib_write_resize(ctx: Context, out_dir: Path) -> Outcome:
     return _lib_write(ctx, out_dir, image_size=IMAGE_SIZE)
 
 
-def lib_write_header_two_shards(ctx: Context, out_dir: Path) -> Outcome:
-    """What-if row: lib_write_header with two shards written at once (joblib n_jobs=2 over
-    the shard tasks, one preparing thread each) instead of one after the other. The library
-    does not do this (yet): the row patches ``writer._parallelism`` for its own call."""
-    from tfrecorder_lite import writer
-
-    real = writer._parallelism
-
-    def two_at_once(plan: Any, shards: Any, n_jobs: Any) -> tuple:
-        outer, prefer, threads = real(plan, shards, n_jobs)
-        return min(2, len(shards)), prefer, threads
-
-    writer._parallelism = two_at_once
-    try:
-        return _lib_write(ctx, out_dir, check="header")
-    finally:
-        writer._parallelism = real
-
-
 def _lib_fixture(ctx: Context, resized: bool) -> Path:
     """Library-written records (default or 224x224), built once, untimed."""
     kwargs = {"image_size": IMAGE_SIZE} if resized else {}
@@ -666,19 +647,11 @@ CLUSTER_PATHS = (
               what="lib_write_sharded on a dask LocalCluster (2 workers x 1 thread)"),
 )
 
-# --what-if: library changes proposed but not made, measured beside the rows they would change
-WHAT_IF_PATHS = (
-    BenchPath("lib_write_header_two_shards", lib_write_header_two_shards,
-              baseline="tutorial_recipe",
-              what='what-if: to_tfrecord(check="header"), two shards at once (patched)'),
-)
-
 # extra ratios shown in a row's notes: (other row, what the ratio means)
 NOTE_RATIOS = {
     "lib_load_resized": ("tfdata_read",),
     "lib_write_remote": ("lib_write_decode",),
     "lib_write_remote_header": ("lib_write_header",),
-    "lib_write_header_two_shards": ("lib_write_header",),
 }
 
 
@@ -1028,8 +1001,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="seconds per request of the store of --remote")
     parser.add_argument("--cluster", action="store_true",
                         help="add the dask LocalCluster rows (needs the [dask] extra)")
-    parser.add_argument("--what-if", action="store_true",
-                        help="add rows that measure proposed library changes (patched in)")
     parser.add_argument("--only", help="comma-separated path names to run")
     parser.add_argument("--profile", metavar="PATH_NAME",
                         help="run one path once under cProfile instead of the table")
@@ -1037,7 +1008,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"peak memory/time of the default write for {SCALE_SIZES} images")
     parser.add_argument("--_scale-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    names = {p.name for p in PATHS + REMOTE_PATHS + CLUSTER_PATHS + WHAT_IF_PATHS}
+    names = {p.name for p in PATHS + REMOTE_PATHS + CLUSTER_PATHS}
     selected = [args.profile] if args.profile else (args.only.split(",") if args.only else [])
     unknown = [n for n in selected if n not in names]
     if unknown:
@@ -1055,8 +1026,6 @@ def selected_paths(args: argparse.Namespace) -> list[BenchPath]:
         paths += REMOTE_PATHS
     if args.cluster or (wanted and wanted & {p.name for p in CLUSTER_PATHS}):
         paths += CLUSTER_PATHS
-    if args.what_if or (wanted and wanted & {p.name for p in WHAT_IF_PATHS}):
-        paths += WHAT_IF_PATHS
     return [p for p in paths if wanted is None or p.name in wanted]
 
 
@@ -1072,7 +1041,7 @@ def run_set(args: argparse.Namespace, csv_path: Path, lib: Any, lib_error: str |
                   latency=args.latency)
     try:
         if args.profile:
-            paths = PATHS + REMOTE_PATHS + CLUSTER_PATHS + WHAT_IF_PATHS
+            paths = PATHS + REMOTE_PATHS + CLUSTER_PATHS
             profile_path(next(p for p in paths if p.name == args.profile), ctx)
             return
         paths = selected_paths(args)

@@ -28,6 +28,7 @@ from .tfrecord import index_name
 logger = logging.getLogger(__name__)
 
 _FETCHING_THREADS_PER_WORKER = 4
+_GIL_BOUND_SHARDS = 2  # shard tasks at once in threads when preparing rows is Python-bound
 
 
 @dataclass
@@ -67,8 +68,10 @@ def _parallelism(plan, shards, n_jobs):
     and inside each task threads prepare its images, so one large shard still uses every core.
     Measured on 2 cores: Pillow decodes with the GIL released, so threads pay for decode checks;
     resizing is enough Python to prefer processes. A header check is short Python under the
-    GIL: run in this process, two at once only contend, so shards go one after the other, each
-    prepared in its task's thread; so do records without images. Images behind URLs are
+    GIL, and each shard's writing thread (CRCs, writes) releases it: in threads, two shard
+    tasks at once, each preparing in its own thread, keep both busy (measured on 2 cores:
+    1.15x on 3,000 small images, 1.76x on 200 12-MP photos, against one after the other; more
+    would only contend for the GIL). So do records without images. Images behind URLs are
     mostly a wait for the store: more threads keep more chunks of requests in flight.
     """
     image = plan.image
@@ -81,7 +84,8 @@ def _parallelism(plan, shards, n_jobs):
         return outer, prefer, threads * _FETCHING_THREADS_PER_WORKER
     if image is None or (image.check == "header" and image.size is None):  # Python under the GIL
         backend, _ = joblib.parallel.get_active_backend(prefer=prefer)
-        return (1 if getattr(backend, "supports_sharedmem", False) else outer), prefer, 1
+        shared = getattr(backend, "supports_sharedmem", False)
+        return (min(_GIL_BOUND_SHARDS, outer) if shared else outer), prefer, 1
     return outer, prefer, threads
 
 

@@ -140,7 +140,10 @@ _CONVERT = "drop the column, or convert it to int, float or text"
 
 
 def _refuse(name, series, mask, problem, advice=_CONVERT):
-    row = series.index[np.flatnonzero(np.asarray(mask))[0]]
+    _refuse_row(name, series.index[np.flatnonzero(np.asarray(mask))[0]], problem, advice)
+
+
+def _refuse_row(name, row, problem, advice=_CONVERT):
     raise SchemaError(f"column '{name}' {problem} at row {row!r}: {advice}")
 
 
@@ -200,33 +203,32 @@ def _cells(name, series, values):
     """Each cell as ``(flat values, rows, row length)`` (row length None for a flat list), or
     None for a missing cell."""
     cells = []
-    for value in values:
+    for row, value in zip(series.index, values):
         if _is_missing(value):
             cells.append(None)
             continue
         if not isinstance(value, _LISTS):
-            _refuse(name, series, [v is value for v in values],
-                    f"mixes lists and single values ({value!r})",
-                    "make every cell a list (or missing)")
+            _refuse_row(name, row, f"mixes lists and single values ({value!r})",
+                        "make every cell a list (or missing)")
         items = value.tolist() if isinstance(value, np.ndarray) else list(value)
         nested = [isinstance(v, _LISTS) for v in items]
         if any(nested) and not all(nested):
-            _refuse(name, series, [v is value for v in values], "mixes lists and values in one "
-                    "cell", "make each cell a list of values, or a list of equal-length lists")
+            _refuse_row(name, row, "mixes lists and values in one cell",
+                        "make each cell a list of values, or a list of equal-length lists")
         if items and all(nested):
             rows = [v.tolist() if isinstance(v, np.ndarray) else list(v) for v in items]
             widths = {len(r) for r in rows}
             if len(widths) != 1 or any(isinstance(x, _LISTS) for r in rows for x in r):
-                _refuse(name, series, [v is value for v in values], "holds lists of lists of "
-                        "different lengths (or deeper)", "give every row the same length, as "
-                        "boxes [[x0, y0, x1, y1], ...] do")
+                _refuse_row(name, row, "holds lists of lists of different lengths (or deeper)",
+                            "give every row the same length, as boxes [[x0, y0, x1, y1], ...] "
+                            "do")
             cells.append(([x for r in rows for x in r], len(rows), widths.pop()))
         else:
             cells.append((items, len(items), None))
     return cells
 
 
-def _element_kind(name, series, values, flat):
+def _element_kind(name, series, flat):
     """The feature kind of a list column's elements (all of one kind)."""
     elements = [x for cell in flat if cell for x in cell[0]]
     if not elements:
@@ -250,7 +252,7 @@ def _element_kind(name, series, values, flat):
 def _list_column(name, series, values, kind=None, shape=None):
     """``(ExtraColumn, values)`` of a column of lists (inferred, or declared ``kind, shape``)."""
     cells = _cells(name, series, values)
-    kind = kind or _element_kind(name, series, values, cells)
+    kind = kind or _element_kind(name, series, cells)
     widths = {cell[2] for cell in cells if cell and cell[1]}
     missing = any(cell is None for cell in cells)
     if shape is None:
@@ -278,7 +280,7 @@ def _list_column(name, series, values, kind=None, shape=None):
     flat = [[] if cell is None else cell[0] for cell in cells]
     flat = [[_as_kind(name, series, row, kind, x) for x in cell]
             for row, cell in zip(series.index, flat)]
-    _check_range(name, series, kind, flat if kind != example.BYTES else [[] for _ in flat])
+    _check_range(name, series, kind, flat)
     return ExtraColumn(name, kind, str(series.dtype), "empty list" if missing else None,
                        shape), flat
 
@@ -299,8 +301,8 @@ def _as_kind(name, series, row, kind, value):
     elif isinstance(value, (int, float, np.integer, np.floating)) and \
             not isinstance(value, (bool, np.bool_)):
         return float(value)
-    raise SchemaError(f"column '{name}' holds {value!r} at row {row!r}, which is not "
-                      f"{ {example.BYTES: 'text', example.INT64: 'a whole number'}.get(kind, 'a number')}")
+    wanted = {example.BYTES: "text", example.INT64: "a whole number"}.get(kind, "a number")
+    raise SchemaError(f"column '{name}' holds {value!r} at row {row!r}, which is not {wanted}")
 
 
 def _declared(name, series, kind, shape):

@@ -131,15 +131,11 @@ def _varies(tf, element_spec):
     """Whether a component of the elements other than the image (``(image, label)``'s first,
     or the dict's ``image``) has a dimension of varying size: a list feature."""
     if isinstance(element_spec, tuple):
-        parts = element_spec[1:] if _is_image(element_spec[0]) else element_spec
+        images = not isinstance(element_spec[0], dict)  # else: (features, label), no images
+        parts = element_spec[1:] if images else element_spec
     else:
         parts = [spec for key, spec in element_spec.items() if key != "image"]
     return any(not spec.shape.is_fully_defined() for spec in tf.nest.flatten(parts))
-
-
-def _is_image(spec):
-    """Whether an element component is the decoded image (not a dict of features)."""
-    return not isinstance(spec, dict)
 
 
 def label_outputs(metadata, label=None, multi_hot=False):

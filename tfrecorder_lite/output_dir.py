@@ -31,6 +31,13 @@ _OUR_FILE = re.compile(
 )
 
 
+def level_files(levels):
+    """The files of label levels: each level's ``labels-<level>.txt`` and tfds names file."""
+    return [name for level in levels for name in (
+        manifest.level_labels_name(level),
+        tfds_info.label_names_file(example.label_keys(level)[0]))]
+
+
 def receipt_name(shard_name):
     """The file name, inside the state folder, of a finished shard's receipt."""
     return shard_name + _RECEIPT_SUFFIX
@@ -113,9 +120,7 @@ def _written_files(store, names):
         if isinstance(splits, dict):
             listed.update(_FIXED_FILES)
             levels = metadata.get("labels")
-            for level in levels if isinstance(levels, dict) else ():
-                listed.update((manifest.level_labels_name(level),
-                               tfds_info.label_names_file(example.label_keys(level)[0])))
+            listed.update(level_files(levels if isinstance(levels, dict) else ()))
             for split in splits.values():
                 for shard in split.get("shards", ()):
                     if isinstance(shard, dict):

@@ -109,8 +109,9 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
         _raise_first(plan, df, plan.rejected)
     with FolderLock(store):
         files = [n for s in plan.shards for n in (s.name, index_name(s.name))]
-        state = output_dir.prepare(store, plan.fingerprint, files + _label_file_names(plan),
-                                   overwrite)
+        levels = [f.level for f in plan.label_fields if f.level is not None]
+        state = output_dir.prepare(store, plan.fingerprint,
+                                   files + output_dir.level_files(levels), overwrite)
         if state.finished:
             logger.info("%s already holds this conversion; nothing to do", store.url)
             result = _result_from_disk(store, df)
@@ -248,14 +249,6 @@ def _finish(plan, df, store, receipts):
     counts = {split: info["num_examples"] for split, info in splits.items()}
     logger.info("wrote %s to %s (%d rejected)", counts, store.url, len(rejected))
     return ConversionResult(store.url, counts, plan.labels, rejected_df, metadata)
-
-
-def _label_file_names(plan):
-    """The label names files of label levels (one label column writes fixed names)."""
-    if plan.label_fields[0].level is None:
-        return []
-    return [name for f in plan.label_fields for name in (
-        manifest.level_labels_name(f.level), tfds_info.label_names_file(f.keys[0]))]
 
 
 def _receipt_labels(receipt):

@@ -44,6 +44,18 @@ def test_encoded_examples_parse_with_tensorflow(value):
         example.decode_example(data)
 
 
+def test_repeated_numbers_encode_by_their_kind():
+    # entries of repeating numbers are kept between records: the kind must stay part of them
+    as_int = example.encode_example({"v": 3, "w": True}, {"v": example.INT64, "w": example.INT64})
+    as_float = example.encode_example({"v": 3, "w": 2}, {"v": example.FLOAT, "w": example.INT64})
+    again = example.encode_example({"v": 3, "w": True}, {"v": example.INT64, "w": example.INT64})
+    assert again == as_int
+    parsed = tf.train.Example.FromString(as_int).features.feature
+    assert parsed["v"].int64_list.value == [3] and parsed["w"].int64_list.value == [1]
+    parsed = tf.train.Example.FromString(as_float).features.feature
+    assert parsed["v"].float_list.value == [3.0] and parsed["w"].int64_list.value == [2]
+
+
 @pytest.mark.parametrize("compression", [None, "GZIP", "ZLIB"])
 def test_record_framing_matches_tensorflow_both_ways(tmp_path, compression):
     records = [b"", b"a", os.urandom(70_000), b"last"]

@@ -127,25 +127,47 @@ def encode_example_chunks(features, kinds):
     Values of ``UNCOPIED_BYTES`` or more (the encoded image) are chunks of their own, not
     copied, so that the record writer can hash and write them in place.
     """
-    parts, total, large = [_FIELD_1, None], 0, []
-    for key in sorted(features):
-        head, value = _feature(kinds[key], features[key])
-        key_field = _key_field(key)
-        feature_size = len(head) + len(value)
-        value_field = _FIELD_2 + _varint(feature_size)  # map entry value: the Feature
-        entry_size = len(key_field) + len(value_field) + feature_size
-        entry_head = _FIELD_1 + _varint(entry_size)  # Features.feature entry
-        parts += (entry_head, key_field, value_field, head, value)
-        total += len(entry_head) + entry_size
-        if len(value) >= UNCOPIED_BYTES:
-            large.append(len(parts) - 1)
-    parts[1] = _varint(total)  # Example.features
-    chunks, start = [], 0
-    for index in large:
-        chunks += (b"".join(parts[start:index]), parts[index])
-        start = index + 1
-    chunks.append(b"".join(parts[start:]))
+    chunks, parts, total = [], [], 0
+    for key in _sorted_keys(tuple(features)):
+        value, kind = features[key], kinds[key]
+        if type(value) is bytes and len(value) >= UNCOPIED_BYTES and kind == BYTES:
+            inner = _FIELD_1 + _varint(len(value))  # BytesList.value
+            head = _FIELD_1 + _varint(len(inner) + len(value)) + inner  # Feature.bytes_list
+            parts.append(_entry_head(key, len(head) + len(value)) + head)
+            chunks += (b"".join(parts), value)
+            total += len(parts[-1]) + len(value)
+            parts = []
+            continue
+        # sizes, channels and label ids repeat from record to record: their entries are kept
+        entry = _number_entry(key, kind, value) if type(value) is int else \
+            _entry(key, kind, value)
+        parts.append(entry)
+        total += len(entry)
+    chunks.append(b"".join(parts))
+    chunks[0] = _FIELD_1 + _varint(total) + chunks[0]  # Example.features
     return chunks
+
+
+@functools.lru_cache(maxsize=64)
+def _sorted_keys(keys):
+    return sorted(keys)
+
+
+def _entry_head(key, feature_size):
+    """A ``Features.feature`` map entry up to its Feature of ``feature_size`` bytes."""
+    key_field = _key_field(key)
+    value_field = _FIELD_2 + _varint(feature_size)  # map entry value: the Feature
+    return _FIELD_1 + _varint(len(key_field) + len(value_field) + feature_size) + \
+        key_field + value_field
+
+
+def _entry(key, kind, value):
+    """A whole ``Features.feature`` map entry."""
+    head, value_bytes = _feature(kind, value)
+    return _entry_head(key, len(head) + len(value_bytes)) + head + value_bytes
+
+
+_number_entry = functools.lru_cache(maxsize=4096)(_entry)
 
 
 def parse_spec(features):

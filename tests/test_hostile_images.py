@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -605,6 +606,83 @@ def test_pillow_free_jpeg_header_reader_agrees_with_pillow():
                 pillow = (image.height, image.width, len(image.mode),
                           image.getexif().get(ig.EXIF_ORIENTATION, 1))
             assert header == pillow, name
+
+
+def _with_chunks(png, before_pixels=(), after_pixels=()):
+    """``png`` with chunks inserted before its first IDAT and before its IEND."""
+    first, end = png.index(b"IDAT") - 4, png.rindex(b"IEND") - 4
+    return (png[:first] + b"".join(ig.png_chunk(k, d) for k, d in before_pixels)
+            + png[first:end] + b"".join(ig.png_chunk(k, d) for k, d in after_pixels) + png[end:])
+
+
+def _png_variants():
+    """name -> (PNG bytes, whether the Pillow-free header check answers for it)."""
+    rgb = ig.noise_rgb(9, 13, seed=5)
+    palette = ig.palette_image(9, 13, seed=5)
+    base = ig.encode(Image.fromarray(rgb), "PNG")
+    interlaced_header = bytearray(base)
+    interlaced_header[28] = 1  # Adam7: only the header is read here
+    interlaced_header[29:33] = struct.pack(">I", zlib.crc32(bytes(interlaced_header[12:29])))
+    exif = Image.Exif()
+    exif[ig.EXIF_ORIENTATION] = 6
+    variants = {
+        "rgb": (base, True),
+        "rgba": (ig.encode(Image.fromarray(rgb).convert("RGBA"), "PNG"), True),
+        "gray": (ig.encode(Image.fromarray(rgb).convert("L"), "PNG"), True),
+        "gray_alpha": (ig.encode(Image.fromarray(rgb).convert("LA"), "PNG"), True),
+        "one_bit": (ig.encode(Image.fromarray(rgb).convert("1"), "PNG"), True),
+        "palette": (ig.encode(palette, "PNG"), True),
+        "palette_2_bit": (ig.encode(ig.palette_image(9, 13, colors=4), "PNG", bits=2), True),
+        "palette_trns": (ig.encode(palette, "PNG", transparency=0), True),
+        "gray_trns": (ig.encode(Image.fromarray(rgb).convert("L"), "PNG", transparency=5),
+                      True),
+        "rgb_trns": (ig.encode(Image.fromarray(rgb), "PNG", transparency=(5, 5, 5)), True),
+        "dpi_gamma_srgb_chrm": (_with_chunks(ig.encode(Image.fromarray(rgb), "PNG", dpi=(72, 72)),
+                                             [(b"gAMA", struct.pack(">I", 45455)),
+                                              (b"sRGB", b"\x00"), (b"cHRM", bytes(32))]), True),
+        "interlaced": (bytes(interlaced_header), True),
+        "16_bit": (ig.png16_rgb(rgb.astype(np.uint16) * 257), False),
+        "text": (ig.encode(Image.fromarray(rgb), "PNG", pnginfo=_png_text()), False),
+        "exif": (ig.encode(Image.fromarray(rgb), "PNG", exif=exif), False),
+        "icc": (ig.encode(Image.fromarray(rgb), "PNG", icc_profile=b"\x01" * 300), False),
+        "text_after_pixels": (_with_chunks(base, after_pixels=[(b"tEXt", b"k\x00v")]), False),
+        "short_gamma": (_with_chunks(base, [(b"gAMA", b"\x00\x01")]), False),
+        "short_gray_trns": (_with_chunks(ig.encode(Image.fromarray(rgb).convert("L"), "PNG"),
+                                         [(b"tRNS", b"\x05")]), False),
+        "palette_without_plte": (ig.raw_png(2, 1, [b"\x00\x01"], color_type=3), False),
+        "animated": (_with_chunks(base, [(b"acTL", struct.pack(">II", 1, 0))]), False),
+        "bad_crc": (base[:40] + bytes([base[40] ^ 1]) + base[41:], False),
+        "cut": (base[:-10], False),
+        "no_pixels": (ig.raw_png(0, 0, []), False),
+    }
+    return variants
+
+
+def _png_text():
+    from PIL import PngImagePlugin
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Software", "a drawing program")
+    return info
+
+
+def test_pillow_free_png_header_check_agrees_with_pillow(monkeypatch):
+    """It answers for plain PNGs exactly as the Pillow path does, and leaves every other file
+    (damaged, metadata that may hold an orientation, 16-bit, unusual chunks) to Pillow."""
+    from tfrecorder_lite import images
+
+    options = images.ImageOptions(check="header")
+    answers = {}
+    for name, (data, plain) in _png_variants().items():
+        walk = structure.png_chunks(data)
+        stored = images._plain_png(data, walk, options)
+        assert (stored is not None) == plain, name
+        answers[name] = stored
+    monkeypatch.setattr(images, "_plain_png", lambda data, walk, options: None)
+    for name, (data, plain) in _png_variants().items():
+        if plain:
+            with Image.open(io.BytesIO(data)) as image:  # Pillow's own view of the header
+                assert (image.height, image.width) == (9, 13), name
+            assert images.prepare_image(data, options) == answers[name], name
 
 
 def test_header_check_of_jpegs_left_to_pillow_keeps_pillow_reasons(tmp_path):

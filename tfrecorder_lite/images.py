@@ -230,13 +230,14 @@ def prepare_image(data, options):
         ImageRejected: with a human reason ("not an image", "truncated JPEG", ...).
     """
     sniffed = sniff_format(data)
-    if sniffed == "jpeg" and options.check == "header" and options.size is None:
-        stored = _plain_jpeg(data, options)
+    png_walk = structure.png_chunks(data) if sniffed == "png" else None
+    if options.check == "header" and options.size is None and sniffed in ("jpeg", "png"):
+        stored = _plain_jpeg(data, options) if sniffed == "jpeg" else \
+            _plain_png(data, png_walk, options)
         if stored is not None:
             return stored
     image = _open(data, sniffed, options)
     fmt = sniffed or (image.format or "image").lower()
-    png_walk = structure.png_chunks(data) if fmt == "png" else None
     orientation = _orientation(image, fmt, png_walk)
     rotate = orientation in _ROTATING_ORIENTATIONS
     if options.size is not None:
@@ -279,6 +280,56 @@ def _plain_jpeg(data, options):
     if problem:
         raise ImageRejected(problem)
     return StoredImage(data, "jpeg", height, width, channels)
+
+
+# (color type, bit depth) -> channels of the 8-bit-or-less PNGs TensorFlow decodes as they are
+# (1-, 2- and 4-bit gray and palette indexes are widened to 8 bits by both decoders)
+_PLAIN_PNG_CHANNELS = {(0, 1): 1, (0, 2): 1, (0, 4): 1, (0, 8): 1, (2, 8): 3, (4, 8): 2,
+                       (6, 8): 4, (3, 1): 3, (3, 2): 3, (3, 4): 3, (3, 8): 3}
+# Chunks a plain PNG may hold before its pixels, with the least length Pillow reads from them
+# (tRNS: a palette's entries, one gray or one RGB value). No text, EXIF or XMP: Pillow looks
+# for an orientation there.
+_PLAIN_PNG_CHUNKS = {b"PLTE": 0, b"gAMA": 4, b"cHRM": 0, b"sRGB": 1, b"pHYs": 9,
+                     b"tRNS": {3: 0, 0: 2, 2: 6}}
+
+
+def _plain_png(data, walk, options):
+    """Check a plain PNG kept as it is from its header and chunk walk, without Pillow.
+
+    Returns:
+        The StoredImage, or None when Pillow must look (a damaged file, metadata that may hold
+        an orientation, an unusual header, no pixels or too many): that path gives the answer
+        and the reasons.
+    """
+    problem, kinds = walk
+    if problem is not None or kinds[0] != b"IHDR" or data[8:12] != b"\0\0\0\x0d" or \
+            b"IDAT" not in kinds:
+        return None
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    depth, color, compression, filtering, interlace = data[24:29]
+    channels = _PLAIN_PNG_CHANNELS.get((color, depth))
+    if channels is None or compression or filtering or interlace > 1 or \
+            not 0 < width * height <= options.max_pixels:
+        return None
+    first_pixels = kinds.index(b"IDAT")
+    if any(kind != b"IDAT" for kind in kinds[first_pixels:-1]):
+        return None
+    pos, seen = 33, set()
+    for kind in kinds[1:first_pixels]:  # the chunks between IHDR and the pixels
+        length = int.from_bytes(data[pos:pos + 4], "big")
+        least = _PLAIN_PNG_CHUNKS.get(kind)
+        if isinstance(least, dict):
+            least = least.get(color)
+        if least is None or length < least or kind in seen:
+            return None
+        seen.add(kind)
+        pos += 12 + length
+    if color == 3:
+        if b"PLTE" not in seen:
+            return None
+        if b"tRNS" in seen:  # TensorFlow turns a palette's tRNS chunk into alpha
+            channels = 4
+    return StoredImage(data, "png", height, width, channels)
 
 
 def unreadable_reason(error):

@@ -5,6 +5,7 @@ same table, options and seed give the same shards whatever the parallelism.
 """
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -141,20 +142,34 @@ def _label_ids(values, label_map, skip):
     """
     skip = [a or b for a, b in zip(
         skip, (values.isna() | values.astype("string").str.strip().eq("").fillna(True)).tolist())]
+    cells = values.tolist()  # plain Python values: iterating the Series is slower
     if label_map is not None:
         mapping = schema.label_map_ids(label_map)
-        found = [None if b else schema.lookup_label(mapping, v) for v, b in zip(values, skip)]
+        found = [None if b else schema.lookup_label(mapping, v) for v, b in zip(cells, skip)]
         ids = [-1 if i is None else i for i in found]
         texts = [""] * (max(mapping.values(), default=-1) + 1)
         for text, i in mapping.items():
             texts[i] = schema.label_text(text)
         return ids, tuple(texts)
     if schema.is_integer_labels(values):
-        ids = [-1 if b or v < 0 else int(v) for v, b in zip(values, skip)]
+        ids = [-1 if b or v < 0 else int(v) for v, b in zip(cells, skip)]
         return ids, tuple(str(i) for i in range(max(ids, default=-1) + 1))
-    text = [None if b else schema.label_text(v) for v, b in zip(values, skip)]
+    text = [None if b else _label_text(v) for v, b in zip(cells, skip)]
     index = {t: i for i, t in enumerate(sorted({t for t in text if t is not None}))}
     return [-1 if t is None else index[t] for t in text], tuple(index)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_label_text(kind, value):
+    return schema.label_text(value)
+
+
+def _label_text(value):
+    """``schema.label_text``, made once per label (labels repeat from row to row)."""
+    try:
+        return _cached_label_text(type(value), value)  # the type keeps True apart from 1
+    except TypeError:  # an unhashable cell
+        return schema.label_text(value)
 
 
 def _label_fields(df, label_col, label_map, label_sep, refused):
@@ -202,14 +217,15 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
     Returns:
         A WritePlan.
     """
+    splits = schema.table_splits(df, split_col, image_col, assignment)
     problems = schema.row_problems(df, split_col, image_col, label_col, label_map, assignment,
-                                   label_sep)
+                                   label_sep, splits)
     reasons = {}
     positions_of = {row: i for i, row in enumerate(df.index)} if len(problems) else {}
     for row, _column, _value, problem in problems.itertuples(index=False):
         reasons.setdefault(positions_of[row], problem)
 
-    splits = schema.table_splits(df, split_col, image_col, assignment).tolist()
+    splits = splits.tolist()
     extra, extras = columns.extra_columns(
         df, schema.used_columns(split_col, image_col, label_col), features,
         reserved=[key for _, level in labels.label_columns(label_col)
@@ -295,6 +311,7 @@ def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint):
                 to_stat.append(position)
         paths.append(path)
     found = storage.stat_many([paths[p] for p in to_stat], storage_options)
+    identities = []
     for position, stat in zip(to_stat, found):
         if isinstance(stat, Exception):
             reasons[position] = unreadable_reason(stat)
@@ -306,5 +323,6 @@ def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint):
                 storage.too_large(paths[position], stat[0], image.max_bytes))
         else:
             sizes[position] = stat[0]
-            fingerprint.update(f"{paths[position]}\0{stat[0]}\0{stat[1]}\n".encode())
+            identities.append(f"{paths[position]}\0{stat[0]}\0{stat[1]}\n")
+    fingerprint.update("".join(identities).encode())
     return paths, sizes

@@ -163,9 +163,10 @@ def _blank(values):
 
 
 def row_problems(df, split_col, image_col, label_col, label_map=None, assignment=None,
-                 label_sep=None):
+                 label_sep=None, splits=None):
     """Problems found in the cells alone (no file is opened); ``assignment``: see
-    :func:`split_assignment`; ``label_sep``: see :func:`labels.elements`.
+    :func:`split_assignment`; ``label_sep``: see :func:`labels.elements`; ``splits``: the
+    :func:`table_splits` of ``df`` when the caller has them already.
 
     Returns:
         A DataFrame with columns row, column, value, problem; one row per problem.
@@ -178,11 +179,12 @@ def row_problems(df, split_col, image_col, label_col, label_map=None, assignment
             found.append((row, column, value, problem_of(value)))
 
     if split_col is not None:
-        splits = table_splits(df, split_col, image_col, assignment)
+        if splits is None:
+            splits = table_splits(df, split_col, image_col, assignment)
         allowed = ", ".join(SPLITS[:-1]) + " or " + SPLITS[-1]
-        report(splits.isna() & ~_blank(df[split_col]), split_col,
-               lambda v: f"unknown split '{v}' (expected {allowed})")
-        report(splits.isna() & _blank(df[split_col]), split_col, lambda v: "empty split")
+        blank, missing = _blank(df[split_col]), splits.isna()
+        report(missing & ~blank, split_col, lambda v: f"unknown split '{v}' (expected {allowed})")
+        report(missing & blank, split_col, lambda v: "empty split")
     if image_col is not None:
         report(_blank(df[image_col]), image_col, lambda v: "empty image_uri")
     if label_sep is not None and isinstance(label_col, (list, tuple)):

@@ -647,6 +647,7 @@ def _png_variants():
         "icc": (ig.encode(Image.fromarray(rgb), "PNG", icc_profile=b"\x01" * 300), False),
         "text_after_pixels": (_with_chunks(base, after_pixels=[(b"tEXt", b"k\x00v")]), False),
         "short_gamma": (_with_chunks(base, [(b"gAMA", b"\x00\x01")]), False),
+        "odd_chrm": (_with_chunks(base, [(b"cHRM", bytes(5))]), False),  # Pillow refuses it
         "short_gray_trns": (_with_chunks(ig.encode(Image.fromarray(rgb).convert("L"), "PNG"),
                                          [(b"tRNS", b"\x05")]), False),
         "palette_without_plte": (ig.raw_png(2, 1, [b"\x00\x01"], color_type=3), False),

@@ -150,7 +150,7 @@ def encode_example_chunks(features, kinds):
 
 @functools.lru_cache(maxsize=64)
 def _sorted_keys(keys):
-    return sorted(keys)
+    return tuple(sorted(keys))
 
 
 def _entry_head(key, feature_size):

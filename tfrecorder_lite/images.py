@@ -286,11 +286,12 @@ def _plain_jpeg(data, options):
 # (1-, 2- and 4-bit gray and palette indexes are widened to 8 bits by both decoders)
 _PLAIN_PNG_CHANNELS = {(0, 1): 1, (0, 2): 1, (0, 4): 1, (0, 8): 1, (2, 8): 3, (4, 8): 2,
                        (6, 8): 4, (3, 1): 3, (3, 2): 3, (3, 4): 3, (3, 8): 3}
-# Chunks a plain PNG may hold before its pixels, with the least length Pillow reads from them
-# (tRNS: a palette's entries, one gray or one RGB value). No text, EXIF or XMP: Pillow looks
-# for an orientation there.
-_PLAIN_PNG_CHUNKS = {b"PLTE": 0, b"gAMA": 4, b"cHRM": 0, b"sRGB": 1, b"pHYs": 9,
-                     b"tRNS": {3: 0, 0: 2, 2: 6}}
+# Chunks a plain PNG may hold before its pixels, with their length in the PNG specification
+# (None: any), per color type for tRNS (a palette's alphas, one gray or one RGB value); any
+# other length goes to Pillow, which may refuse it. No text, EXIF or XMP: Pillow looks for an
+# orientation there.
+_PLAIN_PNG_CHUNKS = {b"PLTE": None, b"gAMA": 4, b"cHRM": 32, b"sRGB": 1, b"pHYs": 9,
+                     b"tRNS": {3: None, 0: 2, 2: 6}}
 
 
 def _plain_png(data, walk, options):
@@ -317,10 +318,10 @@ def _plain_png(data, walk, options):
     pos, seen = 33, set()
     for kind in kinds[1:first_pixels]:  # the chunks between IHDR and the pixels
         length = int.from_bytes(data[pos:pos + 4], "big")
-        least = _PLAIN_PNG_CHUNKS.get(kind)
-        if isinstance(least, dict):
-            least = least.get(color)
-        if least is None or length < least or kind in seen:
+        wanted = _PLAIN_PNG_CHUNKS.get(kind, ())
+        if isinstance(wanted, dict):
+            wanted = wanted.get(color, ())
+        if wanted == () or (wanted is not None and length != wanted) or kind in seen:
             return None
         seen.add(kind)
         pos += 12 + length

@@ -131,8 +131,7 @@ def encode_example_chunks(features, kinds):
     for key in _sorted_keys(tuple(features)):
         value, kind = features[key], kinds[key]
         if type(value) is bytes and len(value) >= UNCOPIED_BYTES and kind == BYTES:
-            inner = _FIELD_1 + _varint(len(value))  # BytesList.value
-            head = _FIELD_1 + _varint(len(inner) + len(value)) + inner  # Feature.bytes_list
+            head, _ = _feature(kind, value)  # the Feature up to the value
             parts.append(_entry_head(key, len(head) + len(value)) + head)
             chunks += (b"".join(parts), value)
             total += len(parts[-1]) + len(value)

@@ -11,8 +11,8 @@ import datasets
 import fsspec
 
 import tfrecorder_lite
-from tfrecorder_lite.example import decode_example
-from tfrecorder_lite.tfrecord import iter_records
+from tfrecorder_lite.record.encoding import decode_example
+from tfrecorder_lite.record.framing import iter_records
 
 VALUES = {"string": "string", "int64": "int64", "float32": "float32"}
 

@@ -382,7 +382,8 @@ def test_load_and_verify_remote_output_like_local_output(store_name, request, lo
         local = tfrecorder_lite.load(reference.output_dir, split)
         assert elements(remote) == elements(local)
     copies = {shard_cache.copy_name(storage.Store(out), s)
-              for info in reference.metadata["splits"].values() for s in info["shards"]}
+              for info in tfrecorder_lite.read_metadata(reference.output_dir).manifest
+              .splits.values() for s in info.shards}
     assert set(os.listdir(cache)) == copies
     assert tfrecorder_lite.verify(out, storage_options=store.options).startswith("OK")
 

@@ -16,8 +16,10 @@ import pytest
 from PIL import Image
 
 import tfrecorder_lite
-from tfrecorder_lite import OutputExistsError, OutputLockedError, folder_lock, storage
-from tfrecorder_lite.folder_lock import LOCK, FolderLock
+from tfrecorder_lite import OutputExistsError, OutputLockedError, storage
+from tfrecorder_lite.output import lock as folder_lock
+from tfrecorder_lite.output.layout import LOCK
+from tfrecorder_lite.output.lock import FolderLock
 from tfrecorder_lite.storage import Store
 
 CLI = [sys.executable, "-m", "tfrecorder_lite.cli"]

@@ -9,7 +9,10 @@ import pytest
 import tensorflow as tf
 
 import tfrecorder_lite
-from tfrecorder_lite import example, storage, tfrecord
+from tfrecorder_lite import storage
+from tfrecorder_lite.record import encoding as example
+from tfrecorder_lite.record import framing as tfrecord
+from tfrecorder_lite.record import keys
 
 
 def test_import_registers_accessor_without_tensorflow():
@@ -82,16 +85,16 @@ def test_record_framing_matches_tensorflow_both_ways(tmp_path, compression):
 
 def test_encoded_example_chunks_leave_large_values_uncopied():
     image = os.urandom(example.UNCOPIED_BYTES + 1)
-    features = {example.ENCODED: image, example.LABEL: 3, example.FILENAME: "a.jpg",
+    features = {keys.ENCODED: image, keys.LABEL: 3, keys.FILENAME: "a.jpg",
                 "note": b"x" * example.UNCOPIED_BYTES}
-    kinds = {**example.IMAGE_FEATURES, "note": example.BYTES}
+    kinds = {**keys.IMAGE_FEATURES, "note": example.BYTES}
     chunks = example.encode_example_chunks(features, kinds)
     assert b"".join(chunks) == example.encode_example(features, kinds)
     assert any(chunk is image for chunk in chunks)  # in place, not copied
     assert any(chunk is features["note"] for chunk in chunks)
     assert len(chunks) == 5  # small runs joined: head, image, between, note, tail
     parsed = tf.train.Example.FromString(b"".join(chunks)).features.feature
-    assert parsed[example.ENCODED].bytes_list.value == [image]
+    assert parsed[keys.ENCODED].bytes_list.value == [image]
 
 
 def test_record_reader_names_the_damaged_record(tmp_path):
@@ -124,7 +127,8 @@ def test_every_exception_pickles_with_its_attributes_in_a_process_without_tensor
     pickle)."""
     script = """
 import inspect, pickle, sys
-from tfrecorder_lite import errors, images, storage, tfrecord
+from tfrecorder_lite import errors, images, storage
+from tfrecorder_lite.record import framing as tfrecord
 samples = {
     storage.FileRefused: ("/data/huge.jpg", "file too large: 6.0 GB"),
     errors.InvalidRowError: (("row", 7), "gs://b/x.jpg", "truncated JPEG"),

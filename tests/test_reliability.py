@@ -565,9 +565,9 @@ def _replace_image(out, name, record, encoded):
     with tf.io.TFRecordWriter(path) as writer:
         for raw in raws:
             writer.write(raw)
-    index = os.path.join(out, tfrecorder_lite.tfrecord.index_name(name))
+    index = os.path.join(out, tfrecorder_lite.output.layout.index_name(name))
     with open(index, "w") as f:
-        f.write(tfrecorder_lite.tfrecord.index_text(len(raw) for raw in raws))
+        f.write(tfrecorder_lite.record.framing.index_text(len(raw) for raw in raws))
     meta_path = os.path.join(out, "metadata.json")
     with open(meta_path, encoding="utf-8") as f:
         metadata = json.load(f)

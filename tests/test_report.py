@@ -113,9 +113,9 @@ def test_cli_inspect_and_info(outputs, tmp_path, capsys):
     assert cli.main(["info", outputs["gzip"]]) == 0
     metadata = tfrecorder_lite.read_metadata(outputs["gzip"])
     printed = capsys.readouterr().out
-    assert printed == report.summary_text(metadata, outputs["gzip"]) + "\n"
+    assert printed == report.summary_text(metadata.manifest, outputs["gzip"]) + "\n"
     assert "formats: jpeg 12\n" in printed and "TRAIN: 9 examples in 2 shard(s), " in printed
-    assert str(metadata) == report.summary_text(metadata, metadata.where)  # print(metadata)
+    assert str(metadata) == report.summary_text(metadata.manifest, metadata.where)  # print(metadata)
     assert metadata.where == str(outputs["gzip"]) and metadata["compression"] == "GZIP"
 
 

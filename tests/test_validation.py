@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 import tfrecorder_lite
-from tfrecorder_lite import (InvalidRowError, OutputExistsError, SchemaError, TFRecorderError,
-                             tfds_info)
+from tfrecorder_lite import InvalidRowError, OutputExistsError, SchemaError, TFRecorderError
+from tfrecorder_lite.output import layout
 
 
 def _problems(table, **options):
@@ -135,6 +135,6 @@ def test_num_shards_splits_rows_evenly_and_names_shards(tmp_path, image_table):
     assert [s["name"] for s in train] == [f"train-0000{i}-of-00003.tfrecord" for i in range(3)]
     assert [s["num_examples"] for s in train] == [5, 5, 6]
     assert set(os.listdir(tmp_path / "out")) == {
-        "metadata.json", "labels.txt", *tfds_info.FILES,
+        "metadata.json", "labels.txt", layout.DATASET_INFO, layout.TFDS_FEATURES, layout.TFDS_LABEL_NAMES,
         *(name for info in result.metadata["splits"].values() for s in info["shards"]
           for name in (s["name"], s["index"]["name"]))}

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from tfrecorder_lite import storage, tfrecord
+from tfrecorder_lite import storage
+from tfrecorder_lite.record import framing as tfrecord
 
 MiB = 1 << 20
 

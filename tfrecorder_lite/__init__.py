@@ -17,7 +17,7 @@ from .errors import (  # noqa: E402
     SchemaError, TFRecorderError, UnsupportedURLError, VerifyError,
 )
 from .loader import load  # noqa: E402
-from .manifest import read_metadata  # noqa: E402
+from .output.manifest import read_metadata  # noqa: E402
 from .report import inspect  # noqa: E402
 from .validation import validate  # noqa: E402
 from .verification import verify  # noqa: E402

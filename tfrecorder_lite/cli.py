@@ -8,11 +8,10 @@ import json
 import logging
 import sys
 
-from . import manifest
 from ._version import __version__
 from .conversion import convert
 from .images import DEFAULT_MAX_BYTES
-from .manifest import summary_text
+from .output.manifest import read_manifest, summary_text
 from .report import inspect
 from .verification import verify
 from .errors import TFRecorderError, VerifyError
@@ -172,7 +171,7 @@ def _convert(args):
 
 
 def _info(args):
-    print(summary_text(manifest.read_metadata(args.output_dir, args.storage_options),
+    print(summary_text(read_manifest(args.output_dir, args.storage_options)[0],
                        args.output_dir))
     return 0
 

@@ -29,16 +29,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import example
+from .record import encoding as example
+from .record import keys
 from .errors import SchemaError
 
 _INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _LISTS = (list, tuple, np.ndarray)
 _REFUSED = (dict, set, frozenset)
-_DTYPES = {"int64": example.INT64, "int": example.INT64, "bool": example.INT64,
-           "float32": example.FLOAT, "float": example.FLOAT,
-           "bytes": example.BYTES, "string": example.BYTES, "str": example.BYTES}
+_DTYPES = {"int64": keys.INT64, "int": keys.INT64, "bool": keys.INT64,
+           "float32": keys.FLOAT, "float": keys.FLOAT,
+           "bytes": keys.BYTES, "string": keys.BYTES, "str": keys.BYTES}
 _TYPE = re.compile(r"^\s*([a-z0-9]+)\s*(?:\[([^\]]*)\])?\s*$")
 
 
@@ -48,7 +49,7 @@ class ExtraColumn:
 
     Attributes:
         name: the feature key (the column name as text).
-        kind: the feature kind: ``example.INT64``, ``FLOAT`` or ``BYTES``.
+        kind: the feature kind: ``keys.INT64``, ``FLOAT`` or ``BYTES``.
         column_dtype: the column's pandas dtype, as text.
         missing: how a missing value is stored ("NaN", "empty string", "empty list"), or None
             when the column has none.
@@ -125,7 +126,7 @@ def extra_columns(df, used, declared=None, reserved=()):
         if name in used:
             continue
         key = str(name)
-        if key in example.IMAGE_FEATURES or key in reserved:
+        if key in keys.IMAGE_FEATURES or key in reserved:
             raise SchemaError(f"column '{key}' clashes with a record feature key; rename it")
         if name in declared:
             column, stored = _declared(key, df[name], *feature_type(declared[name], key))
@@ -157,14 +158,14 @@ def _typed(name, series):
                     "cannot hold,", "fill it (df[col].fillna(...)), make the column float "
                     "(missing values are then NaN), or drop it")
         if dtype.kind == "b":
-            return ExtraColumn(name, example.INT64, dtype_text), [int(v) for v in series]
+            return ExtraColumn(name, keys.INT64, dtype_text), [int(v) for v in series]
         stored = [int(v) for v in series]
-        _check_range(name, series, example.INT64, [[v] for v in stored])
-        return ExtraColumn(name, example.INT64, dtype_text), stored
+        _check_range(name, series, keys.INT64, [[v] for v in stored])
+        return ExtraColumn(name, keys.INT64, dtype_text), stored
     if dtype.kind == "f":
         stored = series.astype("float64").tolist()
-        _check_range(name, series, example.FLOAT, [[v] for v in stored])
-        return ExtraColumn(name, example.FLOAT, dtype_text,
+        _check_range(name, series, keys.FLOAT, [[v] for v in stored])
+        return ExtraColumn(name, keys.FLOAT, dtype_text,
                            "NaN" if missing.any() else None), stored
     if dtype.kind == "c":
         _refuse(name, series, [True] * len(series), "holds complex numbers")
@@ -179,17 +180,17 @@ def _typed(name, series):
         if any(isinstance(v, _LISTS) for v in values):
             return _list_column(name, series, values)
         stored = [v if isinstance(v, bytes) else "" if pd.isna(v) else str(v) for v in values]
-    return ExtraColumn(name, example.BYTES, dtype_text,
+    return ExtraColumn(name, keys.BYTES, dtype_text,
                        "empty string" if missing.any() else None), stored
 
 
 def _check_range(name, series, kind, cells):
     """Refuse values an int64 or float32 feature cannot hold exactly."""
-    if kind == example.INT64:
+    if kind == keys.INT64:
         bad = [any(not _INT64_MIN <= v <= _INT64_MAX for v in cell) for cell in cells]
         if any(bad):
             _refuse(name, series, bad, "holds a value outside int64")
-    elif kind == example.FLOAT:
+    elif kind == keys.FLOAT:
         bad = [any(abs(v) > _FLOAT32_MAX and np.isfinite(v) for v in cell) for cell in cells]
         if any(bad):
             _refuse(name, series, bad, "holds a value beyond float32")
@@ -235,13 +236,13 @@ def _element_kind(name, series, flat):
         _refuse(name, series, [True] * len(series), "holds only empty lists, so its type "
                 "cannot be told", "declare it, e.g. features={'%s': 'float32[None]'}" % name)
     if all(isinstance(x, (bool, np.bool_)) for x in elements):
-        return example.INT64
+        return keys.INT64
     if all(isinstance(x, (int, np.integer)) for x in elements):
-        return example.INT64
+        return keys.INT64
     if all(isinstance(x, (int, float, np.integer, np.floating)) for x in elements):
-        return example.FLOAT
+        return keys.FLOAT
     if all(isinstance(x, (str, bytes)) for x in elements):
-        return example.BYTES
+        return keys.BYTES
     odd = [any(not isinstance(x, type(elements[0])) for x in cell[0]) if cell else False
            for cell in flat]
     _refuse(name, series, odd if any(odd) else [True] * len(series),
@@ -291,17 +292,17 @@ def _shape_text(length, width):
 
 def _as_kind(name, series, row, kind, value):
     """One list element as the Python value its feature stores."""
-    if kind == example.BYTES:
+    if kind == keys.BYTES:
         if isinstance(value, (str, bytes)):
             return value
-    elif kind == example.INT64:
+    elif kind == keys.INT64:
         if isinstance(value, (bool, int, np.integer, np.bool_)) or (
                 isinstance(value, (float, np.floating)) and float(value).is_integer()):
             return int(value)
     elif isinstance(value, (int, float, np.integer, np.floating)) and \
             not isinstance(value, (bool, np.bool_)):
         return float(value)
-    wanted = {example.BYTES: "text", example.INT64: "a whole number"}.get(kind, "a number")
+    wanted = {keys.BYTES: "text", keys.INT64: "a whole number"}.get(kind, "a number")
     raise SchemaError(f"column '{name}' holds {value!r} at row {row!r}, which is not {wanted}")
 
 
@@ -315,16 +316,16 @@ def _declared(name, series, kind, shape):
         raise SchemaError(f"column '{name}' holds lists, but features= declares one value")
     if column.kind == kind:
         return column, stored
-    if kind == example.INT64 and column.missing:
+    if kind == keys.INT64 and column.missing:
         _refuse(name, series, series.isna(), "has a missing value, which an int64 feature "
                 "cannot hold,", "fill it, or declare the column float32")
     converted = []
     for row, value in zip(series.index, stored):
-        if kind == example.FLOAT and isinstance(value, str) and value == "":
+        if kind == keys.FLOAT and isinstance(value, str) and value == "":
             converted.append(float("nan"))
-        elif kind == example.BYTES:
+        elif kind == keys.BYTES:
             converted.append(value if isinstance(value, (str, bytes)) else str(value))
         else:
             converted.append(_as_kind(name, series, row, kind, value))
-    missing = column.missing if kind != example.FLOAT else ("NaN" if column.missing else None)
+    missing = column.missing if kind != keys.FLOAT else ("NaN" if column.missing else None)
     return ExtraColumn(name, kind, column.column_dtype, missing), converted

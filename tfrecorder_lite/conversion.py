@@ -5,7 +5,7 @@ from .errors import SchemaError
 from .images import DEFAULT_MAX_BYTES, ImageOptions
 from .plan import build_plan
 from .storage import Store
-from .tfrecord import normalize_compression
+from .record.framing import normalize_compression
 from .writer import write_plan
 
 CHECKS = ("decode", "header")

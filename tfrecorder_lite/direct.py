@@ -8,11 +8,13 @@ written shards changes one line, and gives the same elements.
 
 import joblib
 
-from . import example, loader, schema
+from . import loader, schema
 from .conversion import image_options
 from .errors import InvalidRowError, SchemaError
 from .plan import build_plan
+from .record import encoding as example
 from .shard import prepared_chunks
+from .splits import pick
 
 
 def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", label_col="label",
@@ -52,10 +54,8 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
                       seed=seed, storage_options=storage_options,
                       assignment=schema.split_assignment(unassigned, split_ratios, split_col),
                       label_sep=label_sep, features=features)
-    wanted = str(split).strip().upper()
+    wanted = pick(split, plan.splits, "this table")
     shards = [s for s in plan.shards if s.split == wanted]
-    if not shards:
-        raise SchemaError(f"split {split!r} not in this table; it has {list(plan.splits)}")
     splits = schema.table_splits(df, split_col, image_col, plan.assignment).tolist()
     refused = [(p, reason) for p, reason in plan.rejected if splits[p] == wanted]
     if on_error == "raise" and refused:
@@ -77,7 +77,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     spec = example.parse_spec(plan.features)
     if image_size is not None:
         image_size = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
-    labels = loader.label_outputs({"labels": plan.labels}, label, multi_hot)
+    labels = loader.label_outputs(plan.labels, label, multi_hot)
     decode = loader.decoder(tf, spec, image_size, channels, as_supervised, (), dct_method, labels,
                             images=plan.image is not None)
     serialized = tf.data.Dataset.from_generator(

@@ -5,18 +5,16 @@ position, so that the checks and the vocabulary are the same whether a row holds
 several. pandas only, no I/O.
 """
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from . import example
+from .record import keys
 from .errors import SchemaError
 
 _LISTS = (list, tuple, set, frozenset, np.ndarray)
 _SCALARS = {"string", "bytes", "integer", "floating", "mixed-integer-float", "boolean", "empty"}
-_LEVEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 
 @dataclass(frozen=True)
@@ -38,14 +36,14 @@ class LabelField:
     @property
     def keys(self):
         """(id key, text key) of its record features."""
-        return example.label_keys(self.level)
+        return keys.label_keys(self.level)
 
     def features(self):
         """Its entries in metadata.json's ``features``."""
         shape = [None] if self.multi else []
         id_key, text_key = self.keys
-        return {id_key: {"dtype": example.INT64, "shape": shape},
-                text_key: {"dtype": example.BYTES, "shape": shape}}
+        return {id_key: {"dtype": keys.INT64, "shape": shape},
+                text_key: {"dtype": keys.BYTES, "shape": shape}}
 
 
 def label_columns(label_col):
@@ -58,7 +56,7 @@ def label_columns(label_col):
     if isinstance(label_col, (list, tuple)):
         if not label_col:
             raise SchemaError("label_col is an empty list: give one column, or one per level")
-        bad = [c for c in label_col if not isinstance(c, str) or not _LEVEL_NAME.match(c)]
+        bad = [c for c in label_col if not isinstance(c, str) or not keys.LEVEL_NAME.match(c)]
         if bad:
             raise SchemaError(f"label levels are named after their columns, which must be "
                               f"letters, digits, '_', '.' or '-': {bad}")

@@ -9,8 +9,12 @@ import os
 
 import joblib
 
-from . import example, manifest, shard_cache, verification
+from . import shard_cache, verification
 from .errors import SchemaError
+from .output.manifest import read_manifest
+from .record import encoding as example
+from .record import keys
+from .splits import pick
 from .storage import Store
 
 _JPEG_RATIOS = (8, 4, 2)
@@ -58,7 +62,7 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         SchemaError: an unknown split, or batching images of different sizes without image_size.
     """
     store = Store(output_dir, storage_options)
-    metadata = manifest.read_metadata(store)
+    manifest, _ = read_manifest(store)
     if split is None:
         return {name: load(output_dir, name, batch_size=batch_size, image_size=image_size,
                            shuffle=shuffle, seed=seed, as_supervised=as_supervised,
@@ -66,36 +70,36 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
                            channels=channels, dct_method=dct_method,
                            storage_options=storage_options, cache_dir=cache_dir, label=label,
                            multi_hot=multi_hot)
-                for name in metadata["splits"]}
-    split = manifest.normalize_split(metadata, split)
-    labels = label_outputs(metadata, label, multi_hot)
+                for name in manifest.splits}
+    split = pick(split, manifest.splits)
+    labels = label_outputs(manifest.labels, label, multi_hot)
     if image_size is not None:
         image_size = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
-    image = metadata["image"]
+    image = manifest.image
     if image is None and image_size is not None:
         raise SchemaError(f"{output_dir} holds no images, so image_size does not apply")
-    if batch_size and image is not None and image_size is None and image["size"] is None:
+    if batch_size and image is not None and image_size is None and image.size is None:
         raise SchemaError(
             f"the images in {output_dir} have different sizes, so they cannot be batched as "
             "they are: pass image_size=(height, width) to load(), or batch_size=None"
         )
     import tensorflow as tf
 
-    shards = metadata["splits"][split]["shards"]
+    shards = manifest.splits[split].shards
     paths = _shard_files(store, shards, cache_dir)
-    num_examples = metadata["splits"][split]["num_examples"]
-    read_shard = _shard_reader(tf, metadata["compression"] or "", store.url)
-    spec = example.parse_spec(metadata["features"])
+    num_examples = manifest.splits[split].num_examples
+    read_shard = _shard_reader(tf, manifest.compression or "", store.url)
+    spec = example.parse_spec(manifest.features)
     ratios = _useful_jpeg_ratios(image, image_size) if image else ()
     decode = decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method, labels,
                      images=image is not None)
 
     deterministic = not shuffle or seed is not None  # a seeded shuffle must repeat exactly
-    names = [store.path(shard["name"]) for shard in shards]  # for messages, with any copy read
+    names = [store.path(shard.name) for shard in shards]  # for messages, with any copy read
     names = [name if name == path else f"{name} (local copy {path})"
              for name, path in zip(names, paths)]
     files = tf.data.Dataset.from_tensor_slices(
-        (paths, names, tf.constant([shard["num_examples"] for shard in shards], tf.int64)))
+        (paths, names, tf.constant([shard.num_examples for shard in shards], tf.int64)))
     if shuffle:
         files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
     cycle_length = max(1, min(len(paths), 8))
@@ -138,8 +142,9 @@ def _varies(tf, element_spec):
     return any(not spec.shape.is_fully_defined() for spec in tf.nest.flatten(parts))
 
 
-def label_outputs(metadata, label=None, multi_hot=False):
-    """What the label of ``(image, label)`` is, for an output's metadata.json content.
+def label_outputs(labels, label=None, multi_hot=False):
+    """What the label of ``(image, label)`` is, for an output's ``labels`` (a list, or a dict
+    level -> list).
 
     Returns:
         ``(outputs, as_dict, keys)``: outputs are ``(name, id key, multi-hot size or None)``
@@ -149,21 +154,20 @@ def label_outputs(metadata, label=None, multi_hot=False):
     Raises:
         SchemaError: ``label`` names no level of the output.
     """
-    labels = metadata["labels"]
     if not isinstance(labels, dict):
         if label is not None:
             raise SchemaError(f"label={label!r}: this output has one label per record (no "
                               "levels), so label takes no value")
-        return ((None, example.LABEL, len(labels) if multi_hot else None),), False, \
-            example.label_keys()
+        return ((None, keys.LABEL, len(labels) if multi_hot else None),), False, \
+            keys.label_keys()
     wanted = list(labels) if label is None else [label] if isinstance(label, str) else label
     unknown = [name for name in wanted if name not in labels]
     if unknown or not wanted:
         raise SchemaError(f"label={label!r}: this output's label levels are {list(labels)}")
-    outputs = tuple((name, example.label_keys(name)[0], len(labels[name]) if multi_hot else None)
+    outputs = tuple((name, keys.label_keys(name)[0], len(labels[name]) if multi_hot else None)
                     for name in wanted)
-    keys = tuple(key for name in labels for key in example.label_keys(name))
-    return outputs, not isinstance(label, str), keys
+    label_keys = tuple(key for name in labels for key in keys.label_keys(name))
+    return outputs, not isinstance(label, str), label_keys
 
 
 def reads_natively(store, cache_dir=None):
@@ -183,11 +187,11 @@ def _shard_files(store, shards, cache_dir):
     """
     if store.is_local:
         for shard in shards:
-            problem = verification.size_problem(shard, store.size(shard["name"]))
+            problem = verification.size_problem(shard, store.size(shard.name))
             if problem:
                 raise verification.shard_error(store, shard, problem)
     if reads_natively(store, cache_dir):
-        return [store.path(shard["name"]) for shard in shards]
+        return [store.path(shard.name) for shard in shards]
     return shard_cache.local_copies(store, shards, cache_dir)
 
 
@@ -223,15 +227,15 @@ def _shard_reader(tf, compression, output_url):
 
 def _useful_jpeg_ratios(image_info, image_size):
     """The JPEG DCT scales (8, 4, 2) that can still cover ``image_size`` for some image."""
-    if image_size is None or "jpeg" not in image_info["formats"]:
+    if image_size is None or "jpeg" not in image_info.formats:
         return ()
-    max_height, max_width = image_info.get("max_size") or (float("inf"), float("inf"))
+    max_height, max_width = image_info.max_size or (float("inf"), float("inf"))
     return tuple(r for r in _JPEG_RATIOS
                  if max_height // r >= image_size[0] and max_width // r >= image_size[1])
 
 
 def decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method,
-            labels=(((None, example.LABEL, None),), False, example.label_keys()), images=True):
+            labels=(((None, keys.LABEL, None),), False, keys.label_keys()), images=True):
     """The map function: parse one record, decode (and resize) its image.
 
     Args:
@@ -242,7 +246,7 @@ def decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method,
     """
     outputs, as_dict, label_keys = labels
     if as_supervised and images:  # parse only what the image and label need
-        wanted = (example.ENCODED, example.FORMAT, example.HEIGHT, example.WIDTH)
+        wanted = (keys.ENCODED, keys.FORMAT, keys.HEIGHT, keys.WIDTH)
         spec = {key: spec[key] for key in (*wanted, *(key for _, key, _ in outputs))}
 
     def decode_image(features):
@@ -250,7 +254,7 @@ def decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method,
         # 1/2, 1/4 or 1/8 scale for free: pick the smallest that still covers the target size,
         # then resize the rest of the way. One switch (no nesting): branch i < len(ratios)
         # decodes at 1/ratios[i], then full-size JPEG, then any other format.
-        encoded = features[example.ENCODED]
+        encoded = features[keys.ENCODED]
         branches = [lambda r=r: tf.io.decode_jpeg(encoded, channels=channels, ratio=r,
                                                   dct_method=dct_method)
                     for r in ratios]
@@ -260,13 +264,13 @@ def decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method,
                                                 expand_animations=False)]
         jpeg_index = len(ratios)  # full size
         if ratios:
-            height, width = features[example.HEIGHT], features[example.WIDTH]
+            height, width = features[keys.HEIGHT], features[keys.WIDTH]
             fits = [tf.logical_and(height // r >= image_size[0], width // r >= image_size[1])
                     for r in ratios]
             # fits is monotone (a smaller ratio fits whenever a larger one does), so the
             # count of ratios that do not fit is the index of the largest one that does.
             jpeg_index = tf.reduce_sum(tf.cast(tf.logical_not(tf.stack(fits)), tf.int32))
-        index = tf.where(tf.equal(features[example.FORMAT], "jpeg"), jpeg_index,
+        index = tf.where(tf.equal(features[keys.FORMAT], "jpeg"), jpeg_index,
                          len(ratios) + 1)
         return tf.switch_case(index, branches)
 

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import columns, example, labels, schema, storage
+from . import columns, labels, schema, storage
 from .errors import SchemaError, UnsupportedURLError
 from .images import ImageOptions, unreadable_reason
-from .tfrecord import COMPRESSIONS
+from .splits import SPLITS, canonical
+from .output.layout import shard_name
+from .output.manifest import FORMAT_VERSION
+from .record import keys
 
-FORMAT_VERSION = 1
 TARGET_SHARD_BYTES = 128 * 2**20
 _RESIZED_BYTES_PER_PIXEL = 0.3  # rough JPEG size estimate used to pick shard counts
 
@@ -32,13 +34,12 @@ class ShardSpec:
     index: int
     num_shards: int
     positions: tuple
-    suffix: str = ""
+    compression: str = None
 
     @property
     def name(self):
         """File name, e.g. ``train-00000-of-00004.tfrecord``."""
-        return (f"{self.split.lower()}-{self.index:05d}-of-{self.num_shards:05d}"
-                f".tfrecord{self.suffix}")
+        return shard_name(self.split, self.index, self.num_shards, self.compression)
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class ShardTask:
     extra_kinds: tuple
     sha256: bool = False
     threads: int = 1
-    label_keys: tuple = (example.label_keys(),)
+    label_keys: tuple = (keys.label_keys(),)
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,7 +122,7 @@ class WritePlan:
     def features(self):
         """metadata.json's ``features``: every record feature, with the columns' own types."""
         image = {} if self.image is None else {
-            key: {"dtype": kind, "shape": []} for key, kind in example.IMAGE_KEYS.items()}
+            key: {"dtype": kind, "shape": []} for key, kind in keys.IMAGE_KEYS.items()}
         label = {key: spec for f in self.label_fields for key, spec in f.features().items()}
         return {**image, **label,
                 **{column.name: column.describe() for column in self.extra_columns}}
@@ -188,7 +189,7 @@ def _label_fields(df, label_col, label_map, label_sep, refused):
 
 def _shard_count(requested, split, n_rows, n_bytes):
     if isinstance(requested, dict):
-        requested = {str(k).upper(): v for k, v in requested.items()}.get(split)
+        requested = {canonical(k): v for k, v in requested.items()}.get(split)
     if requested is None:
         wanted = math.ceil(n_bytes / TARGET_SHARD_BYTES)
     elif isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
@@ -229,7 +230,7 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
     extra, extras = columns.extra_columns(
         df, schema.used_columns(split_col, image_col, label_col), features,
         reserved=[key for _, level in labels.label_columns(label_col)
-                  for key in example.label_keys(level)])
+                  for key in keys.label_keys(level)])
     compression = compression and compression.upper()
     fingerprint = hashlib.sha256()
     if image_col is None:
@@ -242,8 +243,7 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
 
     label_fields, label_values = _label_fields(df, label_col, label_map, label_sep, reasons)
     shards, present = [], []
-    suffix = COMPRESSIONS[compression]
-    for split_number, split in enumerate(schema.SPLITS):
+    for split_number, split in enumerate(SPLITS):
         positions = np.array([p for p, s in enumerate(splits) if s == split and p not in reasons],
                              dtype=np.int64)
         if not any(s == split for s in splits):
@@ -258,7 +258,7 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
             n_bytes = sum(sizes[p] for p in positions)
         count = _shard_count(num_shards, split, len(positions), n_bytes)
         bounds = [len(positions) * i // count for i in range(count + 1)]
-        shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), suffix)
+        shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), compression)
                    for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
 
     rejected = tuple(sorted(reasons.items()))

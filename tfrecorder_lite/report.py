@@ -21,10 +21,13 @@ from dataclasses import dataclass
 import pandas as pd
 from PIL import Image, ImageDraw, ImageFont, ImageOps
 
-from . import example, manifest
-from .manifest import hxw, summary_text
+from .output.layout import REJECTED
+from .output.manifest import hxw, read_manifest, summary_text
+from .record import encoding as example
+from .record import keys
+from .record.framing import iter_records
+from .splits import pick
 from .storage import Store, human_size
-from .tfrecord import iter_records
 
 logger = logging.getLogger(__name__)
 
@@ -99,31 +102,30 @@ def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
         raise ValueError(f"num must be 0 or more, not {num}")
     started = time.perf_counter()
     store = Store(output_dir, storage_options)
-    metadata = manifest.read_metadata(store)
-    splits = list(metadata["splits"]) if split is None else [
-        manifest.normalize_split(metadata, split)]
-    infos = [metadata["splits"][name] for name in splits]
-    summary = summary_text(metadata, store.url)
+    manifest, _ = read_manifest(store)
+    splits = list(manifest.splits) if split is None else [pick(split, manifest.splits)]
+    infos = [manifest.splits[name] for name in splits]
+    summary = summary_text(manifest, store.url)
     samples, problems, sections = [], [], []
     for name, info, share in zip(splits, infos,
-                                 _spread(num, [i["num_examples"] for i in infos])):
-        if metadata["image"] is None:  # records without images: nothing to show
+                                 _spread(num, [i.num_examples for i in infos])):
+        if manifest.image is None:  # records without images: nothing to show
             share = 0
-        found, trouble = _read_samples(store, info["shards"], share, metadata["compression"],
-                                       _text_keys(metadata))
+        found, trouble = _read_samples(store, info.shards, share, manifest.compression,
+                                       _text_keys(manifest))
         samples += found
         problems += trouble
-        sections.append(_split_section(metadata, name, info, found, len(sections)))
+        sections.append(_split_section(manifest, name, info, found, len(sections)))
     body = "\n".join([
         f'<div class="tfrl-report">\n<style>{_STYLE}</style>',
         f"<h1>{_e(store.url)}</h1>",
         f"<pre>{_e(summary)}</pre>",
         *(f'<p class="problem">{_e(p)}</p>' for p in problems),
-        _splits_table(metadata, splits),
-        _labels_table(metadata, splits),
-        _images_section(metadata, samples) if metadata["image"] is not None else "",
+        _splits_table(manifest, splits),
+        _labels_table(manifest, splits),
+        _images_section(manifest, samples) if manifest.image is not None else "",
         *sections,
-        _rejected_section(store, metadata),
+        _rejected_section(store, manifest),
         "</div>"])
     report = Report(store.url, summary, body, len(samples))
     if out is not None:
@@ -162,16 +164,14 @@ def _spread(num, capacities):
     return shares
 
 
-def _text_keys(metadata):
+def _text_keys(manifest):
     """The record keys of the label texts (one per label level)."""
-    labels = metadata["labels"]
-    levels = list(labels) if isinstance(labels, dict) else [None]
-    return [example.label_keys(level)[1] for level in levels]
+    return [keys.label_keys(level)[1] for level in manifest.levels]
 
 
-def _level_counts(metadata, counts):
+def _level_counts(manifest, counts):
     """A split's ``label_counts`` as ``{label: count}``; with levels, labels are "level: text"."""
-    if not isinstance(metadata["labels"], dict):
+    if not isinstance(manifest.labels, dict):
         return counts
     return {f"{level}: {label}": n for level, level_counts in counts.items()
             for label, n in level_counts.items()}
@@ -185,15 +185,15 @@ def _read_samples(store, shards, num, compression, text_keys):
         not be read to the end of its share.
     """
     samples, problems = [], []
-    for shard, share in zip(shards, _spread(num, [s["num_examples"] for s in shards])):
+    for shard, share in zip(shards, _spread(num, [s.num_examples for s in shards])):
         if not share:
             continue
         try:
-            with store.open_read(shard["name"]) as f:
+            with store.open_read(shard.name) as f:
                 for data in itertools.islice(iter_records(f, compression), share):
                     samples.append(_sample(example.decode_example(data), text_keys))
         except (OSError, ValueError) as exc:
-            problems.append(f"{store.path(shard['name'])}: {exc}; run tfrecorder-lite verify "
+            problems.append(f"{store.path(shard.name)}: {exc}; run tfrecorder-lite verify "
                             f"{store.url}")
             logger.warning("%s", problems[-1])
     return samples, problems
@@ -204,9 +204,9 @@ def _sample(features, text_keys):
         values = features.get(key, (None, [b""]))[1]
         return ", ".join(v.decode("utf-8", "replace") for v in values)
 
-    sample = _Sample(" / ".join(text(key) for key in text_keys), text(example.FILENAME))
+    sample = _Sample(" / ".join(text(key) for key in text_keys), text(keys.FILENAME))
     try:
-        with Image.open(io.BytesIO(features[example.ENCODED][1][0])) as image:
+        with Image.open(io.BytesIO(features[keys.ENCODED][1][0])) as image:
             sample.size, sample.mode = (image.height, image.width), image.mode
             image.draft("RGB", (THUMB, THUMB))  # JPEG: decode at 1/2 to 1/8 scale
             flat = _flatten(image)
@@ -345,33 +345,32 @@ def _table(header, rows, caption=None):
     return f"<table>{caption}<tr>{head}</tr>\n{body}</table>"
 
 
-def _splits_table(metadata, splits):
+def _splits_table(manifest, splits):
     rows = []
     for name in splits:
-        shards = metadata["splits"][name]["shards"]
-        rows.append((name, metadata["splits"][name]["num_examples"], len(shards),
-                     human_size(sum(s["bytes"] for s in shards))))
+        shards = manifest.splits[name].shards
+        rows.append((name, manifest.splits[name].num_examples, len(shards),
+                     human_size(sum(s.bytes for s in shards))))
     return "<h2>Splits</h2>\n" + _table(("split", "examples", "shards", "size"), rows)
 
 
-def _labels_table(metadata, splits):
+def _labels_table(manifest, splits):
     """Label id, text and count per split: the label mapping at a glance."""
-    counts = [_level_counts(metadata, metadata["splits"][name].get("label_counts", {}))
-              for name in splits]
-    labels = metadata["labels"]
+    counts = [_level_counts(manifest, manifest.splits[name].label_counts) for name in splits]
+    labels = manifest.labels
     named = [(i, f"{level}: {label}") for level, texts in labels.items()
              for i, label in enumerate(texts)] if isinstance(labels, dict) else enumerate(labels)
     rows = [(i, label, *(c.get(label, 0) for c in counts)) for i, label in named]
     return "<h2>Labels</h2>\n" + _table(("id", "label", *splits), rows)
 
 
-def _images_section(metadata, samples):
-    image = metadata["image"]
-    stored = [("stored", image["stored"]),
-              ("size (height x width)", hxw(image["size"]) if image["size"] else "various"),
-              ("max height x max width", hxw(image.get("max_size") or []) or "?"),
-              ("channels", image.get("channels") or "various")]
-    formats = list(image["formats"].items())
+def _images_section(manifest, samples):
+    image = manifest.image
+    stored = [("stored", image.stored),
+              ("size (height x width)", hxw(image.size) if image.size else "various"),
+              ("max height x max width", hxw(image.max_size or []) or "?"),
+              ("channels", image.channels or "various")]
+    formats = list(image.formats.items())
     decoded = [s for s in samples if s.size]
     sizes = Counter(hxw(s.size) for s in decoded).most_common()
     if len(sizes) > SIZES_SHOWN:
@@ -387,13 +386,13 @@ def _images_section(metadata, samples):
         f"</div>\n<p>Sizes and modes are those {sampled}.</p>"])
 
 
-def _split_section(metadata, name, info, samples, number):
+def _split_section(manifest, name, info, samples, number):
     """Shards, label histogram and contact sheet of one split; ``number`` makes ids unique."""
     parts = [f"<h2>{_e(name)}</h2>",
              _table(("shard", "examples", "size", "crc32c"),
-                    [(s["name"], s["num_examples"], human_size(s["bytes"]), s.get("crc32c", ""))
-                     for s in info["shards"]])]
-    counts = _level_counts(metadata, info.get("label_counts") or {})
+                    [(s.name, s.num_examples, human_size(s.bytes), s.crc32c or "")
+                     for s in info.shards])]
+    counts = _level_counts(manifest, info.label_counts or {})
     if counts:
         shown = "" if len(counts) <= MAX_BARS else f" (the first {MAX_BARS} labels)"
         parts += [f"<p>Labels{shown}:</p>", _img(_label_histogram(counts),
@@ -407,24 +406,24 @@ def _split_section(metadata, name, info, samples, number):
                        (f" ({sample.error})" if sample.error else ""))
             areas.append(f'<area shape="rect" coords="{x},{y},{x + THUMB},{y + THUMB + CAPTION}"'
                          f' title="{title}" alt="{title}">')
-        parts += [f"<p>The first {len(samples)} of {info['num_examples']} images:</p>",
+        parts += [f"<p>The first {len(samples)} of {info.num_examples} images:</p>",
                   _img(_contact_sheet(samples), f"images of {name}", map_name),
                   f'<map name="{map_name}">{"".join(areas)}</map>']
-    elif not info["num_examples"]:
+    elif not info.num_examples:
         parts.append("<p>No examples.</p>")
     return "\n".join(parts)
 
 
-def _rejected_section(store, metadata):
-    count = metadata["rejected"]
+def _rejected_section(store, manifest):
+    count = manifest.rejected
     head = f"<h2>Rejected rows: {count}</h2>"
     if not count:
         return head
     try:
-        with store.open_read(manifest.REJECTED) as f:
+        with store.open_read(REJECTED) as f:
             table = pd.read_csv(f, dtype=str, keep_default_na=False, nrows=REJECTED_SHOWN)
     except (OSError, ValueError) as exc:
-        return f'{head}\n<p class="problem">cannot read {_e(store.path(manifest.REJECTED))}: ' \
+        return f'{head}\n<p class="problem">cannot read {_e(store.path(REJECTED))}: ' \
                f"{_e(exc)}</p>"
     shown = f"<p>The first {len(table)}:</p>\n" if len(table) < count else ""
     return f"{head}\n{shown}" + _table(table.columns, table.itertuples(index=False))

@@ -8,17 +8,9 @@ import pandas as pd
 
 from . import labels
 from .errors import SchemaError
+from .splits import ALIASES, SPLITS, UNASSIGNED, canonical
 
-SPLITS = ("TRAIN", "VALIDATION", "TEST")
-_SPLIT_ALIASES = {
-    "TRAIN": "TRAIN", "TRAINING": "TRAIN",
-    "VALIDATION": "VALIDATION", "VALID": "VALIDATION", "VAL": "VALIDATION",
-    "TEST": "TEST", "TESTING": "TEST",
-}
 PROBLEM_COLUMNS = ["row", "column", "value", "problem"]
-
-
-UNASSIGNED = "UNASSIGNED"  # AutoML's "let the service choose"
 DEFAULT_RATIOS = {"TRAIN": 0.8, "VALIDATION": 0.1, "TEST": 0.1}
 
 
@@ -50,7 +42,7 @@ def used_columns(split_col, image_col, label_col):
 def canonical_splits(values):
     """Map split values to TRAIN / VALIDATION / TEST (case-insensitive); unknown -> None."""
     upper = values.astype("string").str.strip().str.upper()
-    return upper.map(_SPLIT_ALIASES).astype(object).where(upper.notna(), None)
+    return upper.map(ALIASES).astype(object).where(upper.notna(), None)
 
 
 def split_assignment(unassigned="reject", split_ratios=None, split_col="split"):
@@ -76,7 +68,7 @@ def split_assignment(unassigned="reject", split_ratios=None, split_col="split"):
     if not isinstance(ratios, dict):
         ratios = dict(zip(SPLITS, ratios)) if len(ratios) == len(SPLITS) else None
     shares = None if ratios is None else \
-        {_SPLIT_ALIASES.get(str(k).strip().upper()): v for k, v in ratios.items()}
+        {canonical(k): v for k, v in ratios.items()}
     if not shares or None in shares or not all(
             isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
             for v in shares.values()) or sum(shares.values()) <= 0:

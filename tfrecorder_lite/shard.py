@@ -11,11 +11,14 @@ import json
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 
-from . import example, storage
+from . import storage
 from .errors import InvalidRowError
 from .images import ImageRejected, prepare_content, read_images
-from .output_dir import STATE_DIR, receipt_name
-from .tfrecord import RecordWriter, file_digest, index_name, index_text
+from .output.layout import STATE_DIR, index_name, receipt_name
+from .output.manifest import IndexEntry, Receipt, ShardEntry
+from .record import encoding as example
+from .record import keys
+from .record.framing import RecordWriter, file_digest, index_text
 
 _MAX_CHUNK = 64  # rows read and prepared together (bounds memory; one batch of requests)
 
@@ -29,9 +32,8 @@ def write_shard(task, store, on_error="raise"):
         on_error: "raise" at the first row that cannot be written, or "skip" it.
 
     Returns:
-        The receipt (a small dict): name, num_examples, bytes, crc32c (and sha256 when the
-        task asks), rejected ``[position, reason]`` pairs, and the sizes, channels, formats and
-        labels written.
+        The shard's Receipt: its ShardEntry, the rejected ``(position, reason)`` pairs, and the
+        sizes, channels, formats and labels written.
 
     Raises:
         InvalidRowError: with ``on_error="raise"``, naming the row; nothing is left under the
@@ -73,7 +75,7 @@ def prepared_chunks(task, storage_options):
 
 
 def prepare_records(rows, image_options, extra_kinds, storage_options=None,
-                    label_keys=(example.label_keys(),)):
+                    label_keys=(keys.label_keys(),)):
     """Turn rows into serialized records.
 
     Args:
@@ -87,9 +89,9 @@ def prepare_records(rows, image_options, extra_kinds, storage_options=None,
         One ``(record, info)`` per row: the record's chunks (see ``encode_example_chunks``)
         and ``(format, height, width, channels, label ids)``, or ``(None, reason)``.
     """
-    kinds = {**example.IMAGE_KEYS, **dict(extra_kinds)}
+    kinds = {**keys.IMAGE_KEYS, **dict(extra_kinds)}
     for id_key, text_key in label_keys:
-        kinds.update({id_key: example.INT64, text_key: example.BYTES})
+        kinds.update({id_key: keys.INT64, text_key: keys.BYTES})
     out = []
     if image_options is None:
         contents = [None] * len(rows)
@@ -105,12 +107,12 @@ def prepare_records(rows, image_options, extra_kinds, storage_options=None,
                 out.append((None, str(exc)))
                 continue
             features = {
-                example.ENCODED: stored.encoded,
-                example.FORMAT: stored.format,
-                example.HEIGHT: stored.height,
-                example.WIDTH: stored.width,
-                example.CHANNELS: stored.channels,
-                example.FILENAME: storage.basename(path),
+                keys.ENCODED: stored.encoded,
+                keys.FORMAT: stored.format,
+                keys.HEIGHT: stored.height,
+                keys.WIDTH: stored.width,
+                keys.CHANNELS: stored.channels,
+                keys.FILENAME: storage.basename(path),
             }
             info = (stored.format, stored.height, stored.width, stored.channels)
         for (id_key, text_key), (label_id, label_text) in zip(label_keys, labels):
@@ -146,7 +148,7 @@ class ShardSink:
     def add(self, position, record, info):
         """Add one prepared row: its record and info, or None and the rejection reason."""
         if record is None:
-            self.rejected.append([position, info])
+            self.rejected.append((position, info))
             return
         self._batch.append(record)
         fmt, height, width, channels, label_ids = info
@@ -188,18 +190,15 @@ class ShardSink:
         self._file.commit()
         index = index_text(self.writer.record_sizes).encode()
         self._store.write_atomic(index_name(self.name), index)
-        receipt = {
-            "name": self.name, "num_examples": self.writer.num_records,
-            "bytes": self.writer.bytes_written, **checksums,
-            "index": {"name": index_name(self.name), "bytes": len(index),
-                      "crc32c": file_digest(index)["crc32c"]},
-            "rejected": self.rejected,
-            "sizes": sorted(self.sizes), "max_size": self.max_size,
-            "channels": sorted(self.channels),
-            "formats": dict(self.formats),
-            "labels": [{str(k): v for k, v in sorted(counts.items())} for counts in self.labels],
-        }
-        state.write_atomic(receipt_name(self.name), json.dumps(receipt))
+        shard = ShardEntry(self.name, self.writer.num_records, self.writer.bytes_written,
+                           checksums["crc32c"], checksums.get("sha256"),
+                           IndexEntry(index_name(self.name), len(index),
+                                      file_digest(index)["crc32c"]))
+        receipt = Receipt(
+            shard, tuple(self.rejected), tuple(sorted(self.sizes)), tuple(self.max_size),
+            tuple(sorted(self.channels)), dict(self.formats),
+            tuple({str(k): v for k, v in sorted(counts.items())} for counts in self.labels))
+        state.write_atomic(receipt_name(self.name), json.dumps(receipt.to_json()))
         return receipt
 
     def abandon(self):

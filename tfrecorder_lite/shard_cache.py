@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from . import verification
 from .errors import VerifyError
-from .tfrecord import FileDigest
+from .record.framing import FileDigest
 
 _CHUNK = 8 << 20
 _PARALLEL_DOWNLOADS = 8
@@ -33,7 +33,7 @@ def local_copies(store, shards, cache_dir=None):
 
     Args:
         store: the output folder (a Store).
-        shards: manifest entries (``name``, ``bytes``, ``crc32c`` and/or ``sha256``).
+        shards: ShardEntry of each shard.
         cache_dir: the cache folder (default: :func:`default_cache_dir`).
 
     Raises:
@@ -54,24 +54,24 @@ def local_copies(store, shards, cache_dir=None):
 def copy_name(store, shard):
     """The cache file name of a manifest entry of ``store``: its sha256 when it has one, else a
     digest of its URL, size and CRC32C (a 32-bit CRC alone would collide across many shards)."""
-    key = shard.get("sha256") or hashlib.sha256(
-        f"{store.path(shard['name'])}\0{shard['bytes']}\0{shard['crc32c']}".encode()).hexdigest()
+    key = shard.sha256 or hashlib.sha256(
+        f"{store.path(shard.name)}\0{shard.bytes}\0{shard.crc32c}".encode()).hexdigest()
     return f"{key}.tfrecord"
 
 
 def _cached(path, shard):
     try:
-        return os.path.getsize(path) == shard["bytes"]
+        return os.path.getsize(path) == shard.bytes
     except OSError:
         return False
 
 
 def _download(store, shard, path):
     """Stream one shard into ``path`` (temporary name, then rename), checking its checksums."""
-    digest = FileDigest.like(shard)
+    digest = FileDigest.like(shard.checksums)
     temp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
     try:
-        source = store.open_read(shard["name"])
+        source = store.open_read(shard.name)
     except FileNotFoundError:
         raise verification.shard_error(store, shard,
                                        verification.size_problem(shard, None)) from None
@@ -80,9 +80,9 @@ def _download(store, shard, path):
             for chunk in iter(lambda: source.read(_CHUNK), b""):
                 digest.update(chunk)
                 target.write(chunk)
-        mismatches = digest.mismatches(shard)
+        mismatches = digest.mismatches(shard.checksums)
         if mismatches:
-            raise VerifyError(f"{store.path(shard['name'])}: {' and '.join(mismatches)} "
+            raise VerifyError(f"{store.path(shard.name)}: {' and '.join(mismatches)} "
                               "differs from metadata.json (changed or damaged since it was "
                               "written; run verify)")
         os.replace(temp, path)

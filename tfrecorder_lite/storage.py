@@ -17,6 +17,7 @@ storage options, so the same Store can be handed to another process or machine.
 import asyncio
 import ctypes
 import functools
+import json
 import logging
 import os
 import posixpath
@@ -553,6 +554,14 @@ class Store:
     def read_text(self, name):
         """The content of the file ``name`` as text (UTF-8)."""
         return self.read_bytes(name).decode("utf-8")
+
+    def read_json(self, name):
+        """The parsed JSON content of the file ``name``, or None when it is missing, unreadable
+        or not JSON."""
+        try:
+            return json.loads(self.read_bytes(name))
+        except (OSError, ValueError):
+            return None
 
     def open_read(self, name):
         """A binary file object to read ``name`` from (streamed, for large files)."""

@@ -1,9 +1,12 @@
 """``verify()``: re-read every shard and check it against metadata.json."""
 
-from . import example, manifest
 from .errors import ManifestError, VerifyError
+from .output.layout import index_name
+from .output.manifest import read_manifest
+from .record import encoding as example
+from .record import keys
+from .record.framing import FileDigest, RecordError, index_text, iter_records
 from .storage import Store
-from .tfrecord import FileDigest, RecordError, index_name, index_text, iter_records
 
 
 class _DigestingReader:
@@ -28,8 +31,8 @@ def _check_record(data, features, decode_image):
         if kind != spec["dtype"] or not example.value_count_fits(spec["shape"], len(values)):
             raise ValueError(f"feature '{key}' holds {len(values)} {kind} value(s), "
                              f"expected {_values_text(spec)}")
-    if decode_image is not None and example.ENCODED in parsed:
-        decode_image(parsed[example.ENCODED][1][0])
+    if decode_image is not None and keys.ENCODED in parsed:
+        decode_image(parsed[keys.ENCODED][1][0])
 
 
 def _values_text(spec):
@@ -47,28 +50,28 @@ def size_problem(shard, size):
     manifest entry ``shard``, or None when nothing is."""
     if size is None:
         return "shard file is missing"
-    if size != shard["bytes"]:
-        return f"{size} bytes, metadata.json says {shard['bytes']} (truncated or changed)"
+    if size != shard.bytes:
+        return f"{size} bytes, metadata.json says {shard.bytes} (truncated or changed)"
     return None
 
 
 def shard_error(store, shard, problem):
     """A ManifestError naming the file of ``shard`` (a manifest entry of ``store``), its
     ``problem`` and what to do."""
-    return ManifestError(f"{store.path(shard['name'])}: {problem}; run tfrecorder-lite verify "
+    return ManifestError(f"{store.path(shard.name)}: {problem}; run tfrecorder-lite verify "
                          f"{store.url}")
 
 
 def _check_shard(store, shard, compression, features, decode_image):
     """Problems of one shard file (empty list when it is sound)."""
-    name = shard["name"]
+    name = shard.name
     size = store.size(name)
     problem = size_problem(shard, size)
     if size is None:
         return [f"{name}: {problem}"]
     problems, count, damaged, sizes = [f"{name}: {problem}"] if problem else [], 0, False, []
     with store.open_read(name) as f:
-        reader = _DigestingReader(f, FileDigest.like(shard))
+        reader = _DigestingReader(f, FileDigest.like(shard.checksums))
         try:
             for count, data in enumerate(iter_records(reader, compression), start=1):
                 sizes.append(len(data))
@@ -82,10 +85,10 @@ def _check_shard(store, shard, compression, features, decode_image):
             problems.insert(0, f"{name}: {exc}")
             damaged = True
         if not damaged:
-            if count != shard["num_examples"]:
+            if count != shard.num_examples:
                 problems.append(f"{name}: {count} records, metadata.json says "
-                                f"{shard['num_examples']}")
-            for kind in reader.digest.mismatches(shard):
+                                f"{shard.num_examples}")
+            for kind in reader.digest.mismatches(shard.checksums):
                 problems.append(f"{name}: {kind} differs from metadata.json")
             if not problems:  # an index can only be judged against sound records
                 problems += _index_problems(store, shard, sizes)
@@ -94,12 +97,12 @@ def _check_shard(store, shard, compression, features, decode_image):
 
 def _index_problems(store, shard, record_sizes):
     """Problems of a shard's index file against the records just read (none without one)."""
-    entry = shard.get("index")
+    entry = shard.index
     if entry is None:  # written before index files existed
         return []
-    shard_name, name = shard["name"], index_name(shard["name"])
-    if entry.get("name") != name:
-        return [f"{shard_name}: metadata.json names its index {entry.get('name')!r}, "
+    shard_name, name = shard.name, index_name(shard.name)
+    if entry.name != name:
+        return [f"{shard_name}: metadata.json names its index {entry.name!r}, "
                 f"expected {name!r}"]
     try:
         found = store.read_bytes(name)
@@ -137,17 +140,17 @@ def verify(output_dir, decode=False, *, storage_options=None):
         VerifyError: naming each damaged shard file and record index (``exc.problems``).
     """
     store = Store(output_dir, storage_options)
-    metadata = manifest.read_metadata(store)
+    manifest, _ = read_manifest(store)
     decode_image = _tf_decoder() if decode else None
     problems, shards, records = [], 0, 0
-    for info in metadata["splits"].values():
-        for shard in info["shards"]:
-            problems += _check_shard(store, shard, metadata["compression"], metadata["features"],
+    for info in manifest.splits.values():
+        for shard in info.shards:
+            problems += _check_shard(store, shard, manifest.compression, manifest.features,
                                      decode_image)
             shards += 1
-            records += shard["num_examples"]
+            records += shard.num_examples
     if problems:
         raise VerifyError(f"{len(problems)} problem(s) in {store.url}:\n  " +
                           "\n  ".join(problems), problems)
     what = "records verified" + (" and decoded" if decode else "")
-    return f"OK: {len(metadata['splits'])} split(s), {shards} shard(s), {records} {what}"
+    return f"OK: {len(manifest.splits)} split(s), {shards} shard(s), {records} {what}"

@@ -11,19 +11,22 @@ written last, from the receipts.
 import io
 import logging
 import re
-from collections import Counter
 from dataclasses import dataclass
 
 import joblib
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import manifest, output_dir, storage, tfds_info
+from . import storage
 from ._version import __version__
 from .errors import InvalidRowError
-from .folder_lock import FolderLock
+from .output import state as output_state
+from .output import tfds
+from .output.layout import REJECTED, STATE_DIR, index_name, label_files, level_files
+from .output.lock import FolderLock
+from .output.manifest import (ImageSummary, Manifest, read_manifest, split_entry,
+                              write_manifest)
 from .shard import write_shard
-from .tfrecord import index_name
 
 logger = logging.getLogger(__name__)
 
@@ -111,8 +114,8 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
     with FolderLock(store):
         files = [n for s in plan.shards for n in (s.name, index_name(s.name))]
         levels = [f.level for f in plan.label_fields if f.level is not None]
-        state = output_dir.prepare(store, plan.fingerprint,
-                                   files + output_dir.level_files(levels), overwrite)
+        state = output_state.prepare(store, plan.fingerprint, files + level_files(levels),
+                                     overwrite)
         if state.finished:
             logger.info("%s already holds this conversion; nothing to do", store.url)
             result = _result_from_disk(store, df)
@@ -122,8 +125,8 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
             return result
         receipts = dict(state.receipts)
         if on_error == "raise":  # shards an interrupted on_error="skip" run finished
-            _raise_first(plan, df, [tuple(r) for receipt in receipts.values()
-                                    for r in receipt["rejected"]])
+            _raise_first(plan, df, [r for receipt in receipts.values()
+                                    for r in receipt.rejected])
         _write_shards(plan, df, store, receipts, on_error, n_jobs, progress)
         return _finish(plan, df, store, receipts)
 
@@ -144,8 +147,8 @@ def _write_shards(plan, df, store, receipts, on_error, n_jobs, progress):
     with tqdm(total=total, unit="img", desc="tfrecorder_lite", disable=not progress) as bar:
         for receipt in parallel(joblib.delayed(write_shard)(task, store, on_error)
                                 for task in tasks):
-            receipts[receipt["name"]] = receipt
-            bar.update(receipt["num_examples"] + len(receipt["rejected"]))
+            receipts[receipt.name] = receipt
+            bar.update(receipt.shard.num_examples + len(receipt.rejected))
 
 
 def _raise_first(plan, df, rejected):
@@ -184,103 +187,59 @@ def _index_label(index):
 
 
 def _finish(plan, df, store, receipts):
-    rejected = list(plan.rejected)
-    for receipt in receipts.values():
-        rejected += [tuple(r) for r in receipt["rejected"]]
-    rejected.sort()
+    rejected = sorted([*plan.rejected, *(r for receipt in receipts.values()
+                                          for r in receipt.rejected)])
     rejected_df = _rejected_frame(df, rejected)
-    for name, vocabulary in manifest.label_files(plan.labels).items():
+    for name, vocabulary in label_files(plan.labels).items():
         store.write_atomic(name, "".join(f"{text}\n" for text in vocabulary))
     if rejected:
         safe = rejected_df.map(_spreadsheet_safe)
         safe.index = safe.index.map(_spreadsheet_safe)
-        store.write_atomic(manifest.REJECTED, safe.to_csv(index_label=_index_label(df.index)))
-    splits, sizes, channels, formats, max_size = {}, set(), set(), Counter(), [0, 0]
-    for split in plan.splits:
-        shards = [receipts[s.name] for s in plan.shards if s.split == split]
-        counts = [_label_counts(field, [_receipt_labels(r)[i] for r in shards])
-                  for i, field in enumerate(plan.label_fields)]
-        splits[split] = {
-            "num_examples": sum(r["num_examples"] for r in shards),
-            "label_counts": counts[0] if plan.label_fields[0].level is None else
-            {field.level: c for field, c in zip(plan.label_fields, counts)},
-            "shards": [{k: r[k] for k in ("name", "num_examples", "bytes", "crc32c", "sha256",
-                                          "index") if k in r} for r in shards],
-        }
-        for r in shards:
-            sizes.update(tuple(s) for s in r["sizes"])
-            max_size = [max(a, b) for a, b in zip(max_size, r["max_size"])]
-            channels.update(r["channels"])
-            formats.update(r["formats"])
+        store.write_atomic(REJECTED, safe.to_csv(index_label=_index_label(df.index)))
+    fields = [(field.level, field.vocabulary) for field in plan.label_fields]
+    by_split = {split: [receipts[s.name] for s in plan.shards if s.split == split]
+                for split in plan.splits}
+    splits = {split: split_entry(shards, fields) for split, shards in by_split.items()}
     for field in plan.label_fields:
-        written = {label for info in splits.values()
-                   for label in _field_counts(info["label_counts"], field)}
+        written = {label for entry in splits.values()
+                   for label in (entry.label_counts if field.level is None
+                                 else entry.label_counts[field.level])}
         unused = [text for text in field.vocabulary if text not in written]
         if unused:
             logger.warning("%d label(s)%s have an id but no example (their every image was "
                            "rejected while writing, or label_map lists them): %s", len(unused),
                            f" of level {field.level}" if field.level else "", unused[:10])
-    metadata = {
-        "format_version": manifest.FORMAT_VERSION,
-        "created_by": f"tfrecorder_lite {__version__}",
-        "fingerprint": plan.fingerprint,
-        **({"task": "multi-label"} if plan.multi_label else {}),
-        "labels": plan.labels,
-        "features": plan.features,
-        "compression": plan.compression,
-        "image": None if plan.image is None else {
-            "stored": "resized" if plan.image.size is not None else "encoded",
-            "size": list(sizes.pop()) if len(sizes) == 1 else None,
-            "max_size": max_size,
-            "channels": channels.pop() if len(channels) == 1 else None,
-            "formats": dict(sorted(formats.items())),
-        },
-        **({"split_assignment": {
+    manifest = Manifest(
+        labels=plan.labels, features=plan.features, compression=plan.compression,
+        image=None if plan.image is None else ImageSummary.from_receipts(
+            "resized" if plan.image.size is not None else "encoded", receipts.values()),
+        splits=splits, rejected=len(rejected),
+        rejected_rows=tuple(position for position, _ in rejected),
+        fingerprint=plan.fingerprint, created_by=f"tfrecorder_lite {__version__}",
+        task="multi-label" if plan.multi_label else None,
+        split_assignment={
             "unassigned": "assign", "ratios": dict(plan.assignment),
             "by": "sha256 of the image_uri text" if plan.image is not None else
-            "sha256 of the row's cells (but the split)"}} if plan.assignment else {}),
-        "rejected": len(rejected),
-        "rejected_rows": [position for position, _ in rejected],
-        "splits": splits,
-    }
-    for name, text in tfds_info.files(metadata).items():
+            "sha256 of the row's cells (but the split)"} if plan.assignment else None)
+    metadata = manifest.to_json()
+    for name, text in tfds.files(metadata).items():
         store.write_atomic(name, text)
-    manifest.write_metadata(store, metadata)
-    store.remove(output_dir.STATE_DIR)
-    counts = {split: info["num_examples"] for split, info in splits.items()}
+    write_manifest(store, manifest)
+    store.remove(STATE_DIR)
+    counts = {split: entry.num_examples for split, entry in splits.items()}
     logger.info("wrote %s to %s (%d rejected)", counts, store.url, len(rejected))
     return ConversionResult(store.url, counts, plan.labels, rejected_df, metadata)
 
 
-def _receipt_labels(receipt):
-    """Per label field, label id (as text) -> records, from a shard's receipt (receipts of
-    earlier versions hold one field's counts)."""
-    labels = receipt["labels"]
-    return [labels] if isinstance(labels, dict) else labels
-
-
-def _label_counts(field, shard_counts):
-    """label text -> records of one label field, summed over shards, in id order."""
-    total = Counter()
-    for counts in shard_counts:
-        total.update({int(k): v for k, v in counts.items()})
-    return {field.vocabulary[i]: total[i] for i in sorted(total)}
-
-
-def _field_counts(label_counts, field):
-    """The counts of one field in a split's ``label_counts``."""
-    return label_counts if field.level is None else label_counts[field.level]
-
-
 def _result_from_disk(store, df):
     """The result of a finished run of the same job: rejected rows come from ``df`` itself."""
-    metadata = manifest.read_metadata(store)
-    positions = metadata.get("rejected_rows", [])
+    manifest, metadata = read_manifest(store)
+    positions = manifest.rejected_rows
     reasons = []
     if positions:
-        table = pd.read_csv(io.BytesIO(store.read_bytes(manifest.REJECTED)), dtype=str,
+        table = pd.read_csv(io.BytesIO(store.read_bytes(REJECTED)), dtype=str,
                             keep_default_na=False)
         reasons = table["reason"].tolist()
     rejected = _rejected_frame(df, list(zip(positions, reasons)))
-    counts = {split: info["num_examples"] for split, info in metadata["splits"].items()}
-    return ConversionResult(store.url, counts, metadata["labels"], rejected, metadata)
+    counts = {split: entry.num_examples for split, entry in manifest.splits.items()}
+    return ConversionResult(store.url, counts, manifest.labels, rejected, metadata)

@@ -9,12 +9,9 @@ tfds cannot read compressed shards, so compressed outputs get none of these file
 
 import json
 
-from . import example
+from ..record.keys import ENCODED, LABEL, label_keys
+from .layout import DATASET_INFO, SPLIT_FILE_TEMPLATE, TFDS_FEATURES, tfds_label_names
 
-DATASET_INFO = "dataset_info.json"
-FEATURES = "features.json"
-LABEL_NAMES = "image.class.label.labels.txt"  # tfds: the feature key, "/" -> "."
-FILES = (DATASET_INFO, FEATURES, LABEL_NAMES)  # and, with label levels, one names file each
 VERSION = "1.0.0"
 _FEATURES = "tensorflow_datasets.core.features."
 
@@ -40,11 +37,6 @@ def _class_label(num_classes, multi=False):
             "sequence": {"feature": label, "length": "-1"}}
 
 
-def label_names_file(key):
-    """The file tfds reads the label names of the class feature ``key`` from."""
-    return key.replace("/", ".") + ".labels.txt"
-
-
 def files(metadata):
     """``{file name: text}`` of the tfds files for an output with this metadata.json content
     (none for compressed shards, which tfds cannot read). The same for every folder, so that
@@ -57,21 +49,21 @@ def files(metadata):
     levels = labels.items() if isinstance(labels, dict) else [(None, labels)]
     names = {}
     for level, texts in levels:
-        key = example.label_keys(level)[0]
+        key = label_keys(level)[0]
         features[key] = _class_label(len(texts), metadata.get("task") == "multi-label")
-        names[label_names_file(key)] = "".join(f"{label}\n" for label in texts)
+        names[tfds_label_names(key)] = "".join(f"{label}\n" for label in texts)
     supervised = {}
     if metadata["image"] is not None:
-        features[example.ENCODED] = _image(metadata["image"]["size"])
+        features[ENCODED] = _image(metadata["image"]["size"])
         if not isinstance(labels, dict):  # one label: tfds's as_supervised gives (image, label)
             supervised = {"supervisedKeys": {"tuple": {"items": [
-                {"featureKey": example.ENCODED}, {"featureKey": example.LABEL}]}}}
+                {"featureKey": ENCODED}, {"featureKey": LABEL}]}}}
     info = {
         "name": "tfrecorder_lite",
         "description": f"Written by {metadata['created_by']}; see metadata.json.",
         "version": VERSION,
         "moduleName": "tfrecorder_lite",
-        "splits": [{"name": split.lower(), "filepathTemplate": "{SPLIT}-{SHARD_X_OF_Y}.tfrecord",
+        "splits": [{"name": split.lower(), "filepathTemplate": SPLIT_FILE_TEMPLATE,
                     "numBytes": str(sum(s["bytes"] for s in info["shards"])),
                     "shardLengths": [str(s["num_examples"]) for s in info["shards"]]}
                    for split, info in metadata["splits"].items()],
@@ -79,7 +71,7 @@ def files(metadata):
     }
     return {
         DATASET_INFO: json.dumps(info, indent=2) + "\n",
-        FEATURES: json.dumps({"pythonClassName": _FEATURES + "features_dict.FeaturesDict",
+        TFDS_FEATURES: json.dumps({"pythonClassName": _FEATURES + "features_dict.FeaturesDict",
                               "featuresDict": {"features": features}}, indent=2) + "\n",
         **names,
     }

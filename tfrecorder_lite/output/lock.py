@@ -17,11 +17,11 @@ import threading
 import time
 import uuid
 
-from .errors import OutputLockedError
+from ..errors import OutputLockedError
+from .layout import LOCK
 
 logger = logging.getLogger(__name__)
 
-LOCK = ".tfrecorder_lite.lock"
 HEARTBEAT_SECONDS = 20.0
 STALE_SECONDS = 120.0
 SETTLE_SECONDS = 0.5  # longer than one write takes to land: a simultaneous writer shows by then
@@ -96,7 +96,10 @@ class FolderLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                holder = _read_json(lambda: os.pread(fd, 4096, 0))
+                try:
+                    holder = json.loads(os.pread(fd, 4096, 0))
+                except ValueError:
+                    holder = None
                 os.close(fd)
                 raise self._error(holder) from None
             try:  # a releasing holder unlinks the file: make sure this one is still in place
@@ -113,7 +116,7 @@ class FolderLock:
     # object stores
 
     def _lease(self):
-        holder = _read_json(lambda: self._store.read_bytes(LOCK))
+        holder = self._store.read_json(LOCK)
         if holder is not None and self._holds(holder):
             raise self._error(holder)
         if holder is not None:
@@ -121,7 +124,7 @@ class FolderLock:
                            _describe(holder))
         self._store.write_atomic(LOCK, json.dumps(_holder(self._token)))
         time.sleep(SETTLE_SECONDS)
-        holder = _read_json(lambda: self._store.read_bytes(LOCK))
+        holder = self._store.read_json(LOCK)
         if not isinstance(holder, dict) or holder.get("token") != self._token:
             raise self._error(holder)
         self._heartbeat = threading.Thread(target=self._renew, daemon=True,
@@ -158,14 +161,6 @@ class FolderLock:
             self._stop.set()
             self._heartbeat.join()
             self._heartbeat = None
-            holder = _read_json(lambda: self._store.read_bytes(LOCK))
+            holder = self._store.read_json(LOCK)
             if isinstance(holder, dict) and holder.get("token") == self._token:
                 self._store.remove(LOCK)
-
-
-def _read_json(read):
-    """The JSON object ``read()`` returns, or None when there is none (or it is not JSON)."""
-    try:
-        return json.loads(read())
-    except (OSError, ValueError):
-        return None

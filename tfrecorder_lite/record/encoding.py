@@ -1,42 +1,13 @@
-"""The record format: feature keys, ``tf.train.Example`` encoding and the parse spec.
+"""``tf.train.Example`` encoding and decoding, in plain Python.
 
-Records use the keys the TensorFlow ecosystem already reads (TF-slim, Inception, the Object
-Detection API). Encoding is done here in plain Python (the protobuf wire format of
-``tf.train.Example`` is small and stable), so writing records never imports TensorFlow.
+The protobuf wire format of ``tf.train.Example`` is small and stable, so writing records never
+imports TensorFlow.
 """
 
 import functools
 import struct
 
-ENCODED = "image/encoded"
-FORMAT = "image/format"
-HEIGHT = "image/height"
-WIDTH = "image/width"
-CHANNELS = "image/channels"
-FILENAME = "image/filename"
-LABEL = "image/class/label"
-LABEL_TEXT = "image/class/text"
-
-BYTES, INT64, FLOAT = "string", "int64", "float32"
-
-IMAGE_KEYS = {
-    ENCODED: BYTES,
-    FORMAT: BYTES,
-    HEIGHT: INT64,
-    WIDTH: INT64,
-    CHANNELS: INT64,
-    FILENAME: BYTES,
-}
-IMAGE_FEATURES = {**IMAGE_KEYS, LABEL: INT64, LABEL_TEXT: BYTES}  # an image and its one label
-
-
-def label_keys(level=None):
-    """(id key, text key) of a label: ``image/class/label`` and ``image/class/text``, or per
-    level ``image/label/<level>`` and ``image/label/<level>/text``."""
-    if level is None:
-        return LABEL, LABEL_TEXT
-    return f"image/label/{level}", f"image/label/{level}/text"
-
+from .keys import BYTES, FLOAT, INT64
 
 UNCOPIED_BYTES = 4096
 _ONE_BYTE = [bytes((i,)) for i in range(128)]

@@ -7,40 +7,16 @@ removed once ``metadata.json`` is written.
 
 import json
 import logging
-import re
 from dataclasses import dataclass, field
 
-from . import example, manifest, tfds_info
-from .errors import OutputExistsError
-from .folder_lock import LOCK
-from .storage import TEMP_SUFFIX
-from .tfrecord import FileDigest
+from ..errors import ManifestError, OutputExistsError
+from ..record.framing import FileDigest
+from ..storage import TEMP_SUFFIX
+from .layout import (FIXED_FILES, JOB, LOCK, METADATA, OUR_FILE, RECEIPT_SUFFIX, STATE_DIR,
+                     level_files)
+from .manifest import Manifest, Receipt
 
 logger = logging.getLogger(__name__)
-
-STATE_DIR = ".tfrecorder_lite"
-JOB = "job.json"
-_RECEIPT_SUFFIX = ".json"
-_FIXED_FILES = (manifest.METADATA, manifest.LABELS, manifest.REJECTED, *tfds_info.FILES)
-# the names this library gives its files: a file so named that it did not write is never removed
-_LEVEL = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"  # a label level's name: its label files' names
-_OUR_FILE = re.compile(
-    r"^((train|validation|test)-\d{5}-of-\d{5}(\.tfrecord(\.gz|\.zz)?|\.tfindex)|"
-    rf"labels-{_LEVEL}\.txt|image\.label\.{_LEVEL}\.labels\.txt|"
-    + "|".join(re.escape(name) for name in _FIXED_FILES) + r")(\.tmp)?$"
-)
-
-
-def level_files(levels):
-    """The files of label levels: each level's ``labels-<level>.txt`` and tfds names file."""
-    return [name for level in levels for name in (
-        manifest.level_labels_name(level),
-        tfds_info.label_names_file(example.label_keys(level)[0]))]
-
-
-def receipt_name(shard_name):
-    """The file name, inside the state folder, of a finished shard's receipt."""
-    return shard_name + _RECEIPT_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -49,7 +25,7 @@ class FolderState:
 
     Attributes:
         finished: the folder already holds this very conversion (same fingerprint).
-        receipts: shard name -> receipt of the shards an interrupted run of it finished.
+        receipts: shard name -> Receipt of the shards an interrupted run of it finished.
     """
 
     finished: bool = False
@@ -78,8 +54,8 @@ def prepare(store, fingerprint, shard_names, overwrite):
     names = [n for n in store.list() if n != LOCK]
     state = store.child(STATE_DIR)
     ours = _written_files(store, names)
-    if manifest.METADATA in names:
-        if _fingerprint(store, manifest.METADATA) == fingerprint and not overwrite:
+    if METADATA in names:
+        if _fingerprint(store, METADATA) == fingerprint and not overwrite:
             store.remove(STATE_DIR)  # a kill may have left it behind
             return FolderState(finished=True)
         what = "a finished conversion of a different table or options"
@@ -95,7 +71,7 @@ def prepare(store, fingerprint, shard_names, overwrite):
     if names and not overwrite:
         raise OutputExistsError(f"{store.url} holds {what}; nothing was changed. "
                                 "Pass overwrite=True to replace it, or choose an empty folder.")
-    clashing = [n for n in names if n not in ours and (_OUR_FILE.match(n) or n == STATE_DIR)]
+    clashing = [n for n in names if n not in ours and (OUR_FILE.match(n) or n == STATE_DIR)]
     clashing += [n for n in names if n in ours and n != STATE_DIR and store.size(n) is None]
     if clashing:
         raise OutputExistsError(
@@ -114,46 +90,38 @@ def prepare(store, fingerprint, shard_names, overwrite):
 def _written_files(store, names):
     """Names in the folder that this library wrote: what its metadata.json or state lists."""
     listed = set()
-    if manifest.METADATA in names:
-        metadata = _read_json(store, manifest.METADATA)
-        splits = metadata.get("splits") if isinstance(metadata, dict) else None
-        if isinstance(splits, dict):
-            listed.update(_FIXED_FILES)
-            levels = metadata.get("labels")
-            listed.update(level_files(levels if isinstance(levels, dict) else ()))
-            for split in splits.values():
-                for shard in split.get("shards", ()):
-                    if isinstance(shard, dict):
-                        listed.add(str(shard.get("name")))
-                        listed.add(str((shard.get("index") or {}).get("name")))
+    if METADATA in names:
+        try:
+            manifest = Manifest.from_json(store.read_json(METADATA), store.path(METADATA))
+        except ManifestError:  # not a finished output of ours: it lists nothing
+            manifest = None
+        if manifest is not None:
+            listed.update(FIXED_FILES)
+            listed.update(level_files(level for level in manifest.levels if level))
+            for split in manifest.splits.values():
+                for shard in split.shards:
+                    listed.update([shard.name] + ([shard.index.name] if shard.index else []))
     if STATE_DIR in names:
         listed.add(STATE_DIR)
-        job = _read_json(store.child(STATE_DIR), JOB)
+        job = store.child(STATE_DIR).read_json(JOB)
         if isinstance(job, dict):
-            listed.update(_FIXED_FILES)
+            listed.update(FIXED_FILES)
             listed.update(str(n) for n in job.get("files", ()))
-    listed = {n for n in listed if _OUR_FILE.match(n) or n == STATE_DIR}  # never "../x"
+    listed = {n for n in listed if OUR_FILE.match(n) or n == STATE_DIR}  # never "../x"
     listed.update([n + TEMP_SUFFIX for n in listed])
     return listed
 
 
 def _unchanged(store, entry):
-    """Whether the file an ``entry`` (name, bytes, checksums) describes is there, unchanged."""
-    return isinstance(entry, dict) and store.size(entry["name"]) == entry["bytes"] and \
-        not store.digest(entry["name"], FileDigest.like(entry)).mismatches(entry)
-
-
-def _read_json(store, name):
-    """The JSON content of the file ``name``, or None when it is missing or not JSON."""
-    try:
-        return json.loads(store.read_text(name))
-    except (OSError, ValueError):
-        return None
+    """Whether the file a ShardEntry or IndexEntry describes is there, unchanged."""
+    checksums = entry.checksums
+    return store.size(entry.name) == entry.bytes and \
+        not store.digest(entry.name, FileDigest.like(checksums)).mismatches(checksums)
 
 
 def _fingerprint(store, name):
     """The ``fingerprint`` recorded in the JSON file ``name``, or None when there is none."""
-    content = _read_json(store, name)
+    content = store.read_json(name)
     return content.get("fingerprint") if isinstance(content, dict) else None
 
 
@@ -163,17 +131,19 @@ def _finished_shards(store, names, shard_names):
     state = store.child(STATE_DIR)
     finished, kept = {}, set()
     for name in state.list():
-        if not name.endswith(_RECEIPT_SUFFIX) or name == JOB:
+        if not name.endswith(RECEIPT_SUFFIX) or name == JOB:
             continue
-        shard = name[:-len(_RECEIPT_SUFFIX)]
+        shard = name[:-len(RECEIPT_SUFFIX)]
+        content = state.read_json(name)
         try:
-            receipt = json.loads(state.read_text(name))
-        except (OSError, ValueError):
+            receipt = Receipt.from_json(content, state.path(name))
+        except ManifestError:
             continue
-        if all(_unchanged(store, entry) for entry in (receipt, receipt.get("index"))):
+        if receipt.name == shard and receipt.shard.index is not None and \
+                all(_unchanged(store, entry) for entry in (receipt.shard, receipt.shard.index)):
             finished[shard] = receipt
-            kept.update((shard, receipt["index"]["name"]))
-    written = set(shard_names) | set(_FIXED_FILES)
+            kept.update((shard, receipt.shard.index.name))
+    written = set(shard_names) | set(FIXED_FILES)
     written |= {n + TEMP_SUFFIX for n in written}
     for name in names:
         if name in written and name not in kept:

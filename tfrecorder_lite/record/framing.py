@@ -5,13 +5,11 @@ optionally inside a GZIP or ZLIB stream, exactly as ``tf.io.TFRecordWriter`` wri
 """
 
 import hashlib
-import re
 import struct
 import zlib
 
 import google_crc32c
 
-COMPRESSIONS = {None: "", "GZIP": ".gz", "ZLIB": ".zz"}
 _WBITS = {"GZIP": 16 + zlib.MAX_WBITS, "ZLIB": zlib.MAX_WBITS}
 _READ_CHUNK = 1 << 20
 
@@ -85,15 +83,8 @@ class FileDigest:
         return [k for k in ("crc32c", "sha256") if k in entry and entry[k] != found.get(k)]
 
 
-INDEX_SUFFIX = ".tfindex"
-_SHARD_SUFFIX = re.compile(r"\.tfrecord(\.gz|\.zz)?$")
 _FRAME_BYTES = 16  # length (8), its CRC (4), the data's CRC (4)
 _PASSED_AS_IS = 4096  # record chunks this large are written from where they are, not copied
-
-
-def index_name(shard_name):
-    """The index file of a shard: ``train-00000-of-00002.tfrecord`` -> ``....tfindex``."""
-    return _SHARD_SUFFIX.sub("", shard_name) + INDEX_SUFFIX
 
 
 def index_text(record_sizes):

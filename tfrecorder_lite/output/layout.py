@@ -1,0 +1,93 @@
+"""Every file name and name pattern of an output folder, in one place.
+
+    train-00000-of-00004.tfrecord[.gz|.zz]   a shard (one per task)
+    train-00000-of-00004.tfindex             its index: "<offset> <length>" per record
+    labels.txt, labels-<level>.txt           label id -> text, one per line
+    rejected.csv                             the rows not written, with a reason
+    metadata.json                            the manifest, written last
+    dataset_info.json, features.json,        what tensorflow-datasets reads
+      image.class.label.labels.txt, ...
+    .tfrecorder_lite/                        a running or interrupted conversion's state:
+      job.json, <shard>.json                   its fingerprint, one receipt per finished shard
+    .tfrecorder_lite.lock                    the lock (or lease) of the running conversion
+"""
+
+import re
+
+from ..record.keys import LEVEL, label_keys
+from ..storage import TEMP_SUFFIX
+
+METADATA = "metadata.json"
+LABELS = "labels.txt"
+REJECTED = "rejected.csv"
+DATASET_INFO = "dataset_info.json"
+TFDS_FEATURES = "features.json"
+STATE_DIR = ".tfrecorder_lite"
+JOB = "job.json"
+LOCK = ".tfrecorder_lite.lock"
+INDEX_SUFFIX = ".tfindex"
+RECEIPT_SUFFIX = ".json"
+COMPRESSION_SUFFIXES = {None: "", "GZIP": ".gz", "ZLIB": ".zz"}
+SPLIT_FILE_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}.tfrecord"  # tfds' name for our shard names
+
+_SHARD = r"(train|validation|test)-\d{5}-of-\d{5}"
+SHARD_NAME = re.compile(rf"^{_SHARD}\.tfrecord(\.gz|\.zz)?\Z")
+_SHARD_SUFFIX = re.compile(r"\.tfrecord(\.gz|\.zz)?$")
+
+
+def shard_name(split, index, count, compression=None):
+    """``train-00000-of-00004.tfrecord`` (``.gz`` / ``.zz`` when compressed)."""
+    return (f"{split.lower()}-{index:05d}-of-{count:05d}"
+            f".tfrecord{COMPRESSION_SUFFIXES[compression]}")
+
+
+def is_shard_of(name, split=None):
+    """Whether ``name`` is, whole, a shard file name (of ``split``; never a path or URL)."""
+    return isinstance(name, str) and bool(SHARD_NAME.match(name)) and \
+        (split is None or name.startswith(f"{split.lower()}-"))
+
+
+def index_name(shard):
+    """The index file of a shard: ``train-00000-of-00002.tfrecord`` -> ``....tfindex``."""
+    return _SHARD_SUFFIX.sub("", shard) + INDEX_SUFFIX
+
+
+def receipt_name(shard):
+    """The file name, inside the state folder, of a finished shard's receipt."""
+    return shard + RECEIPT_SUFFIX
+
+
+def level_labels_name(level):
+    """The vocabulary file of a label level."""
+    return f"labels-{level}.txt"
+
+
+def label_files(labels):
+    """``{file name: label texts}`` of metadata.json's ``labels``: ``labels.txt``, or with
+    label levels ``labels-<level>.txt`` each (one label per line, line number = id)."""
+    if isinstance(labels, dict):
+        return {level_labels_name(level): texts for level, texts in labels.items()}
+    return {LABELS: labels}
+
+
+def tfds_label_names(key):
+    """The file tfds reads the label names of the class feature ``key`` from."""
+    return key.replace("/", ".") + ".labels.txt"
+
+
+TFDS_LABEL_NAMES = tfds_label_names(label_keys()[0])
+FIXED_FILES = (METADATA, LABELS, REJECTED, DATASET_INFO, TFDS_FEATURES, TFDS_LABEL_NAMES)
+
+
+def level_files(levels):
+    """The files of label levels: each level's ``labels-<level>.txt`` and tfds names file."""
+    return [name for level in levels
+            for name in (level_labels_name(level), tfds_label_names(label_keys(level)[0]))]
+
+
+# the names this library gives its files: a file so named that it did not write is never removed
+OUR_FILE = re.compile(
+    rf"^({_SHARD}(\.tfrecord(\.gz|\.zz)?|{re.escape(INDEX_SUFFIX)})|"
+    rf"labels-{LEVEL}\.txt|image\.label\.{LEVEL}\.labels\.txt|"
+    + "|".join(re.escape(name) for name in FIXED_FILES) + rf")({re.escape(TEMP_SUFFIX)})?\Z"
+)

@@ -1,0 +1,525 @@
+"""metadata.json and shard receipts: the on-disk contract between writer and readers.
+
+``metadata.json`` is written last; its presence means the output folder is complete. The
+frozen classes here are the only place it (and a shard's receipt) is built, read and checked:
+``to_json()`` gives the JSON content, ``from_json()`` checks a parsed one and names the first
+malformed field.
+"""
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..errors import ManifestError
+from ..record.keys import BYTES, FLOAT, IMAGE_KEYS, INT64, LEVEL_NAME, label_keys
+from ..storage import Store, human_size, is_dir
+from .layout import METADATA, STATE_DIR, is_shard_of
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """A shard's index file: name, size and CRC32C."""
+
+    name: str
+    bytes: int
+    crc32c: str
+
+    @property
+    def checksums(self):
+        return {"crc32c": self.crc32c}
+
+    def to_json(self):
+        return {"name": self.name, "bytes": self.bytes, "crc32c": self.crc32c}
+
+
+@dataclass(frozen=True)
+class ShardEntry:
+    """One shard file as metadata.json lists it.
+
+    Attributes:
+        name: the file name (never a path).
+        num_examples: its records.
+        bytes: its size.
+        crc32c, sha256: its checksums (hex); earlier versions wrote only a sha256, and a
+            sha256 is taken only on request.
+        index: its IndexEntry (None in outputs written before index files existed).
+    """
+
+    name: str
+    num_examples: int
+    bytes: int
+    crc32c: str = None
+    sha256: str = None
+    index: IndexEntry = None
+
+    @property
+    def checksums(self):
+        """``{"crc32c": ..., "sha256": ...}``: the checksums this entry has."""
+        return {k: v for k, v in (("crc32c", self.crc32c), ("sha256", self.sha256)) if v}
+
+    def to_json(self):
+        return {"name": self.name, "num_examples": self.num_examples, "bytes": self.bytes,
+                **self.checksums, **({"index": self.index.to_json()} if self.index else {})}
+
+    @classmethod
+    def from_json(cls, value, split, where, check):
+        check.value(value, where, _is_object, "an object")
+        check.field(value, where, "name", lambda v: is_shard_of(v, split),
+                    f"a shard file name of split {split}" if split else "a shard file name")
+        check.field(value, where, "num_examples", _is_count, "a count")
+        check.field(value, where, "bytes", _is_count, "a count")
+        if "crc32c" in value or "sha256" not in value:
+            check.field(value, where, "crc32c", lambda v: _is_hex(v, 8), "8 hex digits")
+        if "sha256" in value:
+            check.field(value, where, "sha256", lambda v: _is_hex(v, 64), "64 hex digits")
+        index = value.get("index")
+        if index is not None:
+            check.value(index, f"{where}.index", _is_object, "an object")
+            check.field(index, f"{where}.index", "name", lambda v: isinstance(v, str), "a name")
+            check.field(index, f"{where}.index", "bytes", _is_count, "a count")
+            check.field(index, f"{where}.index", "crc32c", lambda v: _is_hex(v, 8),
+                        "8 hex digits")
+            index = IndexEntry(index["name"], index["bytes"], index["crc32c"])
+        return cls(value["name"], value["num_examples"], value["bytes"], value.get("crc32c"),
+                   value.get("sha256"), index)
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What one shard task wrote, as it tells the driver (and leaves in the state folder).
+
+    Attributes:
+        shard: the ShardEntry of the file written.
+        rejected: ``(table position, reason)`` of the rows it did not write.
+        sizes: up to two distinct image sizes ``(height, width)`` written (two: they vary).
+        max_size: the largest height and width written.
+        channels: the channel counts written.
+        formats: image format -> records.
+        labels: per label field, label id (as text) -> records.
+        failed: with ``on_error="raise"``, the ``(position, reason)`` of the row that stopped
+            the task (then nothing was written), else None.
+    """
+
+    shard: ShardEntry
+    rejected: tuple = ()
+    sizes: tuple = ()
+    max_size: tuple = (0, 0)
+    channels: tuple = ()
+    formats: dict = field(default_factory=dict)
+    labels: tuple = ()
+    failed: tuple = None
+
+    @property
+    def name(self):
+        return self.shard.name
+
+    def to_json(self):
+        return {**self.shard.to_json(), "rejected": [list(r) for r in self.rejected],
+                "sizes": [list(s) for s in self.sizes], "max_size": list(self.max_size),
+                "channels": list(self.channels), "formats": dict(self.formats),
+                "labels": [dict(counts) for counts in self.labels]}
+
+    @classmethod
+    def from_json(cls, value, where="receipt"):
+        """A receipt read back from the state folder (ManifestError when malformed)."""
+        check = _Fields(where)
+        shard = ShardEntry.from_json(value, None, "receipt", check)
+        labels = value.get("labels", [])
+        labels = [labels] if isinstance(labels, dict) else labels  # earlier: one field's counts
+        try:
+            return cls(shard, tuple((int(p), str(r)) for p, r in value["rejected"]),
+                       tuple(tuple(s) for s in value["sizes"]), tuple(value["max_size"]),
+                       tuple(value["channels"]), dict(value["formats"]),
+                       tuple(dict(counts) for counts in labels))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ManifestError(f"{where}: malformed ({exc})") from None
+
+
+@dataclass(frozen=True)
+class ImageSummary:
+    """What metadata.json says of the images: ``stored`` ("encoded" or "resized"), their
+    ``size`` when all share one, the ``max_size``, ``channels`` when all share one, and
+    ``formats`` (format -> records)."""
+
+    stored: str
+    size: tuple = None
+    max_size: tuple = None
+    channels: int = None
+    formats: dict = field(default_factory=dict)
+
+    def to_json(self):
+        return {"stored": self.stored, "size": None if self.size is None else list(self.size),
+                **({"max_size": list(self.max_size)} if self.max_size is not None else {}),
+                "channels": self.channels, "formats": dict(self.formats)}
+
+    @classmethod
+    def from_receipts(cls, stored, receipts):
+        sizes, channels, formats, max_size = set(), set(), Counter(), (0, 0)
+        for receipt in receipts:
+            sizes.update(tuple(s) for s in receipt.sizes)
+            max_size = tuple(max(a, b) for a, b in zip(max_size, receipt.max_size))
+            channels.update(receipt.channels)
+            formats.update(receipt.formats)
+        return cls(stored, sizes.pop() if len(sizes) == 1 else None, max_size,
+                   channels.pop() if len(channels) == 1 else None, dict(sorted(formats.items())))
+
+
+@dataclass(frozen=True)
+class SplitEntry:
+    """One split: its record count, label counts and shards (ShardEntry)."""
+
+    num_examples: int
+    label_counts: dict
+    shards: tuple
+
+    def to_json(self):
+        return {"num_examples": self.num_examples, "label_counts": self.label_counts,
+                "shards": [shard.to_json() for shard in self.shards]}
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The content of metadata.json.
+
+    Attributes:
+        labels: label id -> text (a list), or with label levels a dict level -> list.
+        features: record key -> ``{"dtype", "shape", ...}``.
+        compression: None, "GZIP" or "ZLIB".
+        image: an ImageSummary, or None for records without images.
+        splits: split name -> SplitEntry, in TRAIN, VALIDATION, TEST order.
+        rejected: how many input rows were not written.
+        rejected_rows: their table positions.
+        fingerprint: the plan's fingerprint (the same table and options give the same one).
+        created_by: the library and version that wrote it.
+        task: None (one label per record), or "multi-label".
+        split_assignment: how rows without a split were given one, or None.
+        other: fields this version does not know (kept as they are).
+    """
+
+    labels: object
+    features: dict
+    compression: str
+    image: ImageSummary
+    splits: dict
+    rejected: int = 0
+    rejected_rows: tuple = ()
+    fingerprint: str = None
+    created_by: str = None
+    task: str = None
+    split_assignment: dict = None
+    other: dict = field(default_factory=dict)
+
+    @property
+    def multi_label(self):
+        return self.task == "multi-label"
+
+    @property
+    def levels(self):
+        """The label levels' names, or [None] for one label per record."""
+        return list(self.labels) if isinstance(self.labels, dict) else [None]
+
+    def level_labels(self, level):
+        """The label texts of a level (None: the one label of a record)."""
+        return self.labels if level is None else self.labels[level]
+
+    def to_json(self):
+        content = {"format_version": FORMAT_VERSION}
+        content.update({"created_by": self.created_by} if self.created_by is not None else {})
+        content.update({"fingerprint": self.fingerprint} if self.fingerprint is not None else {})
+        content.update({"task": self.task} if self.task else {})
+        content.update({
+            "labels": self.labels, "features": self.features, "compression": self.compression,
+            "image": None if self.image is None else self.image.to_json()})
+        content.update({"split_assignment": self.split_assignment}
+                       if self.split_assignment else {})
+        content.update({"rejected": self.rejected, "rejected_rows": list(self.rejected_rows),
+                        "splits": {name: s.to_json() for name, s in self.splits.items()},
+                        **self.other})
+        return content
+
+    @classmethod
+    def from_json(cls, content, path):
+        """Check a parsed ``metadata.json`` and return its Manifest.
+
+        Shard names must be plain file names of their split (never ``../``, absolute paths or
+        URLs), so readers never open a file outside the output folder.
+
+        Raises:
+            ManifestError: naming the first missing or malformed field, e.g.
+                ``.../metadata.json: splits.TRAIN.shards[0].name: '../x.tfrecord' is not a
+                shard file name of split TRAIN``.
+        """
+        check = _Fields(path)
+        check.value(content, "metadata.json", _is_object, "an object")
+        if content.get("format_version") != FORMAT_VERSION:
+            raise ManifestError(f"{path}: unsupported format_version "
+                                f"{content.get('format_version')!r} (this reader knows "
+                                f"{FORMAT_VERSION})")
+        labels = check.field(content, "", "labels", lambda v: _is_texts(v) or (
+            _is_object(v) and v and all(LEVEL_NAME.match(k) and _is_texts(t)
+                                        for k, t in v.items())),
+            "a list of label texts, or an object level -> list of label texts")
+        task = check.field(content, "", "task", lambda v: v == "multi-label",
+                           "'multi-label'") if "task" in content else None
+        if task and isinstance(labels, dict):
+            raise ManifestError(f"{path}: task: a multi-label output has one list of labels")
+        compression = check.field(content, "", "compression",
+                                  lambda v: v in (None, "GZIP", "ZLIB"),
+                                  "null, 'GZIP' or 'ZLIB'")
+        image = check.field(content, "", "image", lambda v: v is None or _is_object(v),
+                            "null (no images) or an object")
+        if image is not None:
+            image = _image_from_json(image, check)
+        features = check.field(content, "", "features", _is_object, "an object")
+        _check_features(features, labels, task, image is not None, check)
+        check.field(content, "", "rejected", _is_count, "a count")
+        splits = check.field(content, "", "splits", lambda v: _is_object(v) and v,
+                             "an object of splits")
+        entries = {}
+        for split in splits:
+            info = check.field(splits, "splits", split, _is_object, "an object")
+            where = f"splits.{split}"
+            num_examples = check.field(info, where, "num_examples", _is_count, "a count")
+            shards = check.field(info, where, "shards", lambda v: isinstance(v, list), "a list")
+            shards = tuple(ShardEntry.from_json(shard, split, f"{where}.shards[{i}]", check)
+                           for i, shard in enumerate(shards))
+            listed = sum(shard.num_examples for shard in shards)
+            if listed != num_examples:
+                raise ManifestError(f"{path}: {where}.num_examples: {num_examples} is not the "
+                                    f"sum of its shards' num_examples ({listed})")
+            entries[split] = SplitEntry(num_examples, info.get("label_counts", {}), shards)
+        known = {"format_version", "created_by", "fingerprint", "task", "labels", "features",
+                 "compression", "image", "split_assignment", "rejected", "rejected_rows",
+                 "splits"}
+        return cls(labels, features, compression, image, entries, content["rejected"],
+                   tuple(content.get("rejected_rows", ())), content.get("fingerprint"),
+                   content.get("created_by"), task, content.get("split_assignment"),
+                   {k: v for k, v in content.items() if k not in known})
+
+
+def _image_from_json(image, check):
+    check.field(image, "image", "stored", lambda v: v in ("encoded", "resized"),
+                "'encoded' or 'resized'")
+    size = check.field(image, "image", "size", lambda v: v is None or _is_size(v),
+                       "null or [height, width]")
+    formats = check.field(image, "image", "formats", _is_object, "an object")
+    max_size = check.field(image, "image", "max_size", _is_size, "[height, width]") \
+        if "max_size" in image else None
+    return ImageSummary(image["stored"], None if size is None else tuple(size),
+                        None if max_size is None else tuple(max_size), image.get("channels"),
+                        formats)
+
+
+def _check_features(features, labels, task, images, check):
+    """The image and label features must be there with their fixed types; other features
+    take any type and shape a record can hold."""
+    fixed = dict(IMAGE_KEYS) if images else {}
+    for level in labels if isinstance(labels, dict) else [None]:
+        id_key, text_key = label_keys(level)
+        fixed.update({id_key: INT64, text_key: BYTES})
+    label_shape = [None] if task == "multi-label" else []
+    for key in [*fixed, *features]:
+        spec = check.field(features, "features", key, _is_object, "an object")
+        dtypes = [fixed[key]] if key in fixed else [BYTES, INT64, FLOAT]
+        check.field(spec, f"features.{key}", "dtype", lambda v: v in dtypes,
+                    " or ".join(map(repr, dtypes)))
+        if key in fixed:
+            shape = [] if key in IMAGE_KEYS else label_shape
+            check.field(spec, f"features.{key}", "shape", lambda v: v == shape,
+                        json.dumps(shape))
+        else:
+            check.field(spec, f"features.{key}", "shape", _is_shape,
+                        "a shape: [], [n], [null], [n, k] or [null, k]")
+
+
+def label_counts(vocabulary, shard_counts):
+    """label text -> records of one label field, summed over shards' counts (id as text ->
+    records), in id order."""
+    total = Counter()
+    for counts in shard_counts:
+        total.update({int(k): v for k, v in counts.items()})
+    return {vocabulary[i]: total[i] for i in sorted(total)}
+
+
+def split_entry(receipts, label_fields):
+    """The SplitEntry of a split's shard receipts; ``label_fields``: (level, vocabulary) of
+    each label field, as the receipts count them."""
+    counts = [label_counts(vocabulary, [r.labels[i] for r in receipts])
+              for i, (_, vocabulary) in enumerate(label_fields)]
+    levels = [level for level, _ in label_fields]
+    return SplitEntry(sum(r.shard.num_examples for r in receipts),
+                      counts[0] if levels[0] is None else dict(zip(levels, counts)),
+                      tuple(r.shard for r in receipts))
+
+
+def write_manifest(store, manifest):
+    """Write ``metadata.json`` atomically (call this last)."""
+    store.write_atomic(METADATA, json.dumps(manifest.to_json(), indent=2, sort_keys=False) + "\n")
+
+
+def read_manifest(output_dir, storage_options=None):
+    """Read and check ``metadata.json`` of an output folder (a path, any fsspec URL, or a Store).
+
+    Returns:
+        ``(Manifest, content)``: the checked manifest and the parsed JSON as it is.
+
+    Raises:
+        ManifestError: when the folder has no (readable, well-formed) metadata.json; the
+            message says why (no such folder, an unfinished conversion, ...) or names the
+            malformed field.
+    """
+    store = output_dir if isinstance(output_dir, Store) else Store(output_dir, storage_options)
+    path = store.path(METADATA)
+    try:
+        text = store.read_text(METADATA)
+    except FileNotFoundError:
+        raise ManifestError(f"{path} not found: {_why_unfinished(store)}") from None
+    except (OSError, ValueError) as exc:
+        raise ManifestError(f"cannot read {path}: {exc}") from None
+    try:
+        content = json.loads(text)
+    except ValueError as exc:
+        raise ManifestError(f"cannot read {path}: {exc}") from None
+    return Manifest.from_json(content, path), content
+
+
+def read_metadata(output_dir, storage_options=None):
+    """Read and check ``metadata.json`` of an output folder (a path, any fsspec URL, or a Store).
+
+    Returns:
+        A Metadata: the content as a dict; ``print()`` of it shows the folder's summary, as
+        ``tfrecorder-lite info`` does.
+
+    Raises:
+        ManifestError: when the folder has no (readable, well-formed) metadata.json; the
+            message says why (no such folder, an unfinished conversion, ...) or names the
+            malformed field.
+    """
+    store = output_dir if isinstance(output_dir, Store) else Store(output_dir, storage_options)
+    manifest, content = read_manifest(store)
+    return Metadata(content, store.url, manifest)
+
+
+def summary_text(manifest, where):
+    """The text summary of an output folder: what ``tfrecorder-lite info`` prints, what heads
+    an ``inspect`` report, and what ``print(read_metadata(...))`` shows.
+
+    Args:
+        manifest: the folder's Manifest.
+        where: how to name the folder (its path or URL).
+    """
+    image, labels = manifest.image, manifest.labels
+    if isinstance(labels, dict):
+        what = " and ".join(f"{len(texts)} {level} labels" for level, texts in labels.items())
+    else:
+        what = f"{len(labels)} labels" + (" (multi-label)" if manifest.task else "")
+    compression = manifest.compression or "none"
+    if image is None:
+        lines = [f"{where}: {what}, no images, compression {compression},"
+                 f" {manifest.rejected} rejected"]
+    else:
+        if image.size:
+            size = hxw(image.size)
+        else:
+            size = "various sizes" + (f", up to {hxw(image.max_size)}" if image.max_size else "")
+        formats = ", ".join(f"{fmt} {n}" for fmt, n in image.formats.items()) or "none"
+        lines = [f"{where}: {what}, images {image.stored} ({size}), "
+                 f"compression {compression}, {manifest.rejected} rejected",
+                 f"formats: {formats}"]
+    for split, info in manifest.splits.items():
+        size = human_size(sum(shard.bytes for shard in info.shards))
+        lines.append(f"{split}: {info.num_examples} examples in {len(info.shards)} "
+                     f"shard(s), {size}")
+        counts = info.label_counts
+        levels = counts.items() if isinstance(labels, dict) else [(None, counts)]
+        for level, level_counts in levels:
+            lines += [f"  {level}:"] if level else []
+            indent = "    " if level else "  "
+            lines += [f"{indent}{label}: {count}" for label, count in level_counts.items()]
+    return "\n".join(lines)
+
+
+def hxw(size):
+    """``[224, 224]`` -> ``"224x224"``."""
+    return "x".join(map(str, size))
+
+
+class Metadata(dict):
+    """The content of metadata.json, a dict; ``str()`` of it (``print``) is its summary.
+
+    Attributes:
+        where: the folder's path or URL.
+        manifest: the checked Manifest.
+    """
+
+    def __init__(self, content, where, manifest):
+        super().__init__(content)
+        self.where = where
+        self.manifest = manifest
+
+    def __str__(self):
+        return summary_text(self.manifest, self.where)
+
+
+def _why_unfinished(store):
+    """Why a folder without metadata.json is no finished output, for the error message."""
+    names = store.list()
+    if STATE_DIR in names:
+        return (f"{store.url} is not a finished tfrecorder_lite output (the conversion may "
+                "still be running, or was interrupted: re-run it to finish)")
+    if names:
+        return (f"{store.url} is not a tfrecorder_lite output (it holds "
+                f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''})")
+    if is_dir(store.url, store.storage_options):
+        return f"{store.url} is an empty folder, not a tfrecorder_lite output"
+    return f"{store.url} does not exist, so it is not a finished tfrecorder_lite output"
+
+
+class _Fields:
+    """Checks of the values in one JSON file; errors name the file and the field."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def value(self, value, name, test, what):
+        """``value``, or ManifestError when ``test(value)`` is false."""
+        if not test(value):
+            shown = repr(value)
+            shown = shown if len(shown) <= 200 else shown[:197] + "..."
+            raise ManifestError(f"{self.path}: {name}: {shown} is not {what}")
+        return value
+
+    def field(self, parent, where, key, test, what):
+        """``parent[key]``, checked; ``where`` is the parent's dotted name ("" at the top)."""
+        name = f"{where}.{key}" if where else key
+        if key not in parent:
+            raise ManifestError(f"{self.path} has no {name!r}")
+        return self.value(parent[key], name, test, what)
+
+
+def _is_texts(value):
+    return isinstance(value, list) and all(isinstance(t, str) for t in value)
+
+
+def _is_shape(value):
+    return isinstance(value, list) and len(value) <= 2 and \
+        all(_is_count(d) or (d is None and i == 0) for i, d in enumerate(value))
+
+
+def _is_object(value):
+    return isinstance(value, dict)
+
+
+def _is_count(value):
+    return type(value) is int and value >= 0  # noqa: E721 (bool is an int, not a count)
+
+
+def _is_size(value):
+    return isinstance(value, list) and len(value) == 2 and all(_is_count(v) for v in value)
+
+
+def _is_hex(value, digits):
+    return isinstance(value, str) and len(value) == digits and all(
+        c in "0123456789abcdef" for c in value)

@@ -13,6 +13,7 @@ SPLITS = ("TRAIN", "VALIDATION", "TEST")
 _SPLIT_ALIASES = {
     "TRAIN": "TRAIN", "TRAINING": "TRAIN",
     "VALIDATION": "VALIDATION", "VALID": "VALIDATION", "VAL": "VALIDATION",
+    "VALIDATE": "VALIDATION",  # AutoML's ML_USE
     "TEST": "TEST", "TESTING": "TEST",
 }
 PROBLEM_COLUMNS = ["row", "column", "value", "problem"]

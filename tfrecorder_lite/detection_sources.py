@@ -8,6 +8,7 @@ coordinates. The rows of an image are consecutive, its boxes in the file's order
 TRAIN, VALIDATION, TEST (or UNASSIGNED where the source has none).
 """
 
+import functools
 import json
 import logging
 import math
@@ -104,6 +105,7 @@ def _shown(value):
 
 # ----------------------------------------------------------------------------- tables
 
+@functools.lru_cache(maxsize=256)
 def _split(text):
     """TRAIN / VALIDATION / TEST for a known split name, else the text itself (None if empty),
     left for the table checks to report."""
@@ -230,8 +232,8 @@ def automl_rows(records, name, task=None):
         also += f" and {len(more) - 10} more" if len(more) > 10 else ""
         raise SchemaError(
             f"{name}: line {line} is not an AutoML detection row ({_AUTOML_FORMS}): "
-            f"{reason}{also}. Fix these rows (a per-box CSV in other columns needs a header "
-            "row naming them: split,image_uri,label,xmin,ymin,xmax,ymax)"
+            f"{reason}{also}. Fix these rows; a per-box CSV (split,image_uri,label,xmin,ymin,"
+            "xmax,ymax) needs its header row"
             + ("" if task else ", or pass task=\"classification\" (--task classification) "
                                "if the file is a multi-label classification CSV"))
     return rows
@@ -253,11 +255,13 @@ def automl_detection_table(rows, name, split_col="split", image_col="image_uri",
         images.setdefault(image, []).append((line, _split(split), label, box))
     table = []
     for image, boxes in images.items():
-        (line, split, _, _), other = boxes[0], next((b for b in boxes if b[1] != boxes[0][1]),
-                                                    None)
-        if other is not None:
-            raise SchemaError(f"{name}: image {image} is {split} on line {line} and "
-                              f"{other[1]} on line {other[0]}; an image belongs to one split")
+        line, split = boxes[0][:2]
+        for other_line, other_split, _, _ in boxes:
+            if other_split != split:
+                raise SchemaError(f"{name}: image {image} is {split} on line {line} and "
+                                  f"{other_split} on line {other_line}; an image belongs to one "
+                                  "split")
+        # an image's "no objects" row is dropped when other rows give it boxes
         objects = [b for b in boxes if b[2] is not None or b[3] is not None] or boxes[:1]
         table += [(split, image or None, label, *(box or _NO_BOX))
                   for _, split, label, box in objects]
@@ -301,7 +305,7 @@ def read_coco(annotations_json, image_dir=None, split=None, storage_options=None
     boxes_of = {}
     for annotation in annotations:
         boxes_of.setdefault(annotation.get("image_id"), []).append(annotation)
-    rows, skipped = [], {"a width or height <= 0": [], "past the image's edge": []}
+    rows, skipped = [], {"with a width or height <= 0": [], "reaching past the image's edge": []}
     for image in images:
         uri = storage.resolve(str(image.get("file_name", "")), base=image_dir)
         objects = []
@@ -316,7 +320,7 @@ def read_coco(annotations_json, image_dir=None, split=None, storage_options=None
         rows += objects or [(split, uri, None, *_NO_BOX, None, math.nan, image.get("id"))]
     for reason, where in skipped.items():
         if where:
-            logger.warning("%s: %d box(es) with %s left out (as the TF Model Garden's "
+            logger.warning("%s: %d box(es) %s left out (as the TF Model Garden's "
                            "create_coco_tf_record.py does), e.g. %s", path, len(where), reason,
                            where[0])
     if boxes_of:
@@ -389,14 +393,14 @@ def _coco_box(annotation, image, path):
     x, y, w, h = (_number(v) for v in bbox) if isinstance(bbox, list) and len(bbox) == 4 \
         else _NO_BOX
     if w <= 0 or h <= 0:
-        return None, "a width or height <= 0"
+        return None, "with a width or height <= 0"
     width, height = _number(image.get("width")), _number(image.get("height"))
     if not (width > 0 and height > 0):
         raise SchemaError(f"{path}: image {image.get('id')} ({image.get('file_name')}) has "
                           f"width {image.get('width')!r} and height {image.get('height')!r}; "
                           "boxes are divided by its size in pixels")
     if x + w > width or y + h > height:
-        return None, "past the image's edge"
+        return None, "reaching past the image's edge"
     return (x / width, y / height, (x + w) / width, (y + h) / height), None
 
 

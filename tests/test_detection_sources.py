@@ -399,19 +399,20 @@ def test_cli_reaches_coco_with_split_and_image_dir(tmp_path, tables_read, monkey
     monkeypatch.chdir(tmp_path)
     with pytest.raises(_Stop):
         cli.main(["convert", "annotations/instances_train2017.json", "records/", "--split",
-                  "validation", "--image-dir", "train2017/"])
+                  "validation", "--image-dir", "train2017/", "--split-col", "set"])
     ((table, base), options), = tables_read
     assert options["split"] == "validation" and options["task"] is None
-    assert set(table["split"]) == {"VALIDATION"}
+    assert set(table["set"]) == {"VALIDATION"}
     assert table["image_uri"][0] == str(tmp_path / "train2017" / "000007.jpg")
-    assert table.attrs["label_map"] == {"person": 1, "car": 3, "dog": 18}
+    assert table.attrs["label_map"] == {"person": 1, "car": 3, "dog": 18}  # kept by renaming
 
 
 def test_cli_reaches_voc(voc, tables_read, tmp_path):
     with pytest.raises(_Stop):
-        cli.main(["convert", str(voc), str(tmp_path / "records")])
+        cli.main(["convert", str(voc), str(tmp_path / "records"), "--label-col", "object"])
     ((table, base), _), = tables_read
-    assert table["label"].tolist() == ["dog", "dog", "person", None] and base == str(voc)
+    assert list(table.columns[:3]) == ["split", "image_uri", "object"]  # the names asked for
+    assert table["object"].tolist() == ["dog", "dog", "person", None] and base == str(voc)
 
 
 def test_cli_task_decides_an_ambiguous_csv(tmp_path, tables_read):

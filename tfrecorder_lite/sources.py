@@ -47,13 +47,14 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
     classification = task if task == "classification" else None
     if path.lower().endswith(".json"):
         _refuse_options("a COCO annotations file", task=classification)
-        return (detection_sources.read_coco(path, image_dir, split, storage_options),
-                storage.parent(path))
+        table = detection_sources.read_coco(path, image_dir, split, storage_options)
+        return _named(table, split_col, image_col, label_col), storage.parent(path)
     _refuse_options(source, split=split, image_dir=image_dir)
     if storage.is_dir(path, storage_options):
         if detection_sources.is_voc_folder(path, storage_options):
             _refuse_options("a Pascal VOC folder", task=classification)
-            return detection_sources.read_voc(path, storage_options), path
+            table = detection_sources.read_voc(path, storage_options)
+            return _named(table, split_col, image_col, label_col), path
         _refuse_options("an image folder", task=task if task == "detection" else None)
         return read_image_folder(path, split_col, image_col, label_col, storage_options), path
     try:
@@ -63,6 +64,14 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
                           "file nor a folder") from None
     table = read_csv(data, path, split_col, image_col, label_col, encoding=encoding, task=task)
     return table, storage.parent(path)
+
+
+def _named(table, split_col, image_col, label_col):
+    """A per-box table with the caller's names for its split, image and label columns."""
+    if not isinstance(label_col, str):
+        raise SchemaError(f"a detection source has one label column, not {label_col!r}")
+    names = {"split": split_col, "image_uri": image_col, "label": label_col}
+    return table.rename(columns={k: v for k, v in names.items() if v is not None})
 
 
 def _refuse_options(source, **options):

@@ -73,9 +73,12 @@ def _parser():
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    c = commands.add_parser("convert", help="write TFRecord shards from a CSV or image folder")
-    c.add_argument("source", help="CSV file (split,image_uri,label) or folder SPLIT/LABEL/FILE: "
-                                  "a path or a URL (gs://, s3://, http(s)://, ...)")
+    c = commands.add_parser("convert", help="write TFRecord shards from a CSV, an image "
+                                            "folder, a COCO .json file or a Pascal VOC folder")
+    c.add_argument("source", help="CSV file (split,image_uri,label, or AutoML's detection CSV), "
+                                  "folder SPLIT/LABEL/FILE, COCO instances_*.json or Pascal VOC "
+                                  "folder (Annotations/, JPEGImages/): a path or a URL (gs://, "
+                                  "s3://, http(s)://, ...)")
     c.add_argument("output_dir", help="a folder: a path or a URL (gs://, s3://, ...)")
     c.add_argument("--num-shards", type=int, help="shards per split (default: ~128 MiB each)")
     c.add_argument("--image-size", type=_size, metavar="HxW", help="resize at write time")
@@ -112,6 +115,13 @@ def _parser():
     c.add_argument("--encoding", default="utf-8",
                    help="text encoding of the CSV, e.g. latin-1 (default: utf-8, with or "
                         "without a byte order mark)")
+    c.add_argument("--task", choices=["detection", "classification"],
+                   help="read the CSV as an AutoML detection CSV or as a classification CSV "
+                        "(default: told by its shape)")
+    c.add_argument("--split", help="the split of a COCO .json file: train, validation or test "
+                                   "(default: from its name, e.g. instances_val2017.json)")
+    c.add_argument("--image-dir", help="the images of a COCO .json file, a path or a URL "
+                                       "(default: the file's folder)")
     c.add_argument("--base-dir", help="folder (path or URL) that relative image paths resolve "
                                       "against (default: the CSV's folder)")
     _add_storage_options(c)
@@ -159,7 +169,8 @@ def _convert(args):
         image_size=args.image_size, image_format=args.image_format, check=args.check,
         on_error=args.on_error, shuffle=not args.no_shuffle, seed=args.seed,
         overwrite=args.overwrite, n_jobs=args.jobs, progress=not args.no_progress,
-        sha256=args.sha256, encoding=args.encoding, base_dir=args.base_dir,
+        sha256=args.sha256, encoding=args.encoding, base_dir=args.base_dir, task=args.task,
+        split=args.split, image_dir=args.image_dir,
         max_image_bytes=args.max_image_bytes, unassigned=args.unassigned,
         split_ratios=args.split_ratios,
         storage_options=args.storage_options)

@@ -118,17 +118,21 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
 
 
 def convert(source, output_dir, **options):
-    """Convert a DataFrame, a CSV file or an image folder (``SPLIT/LABEL/FILE``).
+    """Convert a DataFrame, a CSV file, an image folder (``SPLIT/LABEL/FILE``), a COCO
+    annotations file or a Pascal VOC folder.
 
     ``source`` and ``output_dir`` are local paths or fsspec URLs. Relative image paths in a CSV
     resolve against the CSV's folder (a URL for a remote CSV) unless ``base_dir`` is given. Takes
-    the options of :func:`to_tfrecord`, and ``encoding`` (default ``"utf-8"``) of a CSV file.
+    the options of :func:`to_tfrecord`, and of ``sources.read_source``: ``encoding`` (default
+    ``"utf-8"``) of a CSV file, ``task`` (``"detection"`` or ``"classification"``: how to read
+    a CSV that its shape does not tell), ``split`` and ``image_dir`` of a COCO file.
     """
     columns = {k: options[k] for k in ("split_col", "image_col", "label_col") if k in options}
-    encoding = options.pop("encoding", "utf-8")
+    reading = {k: options.pop(k) for k in ("encoding", "task", "split", "image_dir")
+               if k in options}
     Store(output_dir, options.get("storage_options")).check_writable()  # before reading
     df, base_dir = sources.read_source(source, storage_options=options.get("storage_options"),
-                                       encoding=encoding, **columns)
+                                       **reading, **columns)
     if options.get("base_dir") is None:
         options["base_dir"] = base_dir
     return to_tfrecord(df, output_dir, **options)

@@ -8,7 +8,7 @@ import os
 
 import pandas as pd
 
-from . import labels, schema, storage
+from . import detection_sources, labels, schema, storage
 from .errors import SchemaError
 
 logger = logging.getLogger(__name__)
@@ -20,50 +20,90 @@ _IMAGE_EXTENSIONS = {
 
 
 def read_source(source, *, split_col="split", image_col="image_uri", label_col="label",
-                encoding="utf-8", storage_options=None):
+                encoding="utf-8", storage_options=None, task=None, split=None, image_dir=None):
     """Return ``(table, base_dir)``: the rows to convert and the folder relative paths start from.
 
     Args:
-        source: a DataFrame, or the path or URL of a CSV file or of an image folder laid out
-            ``SPLIT/LABEL/FILE``.
+        source: a DataFrame, or the path or URL of a CSV file, of a COCO annotations file
+            (``.json``), of a Pascal VOC folder (``Annotations/`` and ``JPEGImages/``), or of an
+            image folder laid out ``SPLIT/LABEL/FILE``. Detection sources give the per-box table
+            (see ``detection_sources``).
         encoding: the text encoding of a CSV file.
         storage_options: fsspec options for a remote source (see ``storage.options_for``).
+        task: how to read a CSV: ``"detection"`` (an AutoML detection CSV),
+            ``"classification"``, or None to tell them apart by the file's shape.
+        split, image_dir: a COCO file's split (default: from its name) and image folder
+            (default: the file's folder); see ``detection_sources.read_coco``.
     """
+    if task not in (None, *detection_sources.TASKS):
+        raise SchemaError(f"task must be one of {detection_sources.TASKS} or None, not {task!r}")
     if isinstance(source, pd.DataFrame):
+        _refuse_options("a DataFrame", split=split, image_dir=image_dir, task=task)
         return source, None
     if not isinstance(source, (str, os.PathLike)):
-        raise SchemaError(f"source must be a DataFrame, or the path or URL of a CSV file or an "
-                          f"image folder, not {type(source).__name__}")
+        raise SchemaError(f"source must be a DataFrame, or the path or URL of a CSV file, a "
+                          f"COCO .json file or a folder, not {type(source).__name__}")
     path = storage.resolve(source)
+    classification = task if task == "classification" else None
+    if path.lower().endswith(".json"):
+        _refuse_options("a COCO annotations file", task=classification)
+        table = detection_sources.read_coco(path, image_dir, split, storage_options)
+        return _named(table, split_col, image_col, label_col), storage.parent(path)
+    _refuse_options(source, split=split, image_dir=image_dir)
     if storage.is_dir(path, storage_options):
+        if detection_sources.is_voc_folder(path, storage_options):
+            _refuse_options("a Pascal VOC folder", task=classification)
+            table = detection_sources.read_voc(path, storage_options)
+            return _named(table, split_col, image_col, label_col), path
+        _refuse_options("an image folder", task=task if task == "detection" else None)
         return read_image_folder(path, split_col, image_col, label_col, storage_options), path
     try:
         data = storage.read_bytes(path, storage_options)
     except FileNotFoundError:
-        raise SchemaError(f"source {source!r} is neither a DataFrame, a CSV file nor a "
-                          "folder") from None
-    table = read_csv(data, path, split_col, image_col, label_col, encoding=encoding)
+        raise SchemaError(f"source {source!r} is neither a DataFrame, a CSV file, a COCO .json "
+                          "file nor a folder") from None
+    table = read_csv(data, path, split_col, image_col, label_col, encoding=encoding, task=task)
     return table, storage.parent(path)
 
 
+def _named(table, split_col, image_col, label_col):
+    """A per-box table with the caller's names for its split, image and label columns."""
+    if not isinstance(label_col, str):
+        raise SchemaError(f"a detection source has one label column, not {label_col!r}")
+    names = {"split": split_col, "image_uri": image_col, "label": label_col}
+    return table.rename(columns={k: v for k, v in names.items() if v is not None})
+
+
+def _refuse_options(source, **options):
+    """Raise SchemaError when an option is given (not None) that ``source`` does not use."""
+    given = [f"{k}={v!r}" for k, v in options.items() if v is not None]
+    if given:
+        raise SchemaError(f"{', '.join(given)} does not apply to {source}: split= and "
+                          "image_dir= are for a COCO .json file, task= tells an AutoML "
+                          "detection CSV from a classification CSV")
+
+
 def read_csv(data, name, split_col="split", image_col="image_uri", label_col="label",
-             encoding="utf-8"):
+             encoding="utf-8", task=None):
     """Read an image CSV from its bytes.
 
     Without a header row its columns are ``split, image_uri, label``. A byte order mark is
-    skipped, and empty fields at the end of a row (Excel writes them) are dropped. When the
-    label column is the last of the file and rows have more fields than columns (AutoML's
-    multi-label CSV, ``TRAIN,gs://b/img.jpg,cat,dog``), the label column holds the list of
-    every row's labels.
+    skipped, and empty fields at the end of a row (Excel writes them) are dropped. An AutoML
+    detection CSV (``ML_USE,PATH,LABEL`` and a box's vertices) gives the per-box table (see
+    ``detection_sources.automl_rows``). When the label column is the last of the file and rows
+    have more fields than columns (AutoML's multi-label CSV, ``TRAIN,gs://b/img.jpg,cat,dog``),
+    the label column holds the list of every row's labels.
 
     Args:
         data: the file's bytes.
         name: its path or URL, for messages.
         encoding: the text encoding of ``data``.
+        task: ``"detection"``, ``"classification"``, or None to tell them apart by the shape.
 
     Raises:
-        SchemaError: the file is empty, is not in ``encoding``, or has rows with more fields
-            than it has columns.
+        SchemaError: the file is empty, is not in ``encoding``, has rows with more fields
+            than it has columns, or is a detection CSV with bad rows or one that its shape
+            alone does not tell from a multi-label CSV.
     """
     text = _decode(data, name, encoding)
     records = _records(text, name)
@@ -79,9 +119,14 @@ def read_csv(data, name, split_col="split", image_col="image_uri", label_col="la
         records = itertools.chain([first], records)
         logger.info("%s has no header row; reading it as %s", name, ",".join(columns))
     records = list(records)
+    if not (header and set(detection_sources.BOX_COLUMNS) <= set(columns)):  # per-box table
+        boxes = detection_sources.automl_rows(records, name, task)
+        if boxes is not None:
+            return detection_sources.automl_detection_table(boxes, name, split_col, image_col,
+                                                            label_col)
     ragged = _ragged_rows(records, columns)
     if ragged and isinstance(label_col, str) and columns[-1] == label_col:
-        return _multi_label_table(records[1:] if header else records, columns)
+        return _multi_label_table(records, columns)
     if ragged:
         _refuse_ragged(ragged, columns, name, header)
     return pd.read_csv(io.StringIO(text), header=0 if header else None,

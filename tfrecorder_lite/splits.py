@@ -7,6 +7,7 @@ UNASSIGNED = "UNASSIGNED"  # AutoML's "let the service choose"
 ALIASES = {
     "TRAIN": "TRAIN", "TRAINING": "TRAIN",
     "VALIDATION": "VALIDATION", "VALID": "VALIDATION", "VAL": "VALIDATION",
+    "VALIDATE": "VALIDATION",  # AutoML's ML_USE
     "TEST": "TEST", "TESTING": "TEST",
 }
 

@@ -1,0 +1,539 @@
+"""Object-detection sources as a per-box table: AutoML detection CSVs, COCO and Pascal VOC.
+
+The per-box table has one row per box: ``split, image_uri, label, xmin, ymin, xmax, ymax``
+(floats relative to the image, 0,0 at its top left), then the format's per-box columns
+(``is_crowd``, ``difficult``, ``truncated``: nullable Int64 flags; ``area``: float) and per-image
+columns (COCO's ``image_id``). An image without objects is one row with label None and NaN
+coordinates. The rows of an image are consecutive, its boxes in the file's order. Splits are
+TRAIN, VALIDATION, TEST (or UNASSIGNED where the source has none).
+"""
+
+import functools
+import json
+import logging
+import math
+import numbers
+import posixpath
+import re
+import xml.etree.ElementTree as ElementTree
+from xml.parsers import expat
+
+import pandas as pd
+
+from . import schema, storage
+from .errors import SchemaError
+
+logger = logging.getLogger(__name__)
+
+BOX_COLUMNS = ("xmin", "ymin", "xmax", "ymax")
+MAX_BOXES = 500  # AutoML's limit an image
+TASKS = ("detection", "classification")
+NEGATIVE_IMAGE = "NEGATIVE_IMAGE"  # AutoML's label of an image known to hold no objects
+_AUTOML_FIELDS = 11
+_AUTOML_FORMS = ("ML_USE,PATH,LABEL,x_min,y_min,x_max,y_min,x_max,y_max,x_min,y_max or "
+                 "ML_USE,PATH,LABEL,x_min,y_min,,,x_max,y_max,,")
+_TWO_VERTICES = (True, True, False, False, True, True, False, False)
+_DTYPES = {**dict.fromkeys(BOX_COLUMNS, "float64"), "area": "float64",
+           **dict.fromkeys(("is_crowd", "difficult", "truncated"), "Int64")}
+_NO_BOX = (math.nan,) * 4
+
+
+# ----------------------------------------------------------------------------- boxes
+
+def box_problem(boxes, units="relative", size=None):
+    """The reason one image's boxes cannot be written, or None when they can.
+
+    Args:
+        boxes: the image's boxes, each ``(xmin, ymin, xmax, ymax)``.
+        units: ``"relative"`` (fractions of the image, in [0, 1]) or ``"pixels"``.
+        size: ``(height, width)`` of the image, with ``units="pixels"``.
+
+    Returns:
+        None, or e.g. ``"box 2 of 3: xmin 0.6 > xmax 0.2"`` (boxes counted from 1).
+    """
+    if units == "relative":
+        limits, within = (1, 1, 1, 1), ("[0, 1]",) * 4
+    elif units == "pixels" and size is not None:
+        height, width = size
+        limits = (width, height, width, height)
+        within = (f"[0, {width}] (the image's width)", f"[0, {height}] (the image's height)") * 2
+    else:
+        raise ValueError(f"units must be 'relative', or 'pixels' with size=(height, width); "
+                         f"got units={units!r}, size={size!r}")
+    count = len(boxes)
+    if count > MAX_BOXES:
+        return f"{count} boxes: at most {MAX_BOXES} an image"
+    for number, box in enumerate(boxes, 1):
+        problem = _coordinate_problem(box, limits, within) or _order_problem(box)
+        if problem:
+            return f"box {number} of {count}: {problem}"
+    return None
+
+
+def _coordinate_problem(box, limits, within):
+    """What is wrong with one of the box's coordinates (missing, no number, out of range)."""
+    if len(box) != 4:
+        return f"{len(box)} coordinates, expected 4 (xmin, ymin, xmax, ymax)"
+    for name, value, limit, where in zip(BOX_COLUMNS, box, limits, within):
+        if type(value) is not float and (isinstance(value, bool) or
+                                          not isinstance(value, numbers.Real)):
+            if value is None or value is pd.NA:
+                return f"{name} is missing"
+            return f"{name} {value!r} is not a number"
+        if value != value:
+            return f"{name} is missing or not a number"
+        if not 0 <= value <= limit:
+            return f"{name} {_shown(value)} is outside {where}"
+    return None
+
+
+def _order_problem(box):
+    """``xmin >= xmax`` or ``ymin >= ymax``, in words."""
+    for low, high in ((0, 2), (1, 3)):
+        if box[low] >= box[high]:
+            sign = ">" if box[low] > box[high] else "="
+            return (f"{BOX_COLUMNS[low]} {_shown(box[low])} {sign} "
+                    f"{BOX_COLUMNS[high]} {_shown(box[high])}")
+    return None
+
+
+def _shown(value):
+    """A coordinate as short text that still tells two different values apart."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
+
+
+# ----------------------------------------------------------------------------- tables
+
+@functools.lru_cache(maxsize=256)
+def _split(text):
+    """TRAIN / VALIDATION / TEST for a known split name, else the text itself (None if empty),
+    left for the table checks to report."""
+    text = (text or "").strip()
+    canonical = schema.canonical_splits(pd.Series([text]))[0]
+    return canonical if isinstance(canonical, str) else text or None
+
+
+def _table(rows, columns):
+    """The per-box table of ``rows`` (tuples in the order of ``columns``: split, image, label,
+    coordinates, then other columns), typed per column: labels stay objects (None for no
+    object), flags nullable ints, coordinates floats."""
+    values = list(zip(*rows)) if rows else [()] * len(columns)
+    dtypes = [None, None, object] + [_DTYPES.get(c) for c in columns[3:]]
+    return pd.DataFrame({column: pd.Series(list(cells), dtype=dtype)
+                         for column, cells, dtype in zip(columns, values, dtypes)})
+
+
+def _number(value):
+    """``value`` as a float, NaN when it is missing or no finite number (reported later by
+    :func:`box_problem` as a missing coordinate)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return number if math.isfinite(number) else math.nan
+
+
+# ----------------------------------------------------------------------------- AutoML CSV
+
+def automl_row(fields):
+    """``(split, image, label, box)`` of one AutoML detection CSV row.
+
+    ``box`` is ``(xmin, ymin, xmax, ymax)``, or None for a row without coordinates; the label of
+    an image without objects (empty or ``NEGATIVE_IMAGE``) is None.
+
+    Raises:
+        ValueError: the row is no AutoML detection row; the message says why.
+    """
+    cells = [f.strip() for f in fields]
+    while len(cells) > _AUTOML_FIELDS and not cells[-1]:
+        cells.pop()
+    if len(cells) > _AUTOML_FIELDS:
+        raise ValueError(f"{len(cells)} fields, at most {_AUTOML_FIELDS}")
+    cells += [""] * (_AUTOML_FIELDS - len(cells))
+    values = [_coordinate(c) for c in cells[3:]]
+    present = tuple(v is not None for v in values)
+    if not any(present):
+        box = None
+    elif present == _TWO_VERTICES:
+        box = (values[0], values[1], values[4], values[5])
+    elif all(present):
+        if (values[2], values[3], values[6], values[7]) != (values[4], values[1], values[0],
+                                                             values[5]):
+            raise ValueError("its four vertices are not x_min,y_min,x_max,y_min,x_max,y_max,"
+                             "x_min,y_max")
+        box = (values[0], values[1], values[4], values[5])
+    else:
+        raise ValueError("its coordinates are neither four vertices nor two")
+    label = cells[2] or None
+    if box is None and label == NEGATIVE_IMAGE:
+        label = None
+    return cells[0], cells[1], label, box
+
+
+def _is_fraction(cell):
+    """True for a cell holding a finite number that is not whole (``.3``, ``0.25``)."""
+    try:
+        value = float(cell)
+    except ValueError:
+        return False
+    return math.isfinite(value) and not value.is_integer()
+
+
+def _coordinate(cell):
+    """A coordinate cell as a float, None when empty; ValueError for anything else."""
+    if not cell:
+        return None
+    value = float(cell)  # ValueError: no number
+    if not math.isfinite(value):
+        raise ValueError(f"coordinate {cell!r} is not a finite number")
+    return value
+
+
+def automl_rows(records, name, task=None):
+    """The rows of an AutoML detection CSV, or None when ``records`` are a classification CSV.
+
+    Args:
+        records: ``(line, fields)`` of the file's data rows (no header).
+        name: the file's path or URL, for messages.
+        task: ``"detection"``, ``"classification"`` (returns None), or None to recognize the
+            file by its shape: a number with a fraction after the label column makes it a
+            detection CSV.
+
+    Returns:
+        ``[(line, split, image, label, box), ...]`` (see :func:`automl_row`), or None.
+
+    Raises:
+        SchemaError: rows that do not fit a file read as detection, or a file whose coordinates
+            are all whole numbers (it could be integer labels of a multi-label CSV) without
+            ``task``.
+    """
+    if task == "classification":
+        return None
+    rows, bad, fraction = [], [], False
+    for line, fields in records:
+        try:
+            rows.append((line, *automl_row(fields)))
+        except ValueError as exc:
+            bad.append((line, str(exc)))
+        fraction = fraction or any(_is_fraction(cell) for cell in fields[3:])
+    if task is None and not fraction:
+        if bad or not any(row[4] for row in rows):
+            return None
+        raise SchemaError(
+            f"{name}: every row has the shape of an AutoML detection CSV ({_AUTOML_FORMS}) "
+            "with whole-number coordinates, which could also be the integer labels of a "
+            "multi-label CSV; pass task=\"detection\" or task=\"classification\" "
+            "(--task detection | classification)")
+    if bad:
+        (line, reason), more = bad[0], [n for n, _ in bad[1:]]
+        also = f"; also line{'s' * (len(more) > 1)} {', '.join(map(str, more[:10]))}" \
+            if more else ""
+        also += f" and {len(more) - 10} more" if len(more) > 10 else ""
+        raise SchemaError(
+            f"{name}: line {line} is not an AutoML detection row ({_AUTOML_FORMS}): "
+            f"{reason}{also}. Fix these rows; a per-box CSV (split,image_uri,label,xmin,ymin,"
+            "xmax,ymax) needs its header row"
+            + ("" if task else ", or pass task=\"classification\" (--task classification) "
+                               "if the file is a multi-label classification CSV"))
+    return rows
+
+
+def automl_detection_table(rows, name, split_col="split", image_col="image_uri",
+                           label_col="label"):
+    """The per-box table of :func:`automl_rows`: images in the order they first appear, each
+    with its boxes in file order (an image named on several rows gets all their boxes).
+
+    Raises:
+        SchemaError: one image named with two splits.
+    """
+    if not isinstance(label_col, str):
+        raise SchemaError(f"{name} is a detection CSV: it has one label column, not "
+                          f"{label_col!r}")
+    images = {}
+    for line, split, image, label, box in rows:
+        images.setdefault(image, []).append((line, _split(split), label, box))
+    table = []
+    for image, boxes in images.items():
+        line, split = boxes[0][:2]
+        for other_line, other_split, _, _ in boxes:
+            if other_split != split:
+                raise SchemaError(f"{name}: image {image} is {split} on line {line} and "
+                                  f"{other_split} on line {other_line}; an image belongs to one "
+                                  "split")
+        # an image's "no objects" row is dropped when other rows give it boxes
+        objects = [b for b in boxes if b[2] is not None or b[3] is not None] or boxes[:1]
+        table += [(split, image or None, label, *(box or _NO_BOX))
+                  for _, split, label, box in objects]
+    return _table(table, [split_col, image_col, label_col, *BOX_COLUMNS])
+
+
+# ----------------------------------------------------------------------------- COCO
+
+def read_coco(annotations_json, image_dir=None, split=None, storage_options=None):
+    """The per-box table of a COCO ``instances_*.json`` file.
+
+    Boxes (``bbox`` ``[x, y, w, h]`` in pixels) are divided by their image's ``width`` and
+    ``height``; ``iscrowd`` becomes ``is_crowd``, ``area`` is kept as COCO has it (pixels), and
+    the COCO image id is ``image_id``. Labels are category names; ``table.attrs["label_map"]``
+    maps them to COCO's category ids (which have gaps), so records can keep those ids. As the
+    TF Model Garden's ``create_coco_tf_record.py`` does, boxes with a width or height <= 0 or
+    reaching past the image's edge are left out (a warning counts them); images without
+    annotations are kept.
+
+    Args:
+        annotations_json: path or URL of the JSON file.
+        image_dir: folder (path or URL) of the images; default: the JSON file's folder.
+        split: the split of every image (``"train"``, ``"validation"``, ``"test"`` or
+            ``"UNASSIGNED"``); default: read from the file name (``instances_val2017.json`` ->
+            VALIDATION).
+        storage_options: fsspec options for a remote file.
+
+    Raises:
+        SchemaError: the split cannot be told from the name, the file is no COCO JSON, or an
+            annotation names an unknown category.
+    """
+    path = storage.resolve(annotations_json)
+    split = _coco_split(split, path)
+    image_dir = storage.parent(path) if image_dir is None else storage.resolve(image_dir)
+    try:
+        data = json.loads(storage.read_bytes(path, storage_options))
+    except ValueError as exc:
+        raise SchemaError(f"{path} is not JSON: {exc}") from None
+    images, annotations, categories = _coco_lists(data, path)
+    names = _coco_categories(categories, annotations, path)
+    boxes_of = {}
+    for annotation in annotations:
+        boxes_of.setdefault(annotation.get("image_id"), []).append(annotation)
+    rows, skipped = [], {"with a width or height <= 0": [], "reaching past the image's edge": []}
+    for image in images:
+        uri = storage.resolve(str(image.get("file_name", "")), base=image_dir)
+        objects = []
+        for annotation in boxes_of.pop(image.get("id"), []):
+            box, reason = _coco_box(annotation, image, path)
+            if reason:
+                skipped[reason].append(f"annotation {annotation.get('id')} of {uri}")
+                continue
+            objects.append((split, uri, names[annotation["category_id"]], *box,
+                            1 if annotation.get("iscrowd") else 0,
+                            _number(annotation.get("area")), image.get("id")))
+        rows += objects or [(split, uri, None, *_NO_BOX, None, math.nan, image.get("id"))]
+    for reason, where in skipped.items():
+        if where:
+            logger.warning("%s: %d box(es) %s left out (as the TF Model Garden's "
+                           "create_coco_tf_record.py does), e.g. %s", path, len(where), reason,
+                           where[0])
+    if boxes_of:
+        logger.warning("%s: %d annotation(s) name image ids that are not in 'images' and were "
+                       "left out, e.g. image_id %r", path, sum(map(len, boxes_of.values())),
+                       next(iter(boxes_of)))
+    table = _table(rows, ["split", "image_uri", "label", *BOX_COLUMNS, "is_crowd", "area",
+                          "image_id"])
+    table.attrs["label_map"] = {name: id_ for id_, name in names.items()}
+    return table
+
+
+def _coco_split(split, path):
+    """The split of a COCO file: ``split``, or the one its name says."""
+    if split is None:
+        found = set(re.findall(r"train|val|test", storage.basename(path).lower()))
+        if len(found) != 1:
+            raise SchemaError(
+                f"cannot tell the split of {storage.basename(path)} from its name; pass "
+                "split=\"train\", \"validation\" or \"test\" (--split train)")
+        split = found.pop()
+    canonical = _split(str(split))
+    canonical = schema.UNASSIGNED if canonical.upper() == schema.UNASSIGNED else canonical
+    if canonical not in (*schema.SPLITS, schema.UNASSIGNED):
+        raise SchemaError(f"split={split!r} is no split: expected train, validation, test or "
+                          "UNASSIGNED")
+    return canonical
+
+
+def _coco_lists(data, path):
+    """The images, annotations and categories lists of a COCO JSON document."""
+    if not isinstance(data, dict) or not isinstance(data.get("images"), list):
+        raise SchemaError(f"{path} is not a COCO annotations file: it has no 'images' list")
+    lists = [data["images"], data.get("annotations", []), data.get("categories", [])]
+    for key, items in zip(("images", "annotations", "categories"), lists):
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise SchemaError(f"{path}: '{key}' must be a list of objects")
+    return lists
+
+
+def _coco_categories(categories, annotations, path):
+    """``{category id: name}`` of the categories (ids from 1: 0 is the background class)."""
+    names = {}
+    for category in categories:
+        id_, name = category.get("id"), category.get("name")
+        if not isinstance(id_, int) or isinstance(id_, bool) or not isinstance(name, str):
+            raise SchemaError(f"{path}: category {category!r} needs an integer 'id' and a "
+                              "'name'")
+        if name in names.values() or id_ in names:
+            raise SchemaError(f"{path}: category id {id_} or name {name!r} is used twice")
+        names[id_] = name
+    for annotation in annotations:
+        if annotation.get("category_id") not in names:
+            raise SchemaError(f"{path}: annotation {annotation.get('id')} names category_id "
+                              f"{annotation.get('category_id')!r}, which is not in 'categories'")
+    used = {a["category_id"] for a in annotations}
+    for id_ in [i for i in names if i < 1]:
+        if id_ in used:
+            raise SchemaError(f"{path}: category {names[id_]!r} has id {id_}; detection label "
+                              "ids start at 1 (0 is the background class): renumber it")
+        logger.info("%s: category %r (id %d, no box) left out of the label map", path,
+                    names.pop(id_), id_)
+    return names
+
+
+def _coco_box(annotation, image, path):
+    """``((xmin, ymin, xmax, ymax) relative, None)``, or ``(None, reason)`` for a box left out
+    as the Model Garden leaves it out."""
+    bbox = annotation.get("bbox")
+    x, y, w, h = (_number(v) for v in bbox) if isinstance(bbox, list) and len(bbox) == 4 \
+        else _NO_BOX
+    if w <= 0 or h <= 0:
+        return None, "with a width or height <= 0"
+    width, height = _number(image.get("width")), _number(image.get("height"))
+    if not (width > 0 and height > 0):
+        raise SchemaError(f"{path}: image {image.get('id')} ({image.get('file_name')}) has "
+                          f"width {image.get('width')!r} and height {image.get('height')!r}; "
+                          "boxes are divided by its size in pixels")
+    if x + w > width or y + h > height:
+        return None, "reaching past the image's edge"
+    return (x / width, y / height, (x + w) / width, (y + h) / height), None
+
+
+# ----------------------------------------------------------------------------- Pascal VOC
+
+_VOC_SETS = {"train": "TRAIN", "val": "VALIDATION", "trainval": "TRAIN", "test": "TEST"}
+
+
+def is_voc_folder(path, storage_options=None):
+    """True for a Pascal VOC folder: it holds ``Annotations/`` and ``JPEGImages/``."""
+    return all(storage.is_dir(storage.resolve(sub, base=path), storage_options)
+               for sub in ("Annotations", "JPEGImages"))
+
+
+def read_voc(folder, storage_options=None):
+    """The per-box table of a Pascal VOC folder (``VOCdevkit/VOC2012``).
+
+    Images and splits come from ``ImageSets/Main/{train,val,test}.txt`` (TRAIN, VALIDATION,
+    TEST), in the lists' order; ``trainval.txt`` is read as TRAIN only when neither
+    ``train.txt`` nor ``val.txt`` exists (it is their union). Annotations the lists do not name
+    are left out (a warning counts them); without ``ImageSets/Main`` every annotation is read,
+    as UNASSIGNED (``unassigned="assign"`` gives them splits). Boxes (``bndbox``, 1-based
+    pixels) are divided by ``size/width`` and ``size/height`` as the TF Object Detection API's
+    ``create_pascal_tf_record.py`` does; ``difficult`` and ``truncated`` are kept (0 when
+    absent). Images are ``JPEGImages/<filename>``.
+
+    Raises:
+        SchemaError: an image list names an annotation that does not exist, an image is in two
+            lists, or an annotation file is unreadable, unsafe XML, or has no usable size.
+    """
+    root = storage.resolve(folder)
+    found = {parts[0][:-4]: path for parts, path in
+             storage.walk_files(storage.resolve("Annotations", base=root), storage_options)
+             if len(parts) == 1 and parts[0].lower().endswith(".xml")}
+    listed = _voc_image_sets(root, storage_options)
+    if listed is None:
+        logger.info("%s has no ImageSets/Main/{train,val,trainval,test}.txt: its %d "
+                    "annotation(s) are read as UNASSIGNED", root, len(found))
+        listed = {image_id: schema.UNASSIGNED for image_id in sorted(found)}
+    missing = [i for i in listed if i not in found]
+    if missing:
+        raise SchemaError(f"{root}: ImageSets/Main names {len(missing)} image(s) without "
+                          f"Annotations/<id>.xml, e.g. {missing[0]!r}")
+    unlisted = sorted(set(found) - set(listed))
+    if unlisted:
+        logger.warning("%s: %d annotation(s) are in no ImageSets/Main list and were left out, "
+                       "e.g. Annotations/%s.xml", root, len(unlisted), unlisted[0])
+    paths = [found[i] for i in listed]
+    image_dir = storage.resolve("JPEGImages", base=root)
+    rows = []
+    for (image_id, split), path, data in zip(listed.items(), paths,
+                                             storage.read_many(paths, storage_options)):
+        if isinstance(data, Exception):
+            raise SchemaError(f"cannot read {path}: {data}")
+        rows += _voc_rows(parse_xml(data, path), path, split, image_id, image_dir)
+    return _table(rows, ["split", "image_uri", "label", *BOX_COLUMNS, "difficult", "truncated"])
+
+
+def _voc_image_sets(root, storage_options):
+    """``{image id: split}`` from ``ImageSets/Main``, in the lists' order; None without lists."""
+    main = storage.resolve(posixpath.join("ImageSets", "Main"), base=root)
+    paths = {name: storage.resolve(f"{name}.txt", base=main) for name in _VOC_SETS}
+    texts = dict(zip(paths, storage.read_many(list(paths.values()), storage_options)))
+    texts = {n: t for n, t in texts.items() if not isinstance(t, FileNotFoundError)}
+    if "train" in texts or "val" in texts:
+        texts.pop("trainval", None)
+    if not texts:
+        return None
+    listed, source = {}, {}
+    for name, text in texts.items():
+        if isinstance(text, Exception):
+            raise SchemaError(f"cannot read {paths[name]}: {text}")
+        for image_id in (line.split()[0] for line in text.decode().splitlines() if line.strip()):
+            if listed.setdefault(image_id, _VOC_SETS[name]) != _VOC_SETS[name]:
+                raise SchemaError(f"{root}: image {image_id!r} is in ImageSets/Main/"
+                                  f"{source[image_id]}.txt and {name}.txt; an image belongs "
+                                  "to one split")
+            source.setdefault(image_id, name)
+    return listed
+
+
+def _voc_rows(annotation, path, split, image_id, image_dir):
+    """The per-box rows of one VOC annotation (an ElementTree element)."""
+    filename = (annotation.findtext("filename") or "").strip() or f"{image_id}.jpg"
+    uri = storage.resolve(filename, base=image_dir)
+    objects = annotation.findall("object")
+    if not objects:
+        return [(split, uri, None, *_NO_BOX, None, None)]
+    width, height = (_number(annotation.findtext(f"size/{k}")) for k in ("width", "height"))
+    if not (width > 0 and height > 0):
+        raise SchemaError(f"{path}: size/width and size/height must be the image's size in "
+                          f"pixels, not {annotation.findtext('size/width')!r} and "
+                          f"{annotation.findtext('size/height')!r}")
+    rows = []
+    for number, element in enumerate(objects, 1):
+        x0, y0, x1, y1 = (_number(element.findtext(f"bndbox/{k}")) for k in BOX_COLUMNS)
+        rows.append((split, uri, (element.findtext("name") or "").strip() or None,
+                     x0 / width, y0 / height, x1 / width, y1 / height,
+                     _flag(element, "difficult", path, number),
+                     _flag(element, "truncated", path, number)))
+    return rows
+
+
+def _flag(element, key, path, number):
+    """A 0/1 flag of a VOC object (0 when absent)."""
+    text = (element.findtext(key) or "0").strip()
+    if text not in ("0", "1"):
+        raise SchemaError(f"{path}: object {number} has {key} {text!r}, expected 0 or 1")
+    return int(text)
+
+
+def parse_xml(data, name):
+    """The root element of an XML document, refusing DOCTYPE and ENTITY declarations (no
+    entity expansion, no external references).
+
+    Raises:
+        SchemaError: the document declares a DOCTYPE or an entity, or is no well-formed XML.
+    """
+    builder = ElementTree.TreeBuilder()
+    parser = expat.ParserCreate()
+
+    def refuse(*_):
+        raise SchemaError(f"{name}: declares a DOCTYPE or ENTITY, which annotation files do not "
+                          "need; refused (entities can expand without bound or read other "
+                          "files). Remove the declaration")
+
+    parser.StartDoctypeDeclHandler = parser.EntityDeclHandler = refuse
+    parser.UnparsedEntityDeclHandler = parser.ExternalEntityRefHandler = refuse
+    parser.StartElementHandler = builder.start
+    parser.EndElementHandler = builder.end
+    parser.CharacterDataHandler = builder.data
+    try:
+        parser.Parse(data, True)
+    except expat.ExpatError as exc:
+        raise SchemaError(f"{name} is not well-formed XML: {exc}") from None
+    return builder.close()

@@ -9,8 +9,8 @@ import tensorflow as tf
 from PIL import Image, ImageOps
 
 import tfrecorder_lite
-from tfrecorder_lite import loader
 from tfrecorder_lite.output.manifest import ImageSummary
+from tfrecorder_lite.record.features import ImageFeature
 from conftest import photo, save
 
 
@@ -182,7 +182,7 @@ def test_loader_decodes_every_format_and_size_in_one_dataset(tmp_path):
     result = df.tfrecord.to_tfrecord(tmp_path / "out", shuffle=False, progress=False)
     assert result.metadata["image"]["max_size"] == [400, 300]
     image_summary = tfrecorder_lite.read_metadata(tmp_path / "out").manifest.image
-    assert loader._useful_jpeg_ratios(image_summary, (50, 40)) == (4, 2)
+    assert ImageFeature.useful_jpeg_ratios(image_summary, (50, 40)) == (4, 2)
     loaded = tfrecorder_lite.load(tmp_path / "out", "TRAIN", image_size=(50, 40))
     for (image, _), path in zip(loaded, paths):
         plain = tf.image.resize(tf.io.decode_image(open(path, "rb").read(), channels=3), (50, 40))
@@ -192,12 +192,12 @@ def test_loader_decodes_every_format_and_size_in_one_dataset(tmp_path):
 
 def test_jpeg_scales_are_only_tried_where_some_image_is_big_enough():
     info = ImageSummary("encoded", max_size=(500, 1000), formats={"jpeg": 5, "png": 1})
-    assert loader._useful_jpeg_ratios(info, (224, 224)) == (2,)
-    assert loader._useful_jpeg_ratios(info, (60, 100)) == (8, 4, 2)
-    assert loader._useful_jpeg_ratios(info, (300, 300)) == ()
+    assert ImageFeature.useful_jpeg_ratios(info, (224, 224)) == (2,)
+    assert ImageFeature.useful_jpeg_ratios(info, (60, 100)) == (8, 4, 2)
+    assert ImageFeature.useful_jpeg_ratios(info, (300, 300)) == ()
     png_only = ImageSummary("encoded", max_size=(900, 900), formats={"png": 6})
-    assert loader._useful_jpeg_ratios(png_only, (9, 9)) == ()
-    assert loader._useful_jpeg_ratios(info, None) == ()
+    assert ImageFeature.useful_jpeg_ratios(png_only, (9, 9)) == ()
+    assert ImageFeature.useful_jpeg_ratios(info, None) == ()
 
 
 @pytest.mark.parametrize("compression,suffix", [("GZIP", ".gz"), ("zlib", ".zz")])

@@ -24,13 +24,12 @@ shape (``[3]``); otherwise its first dimension is variable (``[None]``, ``[None,
 """
 
 import re
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
 from .record import encoding as example
 from .record import keys
+from .record.features import Column
 from .errors import SchemaError
 
 _INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
@@ -41,32 +40,6 @@ _DTYPES = {"int64": keys.INT64, "int": keys.INT64, "bool": keys.INT64,
            "float32": keys.FLOAT, "float": keys.FLOAT,
            "bytes": keys.BYTES, "string": keys.BYTES, "str": keys.BYTES}
 _TYPE = re.compile(r"^\s*([a-z0-9]+)\s*(?:\[([^\]]*)\])?\s*$")
-
-
-@dataclass(frozen=True)
-class ExtraColumn:
-    """How one extra column is stored.
-
-    Attributes:
-        name: the feature key (the column name as text).
-        kind: the feature kind: ``keys.INT64``, ``FLOAT`` or ``BYTES``.
-        column_dtype: the column's pandas dtype, as text.
-        missing: how a missing value is stored ("NaN", "empty string", "empty list"), or None
-            when the column has none.
-        shape: the values of one record: ``()`` one value, ``(3,)`` three, ``(None,)`` any
-            number, ``(None, 4)`` rows of four.
-    """
-
-    name: str
-    kind: str
-    column_dtype: str
-    missing: str = None
-    shape: tuple = ()
-
-    def describe(self):
-        """The column's entry in metadata.json's ``features``."""
-        return {"dtype": self.kind, "shape": list(self.shape), "column_dtype": self.column_dtype,
-                **({"missing": self.missing} if self.missing else {})}
 
 
 def feature_type(spec, name="features"):
@@ -110,7 +83,7 @@ def extra_columns(df, used, declared=None, reserved=()):
         reserved: record keys the columns must not take (the image and label features).
 
     Returns:
-        ``(columns, rows)``: a tuple of ExtraColumn, and one tuple of plain Python values (or
+        ``(columns, rows)``: a tuple of Column, and one tuple of plain Python values (or
         lists of values) per table row (in column order).
 
     Raises:
@@ -149,7 +122,7 @@ def _refuse_row(name, row, problem, advice=_CONVERT):
 
 
 def _typed(name, series):
-    """``(ExtraColumn, values)`` of one column."""
+    """``(Column, values)`` of one column."""
     dtype, missing = series.dtype, series.isna()
     dtype_text = str(dtype)
     if dtype.kind in "biu":
@@ -158,14 +131,14 @@ def _typed(name, series):
                     "cannot hold,", "fill it (df[col].fillna(...)), make the column float "
                     "(missing values are then NaN), or drop it")
         if dtype.kind == "b":
-            return ExtraColumn(name, keys.INT64, dtype_text), [int(v) for v in series]
+            return Column(name, keys.INT64, dtype_text), [int(v) for v in series]
         stored = [int(v) for v in series]
         _check_range(name, series, keys.INT64, [[v] for v in stored])
-        return ExtraColumn(name, keys.INT64, dtype_text), stored
+        return Column(name, keys.INT64, dtype_text), stored
     if dtype.kind == "f":
         stored = series.astype("float64").tolist()
         _check_range(name, series, keys.FLOAT, [[v] for v in stored])
-        return ExtraColumn(name, keys.FLOAT, dtype_text,
+        return Column(name, keys.FLOAT, dtype_text,
                            "NaN" if missing.any() else None), stored
     if dtype.kind == "c":
         _refuse(name, series, [True] * len(series), "holds complex numbers")
@@ -180,7 +153,7 @@ def _typed(name, series):
         if any(isinstance(v, _LISTS) for v in values):
             return _list_column(name, series, values)
         stored = [v if isinstance(v, bytes) else "" if pd.isna(v) else str(v) for v in values]
-    return ExtraColumn(name, keys.BYTES, dtype_text,
+    return Column(name, keys.BYTES, dtype_text,
                        "empty string" if missing.any() else None), stored
 
 
@@ -251,7 +224,7 @@ def _element_kind(name, series, flat):
 
 
 def _list_column(name, series, values, kind=None, shape=None):
-    """``(ExtraColumn, values)`` of a column of lists (inferred, or declared ``kind, shape``)."""
+    """``(Column, values)`` of a column of lists (inferred, or declared ``kind, shape``)."""
     cells = _cells(name, series, values)
     kind = kind or _element_kind(name, series, cells)
     widths = {cell[2] for cell in cells if cell and cell[1]}
@@ -282,7 +255,7 @@ def _list_column(name, series, values, kind=None, shape=None):
     flat = [[_as_kind(name, series, row, kind, x) for x in cell]
             for row, cell in zip(series.index, flat)]
     _check_range(name, series, kind, flat)
-    return ExtraColumn(name, kind, str(series.dtype), "empty list" if missing else None,
+    return Column(name, kind, str(series.dtype), "empty list" if missing else None,
                        shape), flat
 
 
@@ -307,7 +280,7 @@ def _as_kind(name, series, row, kind, value):
 
 
 def _declared(name, series, kind, shape):
-    """``(ExtraColumn, values)`` of a column whose type ``features=`` declares."""
+    """``(Column, values)`` of a column whose type ``features=`` declares."""
     if shape:
         values = series.astype(object).tolist()
         return _list_column(name, series, values, kind, shape)
@@ -328,4 +301,4 @@ def _declared(name, series, kind, shape):
         else:
             converted.append(_as_kind(name, series, row, kind, value))
     missing = column.missing if kind != keys.FLOAT else ("NaN" if column.missing else None)
-    return ExtraColumn(name, kind, column.column_dtype, missing), converted
+    return Column(name, kind, column.column_dtype, missing), converted

@@ -12,7 +12,6 @@ from . import loader, schema
 from .conversion import image_options
 from .errors import InvalidRowError, SchemaError
 from .plan import build_plan
-from .record import encoding as example
 from .shard import prepared_chunks
 from .splits import pick
 
@@ -74,12 +73,10 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
                 else:
                     rejected.append((row, path, info))
 
-    spec = example.parse_spec(plan.features)
     if image_size is not None:
         image_size = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
-    labels = loader.label_outputs(plan.labels, label, multi_hot)
-    decode = loader.decoder(tf, spec, image_size, channels, as_supervised, (), dct_method, labels,
-                            images=plan.image is not None)
+    decode = loader.decoder(tf, plan.features, image_size, channels, as_supervised, (),
+                            dct_method, label, multi_hot)
     serialized = tf.data.Dataset.from_generator(
         records, output_signature=tf.TensorSpec((), tf.string))
     out = loader.decoded_pipeline(tf, serialized, decode, shuffle=shuffle, seed=seed,

@@ -5,8 +5,6 @@ position, so that the checks and the vocabulary are the same whether a row holds
 several. pandas only, no I/O.
 """
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
@@ -15,35 +13,6 @@ from .errors import SchemaError
 
 _LISTS = (list, tuple, set, frozenset, np.ndarray)
 _SCALARS = {"string", "bytes", "integer", "floating", "mixed-integer-float", "boolean", "empty"}
-
-
-@dataclass(frozen=True)
-class LabelField:
-    """One label of every record.
-
-    Attributes:
-        column: its table column.
-        level: the level's name (per-level labels), or None for the one label of a row.
-        multi: each row holds a list of labels (multi-label).
-        vocabulary: label id -> label text.
-    """
-
-    column: str
-    level: str = None
-    multi: bool = False
-    vocabulary: tuple = ()
-
-    @property
-    def keys(self):
-        """(id key, text key) of its record features."""
-        return keys.label_keys(self.level)
-
-    def features(self):
-        """Its entries in metadata.json's ``features``."""
-        shape = [None] if self.multi else []
-        id_key, text_key = self.keys
-        return {id_key: {"dtype": keys.INT64, "shape": shape},
-                text_key: {"dtype": keys.BYTES, "shape": shape}}
 
 
 def label_columns(label_col):

@@ -12,12 +12,10 @@ import joblib
 from . import shard_cache, verification
 from .errors import SchemaError
 from .output.manifest import read_manifest
-from .record import encoding as example
-from .record import keys
+from .record.features import FeatureSet, ImageFeature, parse_spec
 from .splits import pick
 from .storage import Store
 
-_JPEG_RATIOS = (8, 4, 2)
 
 
 def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=False, seed=None,
@@ -72,7 +70,8 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
                            multi_hot=multi_hot)
                 for name in manifest.splits}
     split = pick(split, manifest.splits)
-    labels = label_outputs(manifest.labels, label, multi_hot)
+    features = FeatureSet.from_manifest(manifest)
+    label_outputs(features, label)  # SchemaError before TensorFlow starts
     if image_size is not None:
         image_size = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
     image = manifest.image
@@ -89,10 +88,9 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
     paths = _shard_files(store, shards, cache_dir)
     num_examples = manifest.splits[split].num_examples
     read_shard = _shard_reader(tf, manifest.compression or "", store.url)
-    spec = example.parse_spec(manifest.features)
-    ratios = _useful_jpeg_ratios(image, image_size) if image else ()
-    decode = decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method, labels,
-                     images=image is not None)
+    ratios = ImageFeature.useful_jpeg_ratios(image, image_size) if image else ()
+    decode = decoder(tf, features, image_size, channels, as_supervised, ratios, dct_method,
+                     label, multi_hot, parse_spec(manifest.features))
 
     deterministic = not shuffle or seed is not None  # a seeded shuffle must repeat exactly
     names = [store.path(shard.name) for shard in shards]  # for messages, with any copy read
@@ -142,32 +140,27 @@ def _varies(tf, element_spec):
     return any(not spec.shape.is_fully_defined() for spec in tf.nest.flatten(parts))
 
 
-def label_outputs(labels, label=None, multi_hot=False):
-    """What the label of ``(image, label)`` is, for an output's ``labels`` (a list, or a dict
-    level -> list).
+def label_outputs(features, label=None):
+    """What the label of ``(image, label)`` is, for an output's FeatureSet.
 
     Returns:
-        ``(outputs, as_dict, keys)``: outputs are ``(name, id key, multi-hot size or None)``
-        per label; ``as_dict``: the label is a dict name -> label (label levels), not one
-        tensor; ``keys``: every label feature key of the records.
+        ``(outputs, as_dict)``: the ClassLabel of each label given, and whether the label is a
+        dict level -> label (label levels), not one tensor.
 
     Raises:
         SchemaError: ``label`` names no level of the output.
     """
-    if not isinstance(labels, dict):
+    levels = {feature.level: feature for feature in features.labels}
+    if None in levels:
         if label is not None:
             raise SchemaError(f"label={label!r}: this output has one label per record (no "
                               "levels), so label takes no value")
-        return ((None, keys.LABEL, len(labels) if multi_hot else None),), False, \
-            keys.label_keys()
-    wanted = list(labels) if label is None else [label] if isinstance(label, str) else label
-    unknown = [name for name in wanted if name not in labels]
+        return features.labels, False
+    wanted = list(levels) if label is None else [label] if isinstance(label, str) else label
+    unknown = [name for name in wanted if name not in levels]
     if unknown or not wanted:
-        raise SchemaError(f"label={label!r}: this output's label levels are {list(labels)}")
-    outputs = tuple((name, keys.label_keys(name)[0], len(labels[name]) if multi_hot else None)
-                    for name in wanted)
-    label_keys = tuple(key for name in labels for key in keys.label_keys(name))
-    return outputs, not isinstance(label, str), label_keys
+        raise SchemaError(f"label={label!r}: this output's label levels are {list(levels)}")
+    return tuple(levels[name] for name in wanted), not isinstance(label, str)
 
 
 def reads_natively(store, cache_dir=None):
@@ -225,80 +218,37 @@ def _shard_reader(tf, compression, output_url):
     return read_shard
 
 
-def _useful_jpeg_ratios(image_info, image_size):
-    """The JPEG DCT scales (8, 4, 2) that can still cover ``image_size`` for some image."""
-    if image_size is None or "jpeg" not in image_info.formats:
-        return ()
-    max_height, max_width = image_info.max_size or (float("inf"), float("inf"))
-    return tuple(r for r in _JPEG_RATIOS
-                 if max_height // r >= image_size[0] and max_width // r >= image_size[1])
-
-
-def decoder(tf, spec, image_size, channels, as_supervised, ratios, dct_method,
-            labels=(((None, keys.LABEL, None),), False, keys.label_keys()), images=True):
+def decoder(tf, features, image_size, channels, as_supervised, ratios, dct_method,
+            label=None, multi_hot=False, spec=None):
     """The map function: parse one record, decode (and resize) its image.
 
     Args:
-        spec: the parse spec of every record feature.
+        features: the FeatureSet of the records.
         image_size: the size to resize to, or None.
-        labels: what the label is (see :func:`label_outputs`).
-        images: the records hold images.
+        ratios: the JPEG scales worth trying (``ImageFeature.useful_jpeg_ratios``).
+        label, multi_hot: what the label is (see :func:`label_outputs` and ``load``).
+        spec: the parse spec of every record feature (default: the feature set's).
     """
-    outputs, as_dict, label_keys = labels
-    if as_supervised and images:  # parse only what the image and label need
-        wanted = (keys.ENCODED, keys.FORMAT, keys.HEIGHT, keys.WIDTH)
-        spec = {key: spec[key] for key in (*wanted, *(key for _, key, _ in outputs))}
+    outputs, as_dict = label_outputs(features, label)
+    spec = spec or parse_spec(features.describe())
+    if as_supervised and features.image is not None:  # parse only what image and label need
+        spec = {key: spec[key]
+                for key in (*ImageFeature.decode_keys, *(o.keys[0] for o in outputs))}
 
-    def decode_image(features):
-        # JPEGs go to decode_jpeg (decode_image has no dct_method). JPEG can also decode at
-        # 1/2, 1/4 or 1/8 scale for free: pick the smallest that still covers the target size,
-        # then resize the rest of the way. One switch (no nesting): branch i < len(ratios)
-        # decodes at 1/ratios[i], then full-size JPEG, then any other format.
-        encoded = features[keys.ENCODED]
-        branches = [lambda r=r: tf.io.decode_jpeg(encoded, channels=channels, ratio=r,
-                                                  dct_method=dct_method)
-                    for r in ratios]
-        branches += [lambda: tf.io.decode_jpeg(encoded, channels=channels,
-                                               dct_method=dct_method),
-                     lambda: tf.io.decode_image(encoded, channels=channels,
-                                                expand_animations=False)]
-        jpeg_index = len(ratios)  # full size
-        if ratios:
-            height, width = features[keys.HEIGHT], features[keys.WIDTH]
-            fits = [tf.logical_and(height // r >= image_size[0], width // r >= image_size[1])
-                    for r in ratios]
-            # fits is monotone (a smaller ratio fits whenever a larger one does), so the
-            # count of ratios that do not fit is the index of the largest one that does.
-            jpeg_index = tf.reduce_sum(tf.cast(tf.logical_not(tf.stack(fits)), tf.int32))
-        index = tf.where(tf.equal(features[keys.FORMAT], "jpeg"), jpeg_index,
-                         len(ratios) + 1)
-        return tf.switch_case(index, branches)
-
-    def label_of(features):
-        found = {}
-        for name, key, size in outputs:
-            value = features[key]
-            if size is not None:  # k-hot: 1 for each id of the record
-                hot = tf.reduce_sum(tf.one_hot(tf.reshape(value, [-1]), size), axis=0)
-                value = tf.ensure_shape(tf.minimum(hot, 1.0), [size])
-            found[name] = value
-        return found if as_dict else found[outputs[0][0]]
+    def label_of(parsed):
+        found = {output.name: output.decode(tf, parsed, multi_hot) for output in outputs}
+        return found if as_dict else found[outputs[0].name]
 
     def decode(serialized):
-        features = tf.io.parse_single_example(serialized, spec)
-        if not images:
+        parsed = tf.io.parse_single_example(serialized, spec)
+        if features.image is None:
             if as_supervised:
-                return ({k: v for k, v in features.items() if k not in label_keys},
-                        label_of(features))
-            return features
-        image = decode_image(features)
-        if image_size is not None:
-            image = tf.image.resize(image, image_size)
-            # bilinear output lies within [0, 255]: adding 0.5 and truncating rounds it
-            image = tf.cast(image + 0.5, tf.uint8)
-            image = tf.ensure_shape(image, (*image_size, channels))
+                return ({k: v for k, v in parsed.items() if k not in features.label_keys},
+                        label_of(parsed))
+            return parsed
+        image = features.image.decode(tf, parsed, image_size, channels, ratios, dct_method)
         if as_supervised:
-            return image, label_of(features)
-        return {**features, "image": image}
+            return image, label_of(parsed)
+        return {**parsed, "image": image}
 
     return decode

@@ -21,6 +21,7 @@ from .splits import SPLITS, canonical
 from .output.layout import shard_name
 from .output.manifest import FORMAT_VERSION
 from .record import keys
+from .record.features import ClassLabel, FeatureSet, ImageFeature
 
 TARGET_SHARD_BYTES = 128 * 2**20
 _RESIZED_BYTES_PER_PIXEL = 0.3  # rough JPEG size estimate used to pick shard counts
@@ -49,24 +50,22 @@ class ShardTask:
     Attributes:
         name: the shard's file name.
         rows: one tuple per record, in writing order: (table position, row label, image path
-            or URL (None without images), labels (one (id, text) per label field; ids and texts
-            are tuples for multi-label), extra column values).
+            or URL (None without images), values (one per row feature of ``features``: each
+            label field's (id, text), with tuples for multi-label; each extra column's value)).
         image: ImageOptions, or None for a table without images.
         compression: None, "GZIP" or "ZLIB".
-        extra_kinds: (column, feature kind) of the extra values.
+        features: the FeatureSet of the records.
         sha256: also take the shard's sha256 (CRC32C is always taken).
         threads: threads that prepare this shard's images inside the task.
-        label_keys: (id key, text key) of each label field.
     """
 
     name: str
     rows: tuple
     image: ImageOptions
     compression: str
-    extra_kinds: tuple
+    features: FeatureSet
     sha256: bool = False
     threads: int = 1
-    label_keys: tuple = (keys.label_keys(),)
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,12 +73,12 @@ class WritePlan:
     """What to write, decided up front.
 
     Attributes:
-        label_fields: the labels of every record (LabelField: column, level, multi, vocabulary).
+        features: the FeatureSet of every record (its labels: ClassLabel with column, level,
+            multi, vocabulary; its columns: Column with name, kind, shape, column dtype,
+            missing).
         shards: every ShardSpec, split by split.
         paths, label_values, extras: per table position (label_values: one (id, text) per
             label field; extras: tuple of values, one per column).
-        extra_columns: the carried columns (ExtraColumn: name, kind, shape, column dtype,
-            missing).
         image: ImageOptions, or None for a table without images.
         rejected: (position, reason) of rows refused before any image was read.
         splits: splits present in the table, in TRAIN, VALIDATION, TEST order.
@@ -87,12 +86,11 @@ class WritePlan:
         assignment: the split shares rows without a split were given, or None.
     """
 
-    label_fields: tuple
+    features: FeatureSet
     shards: tuple
     paths: tuple
     label_values: tuple
     extras: tuple
-    extra_columns: tuple
     image: ImageOptions
     compression: str
     rejected: tuple
@@ -100,6 +98,11 @@ class WritePlan:
     fingerprint: str
     sha256: bool = False
     assignment: tuple = None
+
+    @property
+    def label_fields(self):
+        """The ClassLabel of each label field."""
+        return self.features.labels
 
     @property
     def labels(self):
@@ -113,26 +116,12 @@ class WritePlan:
         """True when rows hold lists of labels."""
         return any(f.multi for f in self.label_fields)
 
-    @property
-    def extra_kinds(self):
-        """(column, feature kind) of every carried column."""
-        return tuple((column.name, column.kind) for column in self.extra_columns)
-
-    @property
-    def features(self):
-        """metadata.json's ``features``: every record feature, with the columns' own types."""
-        image = {} if self.image is None else {
-            key: {"dtype": kind, "shape": []} for key, kind in keys.IMAGE_KEYS.items()}
-        label = {key: spec for f in self.label_fields for key, spec in f.features().items()}
-        return {**image, **label,
-                **{column.name: column.describe() for column in self.extra_columns}}
-
     def task(self, shard, row_labels, threads=1):
         """The ShardTask of ``shard``: its rows only (``row_labels``: the table's index)."""
-        rows = tuple((p, row_labels[p], self.paths[p], self.label_values[p], self.extras[p])
+        rows = tuple((p, row_labels[p], self.paths[p], (*self.label_values[p], *self.extras[p]))
                      for p in shard.positions)
-        return ShardTask(shard.name, rows, self.image, self.compression, self.extra_kinds,
-                         self.sha256, threads, tuple(f.keys for f in self.label_fields))
+        return ShardTask(shard.name, rows, self.image, self.compression, self.features,
+                         self.sha256, threads)
 
 
 def _label_ids(values, label_map, skip):
@@ -182,7 +171,7 @@ def _label_fields(df, label_col, label_map, label_sep, refused):
         ids, vocabulary = _label_ids(elements, schema.level_map(label_map, level),
                                      [int(p) in refused for p in positions])
         texts = [vocabulary[i] if i >= 0 else "" for i in ids]
-        fields.append(labels.LabelField(column, level, multi, vocabulary))
+        fields.append(ClassLabel(level, multi, vocabulary, column))
         per_field.append(zip(*labels.row_values(ids, texts, positions, len(df), multi)))
     return tuple(fields), tuple(zip(*per_field)) if per_field else ()
 
@@ -283,8 +272,9 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
     }
     fingerprint.update(json.dumps(description, default=str, sort_keys=True).encode())
     return WritePlan(
-        label_fields=label_fields, shards=tuple(shards), paths=tuple(paths),
-        label_values=label_values, extras=tuple(extras), extra_columns=extra, image=image,
+        features=FeatureSet(None if image is None else ImageFeature(), label_fields, extra),
+        shards=tuple(shards), paths=tuple(paths),
+        label_values=label_values, extras=tuple(extras), image=image,
         compression=compression, rejected=rejected, splits=tuple(present),
         fingerprint=fingerprint.hexdigest(), sha256=sha256, assignment=assignment,
     )

@@ -17,7 +17,6 @@ from .images import ImageRejected, prepare_content, read_images
 from .output.layout import STATE_DIR, index_name, receipt_name
 from .output.manifest import IndexEntry, Receipt, ShardEntry
 from .record import encoding as example
-from .record import keys
 from .record.framing import RecordWriter, file_digest, index_text
 
 _MAX_CHUNK = 64  # rows read and prepared together (bounds memory; one batch of requests)
@@ -39,7 +38,7 @@ def write_shard(task, store, on_error="raise"):
         InvalidRowError: with ``on_error="raise"``, naming the row; nothing is left under the
             shard's name.
     """
-    sink = ShardSink(store, task.name, task.compression, task.sha256, len(task.label_keys))
+    sink = ShardSink(store, task.name, task.compression, task.sha256, len(task.features.labels))
     try:
         for chunk, prepared in prepared_chunks(task, store.storage_options):
             for (position, row, path, *_), (record, info) in zip(chunk, prepared):
@@ -57,7 +56,7 @@ def prepared_chunks(task, storage_options):
     """Yield ``(chunk of rows, prepared records)`` in order, prepared by ``task.threads``."""
     size = max(4, min(_MAX_CHUNK, len(task.rows) // (4 * task.threads) or 1))
     chunks = [task.rows[i:i + size] for i in range(0, len(task.rows), size)]
-    arguments = (task.image, task.extra_kinds, storage_options, task.label_keys)
+    arguments = (task.image, task.features, storage_options)
     if task.threads <= 1:
         for chunk in chunks:
             yield chunk, prepare_records(chunk, *arguments)
@@ -74,52 +73,38 @@ def prepared_chunks(task, storage_options):
             yield done, future.result()
 
 
-def prepare_records(rows, image_options, extra_kinds, storage_options=None,
-                    label_keys=(keys.label_keys(),)):
+def prepare_records(rows, image_options, features, storage_options=None):
     """Turn rows into serialized records.
 
     Args:
-        rows: ShardTask rows (position, row label, path, labels, extras).
+        rows: ShardTask rows (position, row label, path, values).
         image_options: ImageOptions, or None for rows without images.
-        extra_kinds: (column, kind) pairs matching ``extras``.
+        features: the FeatureSet of the records.
         storage_options: fsspec options for remote image URLs.
-        label_keys: (id key, text key) of each label field, matching ``labels``.
 
     Returns:
         One ``(record, info)`` per row: the record's chunks (see ``encode_example_chunks``)
         and ``(format, height, width, channels, label ids)``, or ``(None, reason)``.
     """
-    kinds = {**keys.IMAGE_KEYS, **dict(extra_kinds)}
-    for id_key, text_key in label_keys:
-        kinds.update({id_key: keys.INT64, text_key: keys.BYTES})
+    kinds = features.kinds()
+    label_count = len(features.labels)
     out = []
     if image_options is None:
         contents = [None] * len(rows)
     else:
         contents = read_images([row[2] for row in rows], image_options, storage_options)
-    for (_, _, path, labels, extras), content in zip(rows, contents):
-        features = {}
-        info = (None, 0, 0, 0)
+    for (_, _, path, values), content in zip(rows, contents):
+        image, info = None, (None, 0, 0, 0)
         if image_options is not None:
             try:
                 stored = prepare_content(content, image_options)
             except ImageRejected as exc:
                 out.append((None, str(exc)))
                 continue
-            features = {
-                keys.ENCODED: stored.encoded,
-                keys.FORMAT: stored.format,
-                keys.HEIGHT: stored.height,
-                keys.WIDTH: stored.width,
-                keys.CHANNELS: stored.channels,
-                keys.FILENAME: storage.basename(path),
-            }
+            image = (stored, storage.basename(path))
             info = (stored.format, stored.height, stored.width, stored.channels)
-        for (id_key, text_key), (label_id, label_text) in zip(label_keys, labels):
-            features[id_key], features[text_key] = label_id, label_text
-        features.update(zip((name for name, _ in extra_kinds), extras))
-        info += (tuple(label_id for label_id, _ in labels),)
-        out.append((example.encode_example_chunks(features, kinds), info))
+        info += (tuple(label_id for label_id, _ in values[:label_count]),)
+        out.append((example.encode_example_chunks(features.encode(image, values), kinds), info))
     return out
 
 

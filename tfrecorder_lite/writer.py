@@ -210,7 +210,7 @@ def _finish(plan, df, store, receipts):
                            "rejected while writing, or label_map lists them): %s", len(unused),
                            f" of level {field.level}" if field.level else "", unused[:10])
     manifest = Manifest(
-        labels=plan.labels, features=plan.features, compression=plan.compression,
+        labels=plan.labels, features=plan.features.describe(), compression=plan.compression,
         image=None if plan.image is None else ImageSummary.from_receipts(
             "resized" if plan.image.size is not None else "encoded", receipts.values()),
         splits=splits, rejected=len(rejected),
@@ -222,7 +222,7 @@ def _finish(plan, df, store, receipts):
             "by": "sha256 of the image_uri text" if plan.image is not None else
             "sha256 of the row's cells (but the split)"} if plan.assignment else None)
     metadata = manifest.to_json()
-    for name, text in tfds.files(metadata).items():
+    for name, text in tfds.files(manifest).items():
         store.write_atomic(name, text)
     write_manifest(store, manifest)
     store.remove(STATE_DIR)

@@ -140,24 +140,6 @@ def _entry(key, kind, value):
 _number_entry = functools.lru_cache(maxsize=4096)(_entry)
 
 
-def parse_spec(features):
-    """``tf.io.parse_single_example`` spec for the manifest's ``features`` mapping.
-
-    A shape with a variable first dimension (``[null]``, ``[null, 4]``) parses into a dense
-    tensor of as many rows as the record holds; a fixed shape (``[]``, ``[3]``) into that shape.
-    """
-    import tensorflow as tf
-
-    spec = {}
-    for key, feature in features.items():
-        dtype, shape = tf.as_dtype(feature["dtype"]), feature["shape"]
-        if shape and shape[0] is None:
-            spec[key] = tf.io.FixedLenSequenceFeature(shape[1:], dtype, allow_missing=True)
-        else:
-            spec[key] = tf.io.FixedLenFeature(shape, dtype)
-    return spec
-
-
 def value_count_fits(shape, count):
     """Whether a record feature holding ``count`` values fits ``shape`` (a manifest shape)."""
     inner = 1

@@ -73,9 +73,9 @@ GATED = textwrap.dedent("""
     # A real conversion that pauses after its first shard until the file argv[3] exists.
     import os, sys, time
     import tfrecorder_lite
-    from tfrecorder_lite import writer
+    from tfrecorder_lite import runners
 
-    real = writer.write_shard
+    real = runners.write_shard
 
     def gated(task, store, on_error):
         receipt = real(task, store, on_error)
@@ -85,7 +85,7 @@ GATED = textwrap.dedent("""
             time.sleep(0.01)
         return receipt
 
-    writer.write_shard = gated
+    runners.write_shard = gated
     tfrecorder_lite.convert(sys.argv[1], sys.argv[2], num_shards=4, n_jobs=1, progress=False)
 """)
 

@@ -12,7 +12,6 @@ from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 
 from . import storage
-from .errors import InvalidRowError
 from .images import ImageRejected, prepare_content, read_images
 from .output.layout import STATE_DIR, index_name, receipt_name
 from .output.manifest import IndexEntry, Receipt, ShardEntry
@@ -32,21 +31,31 @@ def write_shard(task, store, on_error="raise"):
 
     Returns:
         The shard's Receipt: its ShardEntry, the rejected ``(position, reason)`` pairs, and the
-        sizes, channels, formats and labels written.
+        sizes, channels, formats and labels written. With ``on_error="raise"``, a row that
+        cannot be written stops the task: nothing is left under the shard's name, and the
+        receipt's ``failed`` holds the row's ``(position, reason)`` for the driver to raise
+        (a plain value crosses every engine whole, where exceptions may not).
 
     Raises:
-        InvalidRowError: with ``on_error="raise"``, naming the row; nothing is left under the
-            shard's name.
+        MemoryError: naming the shard and the rows being prepared.
     """
     sink = ShardSink(store, task.name, task.compression, task.sha256, len(task.features.labels))
+    chunk = task.rows[:1]
     try:
         for chunk, prepared in prepared_chunks(task, store.storage_options):
-            for (position, row, path, *_), (record, info) in zip(chunk, prepared):
+            for (position, _, _, _), (record, info) in zip(chunk, prepared):
                 if record is None and on_error == "raise":
-                    raise InvalidRowError(row, path, info)
+                    sink.abandon()
+                    return Receipt(ShardEntry(task.name, 0, 0), failed=(position, info))
                 sink.add(position, record, info)
             sink.flush()
         return sink.finish(store.child(STATE_DIR))
+    except MemoryError:
+        sink.abandon()
+        rows = f"rows {chunk[0][1]!r} to {chunk[-1][1]!r}" if chunk else "no row yet"
+        raise MemoryError(f"{task.name}: out of memory while writing this shard ({rows} were "
+                          "being prepared); write smaller shards (num_shards), or give the "
+                          "workers more memory") from None
     except BaseException:
         sink.abandon()
         raise

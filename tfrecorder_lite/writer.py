@@ -1,11 +1,10 @@
-"""Write a WritePlan: one task per shard through joblib, resume, and the manifest last.
+"""Write a WritePlan: plan -> tasks -> runner -> receipts -> manifest.
 
-The driver plans, checks the output folder (``output_dir``), and hands each unfinished shard to
-:func:`~tfrecorder_lite.shard.write_shard` through ``joblib.Parallel``, so the backend the
-caller configured (threads, processes, a dask cluster) runs them. Each task reads its own
-images and writes its own file through the storage layer; only its receipt comes back. The
-bytes of a shard depend only on its rows, never on the parallelism. ``metadata.json`` is
-written last, from the receipts.
+The driver locks and prepares the output folder (resuming a killed run of the same job), hands
+each unfinished shard's task to a runner (``runners.JoblibRunner`` by default), and writes the
+label files, ``rejected.csv``, the tfds files and last ``metadata.json`` from the receipts.
+Each task reads its own images and writes its own file through the storage layer; only its
+receipt comes back. The bytes of a shard depend only on its rows, never on what ran it.
 """
 
 import io
@@ -13,11 +12,9 @@ import logging
 import re
 from dataclasses import dataclass
 
-import joblib
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import storage
 from ._version import __version__
 from .errors import InvalidRowError
 from .output import state as output_state
@@ -26,12 +23,9 @@ from .output.layout import REJECTED, STATE_DIR, index_name, label_files, level_f
 from .output.lock import FolderLock
 from .output.manifest import (ImageSummary, Manifest, read_manifest, split_entry,
                               write_manifest)
-from .shard import write_shard
+from .runners import JoblibRunner
 
 logger = logging.getLogger(__name__)
-
-_FETCHING_THREADS_PER_WORKER = 4
-_GIL_BOUND_SHARDS = 2  # shard tasks at once in threads when preparing rows is Python-bound
 
 
 @dataclass
@@ -64,37 +58,8 @@ def _label_count(labels):
     return len(labels)
 
 
-def _parallelism(plan, shards, n_jobs):
-    """``(outer n_jobs, prefer, threads per task)`` for this kind of image work.
-
-    Shards are the unit joblib distributes (whatever backend ``joblib.parallel_config`` chose),
-    and inside each task threads prepare its images, so one large shard still uses every core.
-    Measured on 2 cores: Pillow decodes with the GIL released, so threads pay for decode checks;
-    resizing is enough Python to prefer processes. A header check is short Python under the
-    GIL, and each shard's writing thread (CRCs, writes) releases it: in threads, two shard
-    tasks at once, each preparing in its own thread, keep both busy (measured on 2 cores
-    against one after the other: 1.04-1.15x per round on 3,000 small images in three A/B
-    runs, 1.76x on 200 12-MP photos; more would only contend for the GIL). So do records
-    without images. Images behind URLs are mostly a wait for the store: more threads keep
-    more chunks of requests in flight.
-    """
-    image = plan.image
-    prefer = "processes" if image is not None and image.size is not None else "threads"
-    workers = joblib.effective_n_jobs(n_jobs)
-    outer = max(1, min(workers, len(shards)))
-    threads = joblib.cpu_count() if n_jobs in (None, -1) else max(1, n_jobs)
-    if image is not None and any(storage.is_remote(plan.paths[p]) for shard in shards
-                                 for p in shard.positions):
-        return outer, prefer, threads * _FETCHING_THREADS_PER_WORKER
-    if image is None or (image.check == "header" and image.size is None):  # Python under the GIL
-        backend, _ = joblib.parallel.get_active_backend(prefer=prefer)
-        shared = getattr(backend, "supports_sharedmem", False)
-        return (min(_GIL_BOUND_SHARDS, outer) if shared else outer), prefer, 1
-    return outer, prefer, threads
-
-
 def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
-               progress=True):
+               progress=True, runner=None):
     """Write every shard of ``plan`` into the ``store`` folder and finish with the manifest.
 
     Args:
@@ -103,8 +68,9 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
         store: the output folder, a Store (its storage options also serve the image URLs).
         on_error: "raise" (stop at the first bad row) or "skip" (reject it with a reason).
         overwrite: replace whatever the folder holds.
-        n_jobs: joblib worker count (-1: all cores).
+        n_jobs: joblib worker count (-1: all cores), for the default runner.
         progress: show a tqdm progress bar.
+        runner: what runs the shard tasks (default: a JoblibRunner of ``n_jobs``).
 
     Returns:
         A ConversionResult.
@@ -127,26 +93,27 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
         if on_error == "raise":  # shards an interrupted on_error="skip" run finished
             _raise_first(plan, df, [r for receipt in receipts.values()
                                     for r in receipt.rejected])
-        _write_shards(plan, df, store, receipts, on_error, n_jobs, progress)
+        _write_shards(plan, df, store, receipts, on_error, runner or JoblibRunner(n_jobs),
+                      progress)
         return _finish(plan, df, store, receipts)
 
 
-def _write_shards(plan, df, store, receipts, on_error, n_jobs, progress):
-    """Write the shards of ``plan`` that ``receipts`` lacks, adding their receipts to it."""
+def _write_shards(plan, df, store, receipts, on_error, runner, progress):
+    """Write the shards of ``plan`` that ``receipts`` lacks, adding their receipts to it.
+
+    A task stopped by a bad row (``on_error="raise"``) returns it in its receipt; it is raised
+    here as InvalidRowError, whatever ran the task.
+    """
     todo = [s for s in plan.shards if s.name not in receipts]
-    outer, prefer, threads = _parallelism(plan, todo, n_jobs)
-    # tasks are made as joblib dispatches them: the driver never holds every shard's rows
-    tasks = (plan.task(shard, df.index, threads) for shard in todo)
-    for return_as in ("generator_unordered", "generator", "list"):
-        try:  # receipts as they come, where the backend can (Ray's returns a list at the end)
-            parallel = joblib.Parallel(n_jobs=outer, prefer=prefer, return_as=return_as)
-            break
-        except ValueError:
-            continue
+
+    def tasks_of(shards, threads):  # made as the runner asks: the driver never holds them all
+        return (plan.task(shard, df.index, threads) for shard in shards)
+
     total = sum(len(shard.positions) for shard in todo)
     with tqdm(total=total, unit="img", desc="tfrecorder_lite", disable=not progress) as bar:
-        for receipt in parallel(joblib.delayed(write_shard)(task, store, on_error)
-                                for task in tasks):
+        for receipt in runner.run(plan, tasks_of, todo, store, on_error):
+            if receipt.failed is not None:
+                _raise_first(plan, df, [receipt.failed])
             receipts[receipt.name] = receipt
             bar.update(receipt.shard.num_examples + len(receipt.rejected))
 

@@ -34,7 +34,7 @@ CHILD = """
 import json, pickle, resource, sys, time
 import pandas as pd
 sys.path.insert(0, sys.argv[3])
-from tfrecorder_lite import conversion
+from tfrecorder_lite import options
 from tfrecorder_lite.plan import build_plan
 
 rows, pool = int(sys.argv[1]), sys.argv[2]
@@ -44,7 +44,7 @@ loaded = time.perf_counter() - start
 rss_table = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 start = time.perf_counter()
 plan = build_plan(table, split_col="split", image_col="image_uri", label_col="label",
-                  image=conversion.image_options("header"), num_shards=None)
+                  image=options.image_options("header"), num_shards=None)
 planned = time.perf_counter() - start
 start = time.perf_counter()
 sizes = [len(pickle.dumps(plan.task(shard, table.index))) for shard in plan.shards]

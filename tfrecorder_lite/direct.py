@@ -9,8 +9,8 @@ written shards changes one line, and gives the same elements.
 import joblib
 
 from . import loader, schema
-from .conversion import image_options
-from .errors import InvalidRowError, SchemaError
+from .errors import InvalidRowError
+from .options import ON_ERROR, PipelineOptions, image_options, one_of
 from .plan import build_plan
 from .shard import prepared_chunks
 from .splits import pick
@@ -42,10 +42,12 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
         ``(row, path, reason)`` of the split's refused rows: those the table refuses at once,
         then those whose image fails, as iteration reaches them.
     """
+    options = PipelineOptions(batch_size, image_size, shuffle, seed, as_supervised,
+                              shuffle_buffer, drop_remainder, channels, dct_method, label,
+                              multi_hot)
+    one_of("on_error", on_error, ON_ERROR)
     import tensorflow as tf
 
-    if on_error not in ("raise", "skip"):
-        raise SchemaError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     schema.check_columns(df, split_col, image_col, label_col)
     plan = build_plan(df, split_col=split_col, image_col=image_col, label_col=label_col,
                       base_dir=base_dir, label_map=label_map, num_shards=1,
@@ -73,15 +75,10 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
                 else:
                     rejected.append((row, path, info))
 
-    if image_size is not None:
-        image_size = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
-    decode = loader.decoder(tf, plan.features, image_size, channels, as_supervised, (),
-                            dct_method, label, multi_hot)
+    decode = loader.decoder(tf, plan.features, options)
     serialized = tf.data.Dataset.from_generator(
         records, output_signature=tf.TensorSpec((), tf.string))
-    out = loader.decoded_pipeline(tf, serialized, decode, shuffle=shuffle, seed=seed,
-                                  shuffle_buffer=shuffle_buffer, batch_size=batch_size,
-                                  drop_remainder=drop_remainder, deterministic=True)
+    out = loader.decoded_pipeline(tf, serialized, decode, options, deterministic=True)
     out.rejected = rejected
     out.labels = plan.labels
     return out

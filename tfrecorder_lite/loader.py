@@ -11,6 +11,7 @@ import joblib
 
 from . import shard_cache, verification
 from .errors import SchemaError
+from .options import PipelineOptions
 from .output.manifest import read_manifest
 from .record.features import FeatureSet, ImageFeature, parse_spec
 from .splits import pick
@@ -59,27 +60,28 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         ManifestError: no finished output in ``output_dir``.
         SchemaError: an unknown split, or batching images of different sizes without image_size.
     """
+    options = PipelineOptions(batch_size, image_size, shuffle, seed, as_supervised,
+                              shuffle_buffer, drop_remainder, channels, dct_method, label,
+                              multi_hot)
     store = Store(output_dir, storage_options)
     manifest, _ = read_manifest(store)
     if split is None:
-        return {name: load(output_dir, name, batch_size=batch_size, image_size=image_size,
-                           shuffle=shuffle, seed=seed, as_supervised=as_supervised,
-                           shuffle_buffer=shuffle_buffer, drop_remainder=drop_remainder,
-                           channels=channels, dct_method=dct_method,
-                           storage_options=storage_options, cache_dir=cache_dir, label=label,
-                           multi_hot=multi_hot)
+        return {name: _load_split(store, manifest, name, options, cache_dir)
                 for name in manifest.splits}
-    split = pick(split, manifest.splits)
+    return _load_split(store, manifest, pick(split, manifest.splits), options, cache_dir)
+
+
+def _load_split(store, manifest, split, options, cache_dir):
+    """The pipeline of one split of the output in ``store`` (see :func:`load`)."""
     features = FeatureSet.from_manifest(manifest)
-    label_outputs(features, label)  # SchemaError before TensorFlow starts
-    if image_size is not None:
-        image_size = (image_size, image_size) if isinstance(image_size, int) else tuple(image_size)
+    label_outputs(features, options.label)  # SchemaError before TensorFlow starts
     image = manifest.image
-    if image is None and image_size is not None:
-        raise SchemaError(f"{output_dir} holds no images, so image_size does not apply")
-    if batch_size and image is not None and image_size is None and image.size is None:
+    if image is None and options.image_size is not None:
+        raise SchemaError(f"{store.url} holds no images, so image_size does not apply")
+    if options.batch_size and image is not None and options.image_size is None and \
+            image.size is None:
         raise SchemaError(
-            f"the images in {output_dir} have different sizes, so they cannot be batched as "
+            f"the images in {store.url} have different sizes, so they cannot be batched as "
             "they are: pass image_size=(height, width) to load(), or batch_size=None"
         )
     import tensorflow as tf
@@ -88,33 +90,33 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
     paths = _shard_files(store, shards, cache_dir)
     num_examples = manifest.splits[split].num_examples
     read_shard = _shard_reader(tf, manifest.compression or "", store.url)
-    ratios = ImageFeature.useful_jpeg_ratios(image, image_size) if image else ()
-    decode = decoder(tf, features, image_size, channels, as_supervised, ratios, dct_method,
-                     label, multi_hot, parse_spec(manifest.features))
+    ratios = ImageFeature.useful_jpeg_ratios(image, options.image_size) if image else ()
+    decode = decoder(tf, features, options, ratios, parse_spec(manifest.features))
 
-    deterministic = not shuffle or seed is not None  # a seeded shuffle must repeat exactly
+    # a seeded shuffle must repeat exactly
+    deterministic = not options.shuffle or options.seed is not None
     names = [store.path(shard.name) for shard in shards]  # for messages, with any copy read
     names = [name if name == path else f"{name} (local copy {path})"
              for name, path in zip(names, paths)]
     files = tf.data.Dataset.from_tensor_slices(
         (paths, names, tf.constant([shard.num_examples for shard in shards], tf.int64)))
-    if shuffle:
-        files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
+    if options.shuffle:
+        files = files.shuffle(len(paths), seed=options.seed, reshuffle_each_iteration=True)
     cycle_length = max(1, min(len(paths), 8))
     records = files.interleave(
         read_shard, cycle_length=cycle_length, num_parallel_calls=cycle_length,
         deterministic=deterministic,
     ).apply(tf.data.experimental.assert_cardinality(num_examples))
-    return decoded_pipeline(tf, records, decode, shuffle=shuffle, seed=seed,
-                            shuffle_buffer=shuffle_buffer, batch_size=batch_size,
-                            drop_remainder=drop_remainder, deterministic=deterministic)
+    return decoded_pipeline(tf, records, decode, options, deterministic)
 
 
-def decoded_pipeline(tf, records, decode, *, shuffle, seed, shuffle_buffer, batch_size,
-                     drop_remainder, deterministic):
-    """Shuffle serialized ``records``, decode them in parallel, batch and prefetch."""
-    if shuffle:
-        records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+def decoded_pipeline(tf, records, decode, options, deterministic):
+    """Shuffle serialized ``records``, decode them in parallel, batch and prefetch, as the
+    PipelineOptions ``options`` say."""
+    batch_size, drop_remainder = options.batch_size, options.drop_remainder
+    if options.shuffle:
+        records = records.shuffle(options.shuffle_buffer, seed=options.seed,
+                                  reshuffle_each_iteration=True)
     # decoding is CPU-bound: one decoder per core the process may use (affinity, cgroup quota)
     dataset = records.map(decode, num_parallel_calls=joblib.cpu_count(), deterministic=deterministic)
     if batch_size and _varies(tf, dataset.element_spec):  # lists of varying length
@@ -218,18 +220,17 @@ def _shard_reader(tf, compression, output_url):
     return read_shard
 
 
-def decoder(tf, features, image_size, channels, as_supervised, ratios, dct_method,
-            label=None, multi_hot=False, spec=None):
+def decoder(tf, features, options, ratios=(), spec=None):
     """The map function: parse one record, decode (and resize) its image.
 
     Args:
         features: the FeatureSet of the records.
-        image_size: the size to resize to, or None.
+        options: the PipelineOptions (image size, channels, labels, ...).
         ratios: the JPEG scales worth trying (``ImageFeature.useful_jpeg_ratios``).
-        label, multi_hot: what the label is (see :func:`label_outputs` and ``load``).
         spec: the parse spec of every record feature (default: the feature set's).
     """
-    outputs, as_dict = label_outputs(features, label)
+    outputs, as_dict = label_outputs(features, options.label)
+    as_supervised, multi_hot = options.as_supervised, options.multi_hot
     spec = spec or parse_spec(features.describe())
     if as_supervised and features.image is not None:  # parse only what image and label need
         spec = {key: spec[key]
@@ -246,7 +247,8 @@ def decoder(tf, features, image_size, channels, as_supervised, ratios, dct_metho
                 return ({k: v for k, v in parsed.items() if k not in features.label_keys},
                         label_of(parsed))
             return parsed
-        image = features.image.decode(tf, parsed, image_size, channels, ratios, dct_method)
+        image = features.image.decode(tf, parsed, options.image_size, options.channels, ratios,
+                                      options.dct_method)
         if as_supervised:
             return image, label_of(parsed)
         return {**parsed, "image": image}

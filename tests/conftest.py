@@ -106,3 +106,17 @@ def s3():
     yield ObjectStore("s3", server, {})
     server.stop()
     os.environ.pop("AWS_ENDPOINT_URL", None)
+
+
+# Tests that start emulators, clusters or browsers, or run other readers, are marked slow, so
+# that `pytest -m "not slow"` is a quick loop; the README's test command runs them all.
+_SLOW_FIXTURES = {"gcs", "s3"}
+_SLOW_MODULES = {"test_cluster", "test_other_readers", "test_readers",
+                 "test_model_garden_decoder"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if _SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or \
+                item.module.__name__ in _SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

@@ -124,6 +124,7 @@ def _chromium():
                                                 "google-chrome"))), None)
 
 
+@pytest.mark.slow
 def test_report_renders_in_a_headless_browser(outputs, tmp_path):
     browser = _chromium()
     if browser is None:

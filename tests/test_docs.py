@@ -125,11 +125,9 @@ def test_every_block_can_run_as_pasted(page):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", PAGES, ids=_relative)
+@pytest.mark.parametrize("page", [p for p in PAGES if _steps(page_blocks(p))], ids=_relative)
 def test_every_block_runs(page, tmp_path):
     steps = _steps(page_blocks(page))
-    if not steps:
-        pytest.skip(f"{_relative(page)} has no block to run")
     folder = tmp_path / "folder"
     make_sample(folder)
     blocks_file = tmp_path / "blocks.json"
@@ -170,6 +168,28 @@ def test_the_rules_catch_what_cannot_be_pasted(tmp_path):
                      "page.md:7: a block needs a language", "page.md:11: <!-- not run: REASON",
                      "page.md:14: holds a '...' placeholder"):
         assert expected in problems, (expected, problems)
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _anchors(page):
+    """GitHub's anchors of the headings of ``page``."""
+    headings = re.findall(r"^#+ (.+)$", page.read_text(encoding="utf-8"), flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_relative)
+def test_every_link_leads_somewhere(page):
+    broken = []
+    for target in LINK.findall(page.read_text(encoding="utf-8")):
+        if re.match(r"[a-z]+:", target):
+            continue  # a web address
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        if not linked.exists() or (anchor and anchor not in _anchors(linked)):
+            broken.append(target)
+    assert not broken, f"{_relative(page)}: broken links {broken}"
 
 
 # ------------------------------------------------------------------------ the options page

@@ -1,31 +1,17 @@
 """Quickstart: make a small labelled image set, convert it, load TRAIN, train a tiny model.
 
-Run: python samples/quickstart.py [--workdir DIR]
+Run: python samples/quickstart.py, or python samples/quickstart.py --workdir DIR to keep
+the images and records in DIR. Needs only ``pip install -e .`` (no test extras).
 """
 
 import argparse
 import os
 import tempfile
 
-import numpy as np
 import pandas as pd
-from PIL import Image
 
 import tfrecorder_lite
-
-
-def make_images(folder, per_class=40):
-    """Write bright and dark images (two easy classes) and return their table."""
-    rng = np.random.default_rng(0)
-    rows = []
-    for label, level in (("dark", 60), ("bright", 190)):
-        for i in range(per_class):
-            pixels = np.clip(rng.normal(level, 25, (48, 64, 3)), 0, 255).astype(np.uint8)
-            path = os.path.join(folder, f"{label}_{i}.jpg")
-            Image.fromarray(pixels).save(path, quality=90)
-            split = "TRAIN" if i < per_class * 0.8 else "VALIDATION" if i % 2 else "TEST"
-            rows.append((split, path, label))
-    return pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+from sample_images import make_sample  # samples/sample_images.py, beside this file
 
 
 def main():
@@ -33,13 +19,13 @@ def main():
     parser.add_argument("--workdir", default=None, help="where to put images and records")
     args = parser.parse_args()
     workdir = args.workdir or tempfile.mkdtemp(prefix="tfrecorder_lite_quickstart_")
-    os.makedirs(os.path.join(workdir, "images"), exist_ok=True)
 
-    df = make_images(os.path.join(workdir, "images"))
-    problems = df.tfrecord.validate()
+    df = pd.read_csv(make_sample(workdir))  # images.csv: split,image_uri,label
+    problems = df.tfrecord.validate(base_dir=workdir)  # image paths are relative to workdir
     print(f"{len(df)} images, {len(problems)} problem(s)")
 
-    result = df.tfrecord.to_tfrecord(os.path.join(workdir, "records"), overwrite=True)
+    result = df.tfrecord.to_tfrecord(os.path.join(workdir, "records"), base_dir=workdir,
+                                     overwrite=True)
     print(f"wrote {result.counts} to {result.output_dir}, labels {result.labels}")
 
     import tensorflow as tf

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 
+import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image, ImageStat
@@ -152,3 +153,54 @@ def test_report_of_a_remote_output(outputs):
         fs.put_file(os.path.join(outputs["gzip"], name), f"memory://report/gzip/{name}")
     rep = tfrecorder_lite.inspect("memory://report/gzip", num=4)
     assert rep.num_images == 4 and rep.summary.startswith("memory://report/gzip: 3 labels")
+
+
+JPEG_SRC = re.compile(r'src="data:image/jpeg;base64,([^"]+)"')
+
+
+def natural(height, width, seed):
+    """A photo-like RGB image: brightness and colour of 1/f noise, the spectrum of natural
+    photographs (as detailed, for a thumbnail's JPEG, as a photo of a circuit board). Made at
+    1/4 of the size and enlarged smoothly, which keeps all a thumbnail shows."""
+    rng = np.random.default_rng(seed)
+    h, w = height // 4, width // 4
+    fy, fx = np.fft.fftfreq(h)[:, None], np.fft.rfftfreq(w)[None, :]
+    amplitude = 1 / np.maximum(np.hypot(fy, fx), 1 / max(h, w))
+
+    def field():
+        phase = rng.uniform(0, 2 * np.pi, amplitude.shape)
+        values = np.fft.irfft2(amplitude * np.exp(1j * phase), (h, w))
+        return (values - values.mean()) / values.std()
+
+    pixels = 128 + 50 * field()[..., None] + 20 * np.stack([field() for _ in "rgb"], axis=-1)
+    small = Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+    return small.resize((width, height), Image.Resampling.BICUBIC)
+
+
+def test_the_notebook_view_stays_small_and_the_saved_page_lossless(tmp_path):
+    # 64 real images of photo sizes (1024x768 JPEGs, 640x480 PNGs), in two splits
+    rows = []
+    for i in range(64):
+        fmt, size, fast = ("JPEG", (768, 1024), {}) if i % 2 else \
+            ("PNG", (480, 640), {"compress_level": 1})
+        path = save(natural(*size, seed=i), tmp_path / "images" / f"{i}.{fmt.lower()}", fmt,
+                    **fast)
+        rows.append(("TRAIN" if i < 48 else "VALIDATION", path, f"label{i % 5}"))
+    out = pd.DataFrame(rows, columns=["split", "image_uri", "label"]).tfrecord.to_tfrecord(
+        tmp_path / "out", progress=False).output_dir
+    rep = tfrecorder_lite.inspect(out)
+    inline = rep._repr_html_()
+    assert len(inline.encode("utf-8")) < 400_000  # a notebook keeps this in its file
+    assert rep.num_images == 64 == inline.count("<area ")
+    sheets = [Image.open(io.BytesIO(base64.b64decode(d))) for d in JPEG_SRC.findall(inline)]
+    assert sheets[0].width <= 900  # fits a notebook output without being scaled down
+    assert sorted(sheet.size for sheet in sheets) == sorted(
+        [report.contact_sheet_size(n, report.INLINE_THUMB) for n in (48, 16)])
+    for sheet in sheets:
+        sheet.load()
+        assert ImageStat.Stat(sheet.convert("L")).stddev[0] > 5  # not blank
+    assert len(pngs(inline)) == 2  # the label histograms stay PNGs
+
+    page = rep.html  # the saved page: every picture a PNG, the contact sheets as drawn
+    assert JPEG_SRC.search(page) is None and len(pngs(page)) == 4
+    assert page.count("<area ") == 64 and len(page) > len(inline)

@@ -4,11 +4,14 @@ The page has the summary text (the same as ``tfrecorder-lite info``), counts and
 split, the label mapping and a label histogram per split, image sizes, modes and formats, a
 contact sheet of decoded images with their label and file name, and the rejected rows. Records
 are streamed through the Store (a local folder or any fsspec URL) and parsed in plain Python;
-images are decoded and drawn with Pillow, so no TensorFlow is needed. Pictures are PNGs
-embedded as ``data:`` URIs, and every text from the data is HTML-escaped.
+images are decoded and drawn with Pillow, so no TensorFlow is needed. Pictures are embedded as
+``data:`` URIs: lossless PNGs in the saved page; in the notebook view, contact sheets are JPEGs
+of smaller thumbnails, drawn at the size they are shown, so that a notebook stays small. Every text from the data is
+HTML-escaped.
 """
 
 import base64
+import functools
 import html
 import io
 import itertools
@@ -32,6 +35,10 @@ from .storage import Store, human_size
 logger = logging.getLogger(__name__)
 
 THUMB = 128  # side of the square box each image is fitted into, in pixels
+# In the notebook view: 8 cells of 104 + 2 * PAD fill 896 pixels, inside the 940 of a classic
+# notebook's output (a wider picture is scaled down, its extra bytes wasted)
+INLINE_THUMB = 104
+INLINE_JPEG_QUALITY = 75
 COLUMNS = 8  # thumbnails per row of a contact sheet
 CAPTION = 34  # room under a thumbnail for two lines of text: label and file name
 FONT_SIZE = 12
@@ -50,21 +57,26 @@ class Report:
 
     Attributes:
         summary: the text summary (as ``tfrecorder-lite info`` prints it).
-        body: the report as an HTML fragment (what a notebook shows).
         num_images: how many images the contact sheets show.
     """
 
-    def __init__(self, title, summary, body, num_images):
+    def __init__(self, title, summary, parts, num_images):
         self.title = title
         self.summary = summary
-        self.body = body
         self.num_images = num_images
+        self._parts = parts  # HTML texts, _Pictures and _Sheets, in page order
 
-    @property
+    @functools.cached_property
+    def body(self):
+        """The report as an HTML fragment, as a notebook shows it: contact sheets are JPEGs."""
+        return _render(self._parts, inline=True)
+
+    @functools.cached_property
     def html(self):
-        """The report as a whole, self-contained HTML page."""
+        """The report as a whole, self-contained HTML page, every picture a lossless PNG."""
+        body = _render(self._parts, inline=False)
         return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-                f"<title>{_e(self.title)}</title></head>\n<body>\n{self.body}\n</body></html>\n")
+                f"<title>{_e(self.title)}</title></head>\n<body>\n{body}\n</body></html>\n")
 
     def _repr_html_(self):
         return self.body
@@ -116,7 +128,7 @@ def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
         samples += found
         problems += trouble
         sections.append(_split_section(manifest, name, info, found, len(sections)))
-    body = "\n".join([
+    parts = [
         f'<div class="tfrl-report">\n<style>{_STYLE}</style>',
         f"<h1>{_e(store.url)}</h1>",
         f"<pre>{_e(summary)}</pre>",
@@ -124,10 +136,10 @@ def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
         _splits_table(manifest, splits),
         _labels_table(manifest, splits),
         _images_section(manifest, samples) if manifest.image is not None else "",
-        *sections,
+        *(part for section in sections for part in section),
         _rejected_section(store, manifest),
-        "</div>"])
-    report = Report(store.url, summary, body, len(samples))
+        "</div>"]
+    report = Report(store.url, summary, parts, len(samples))
     if out is not None:
         report.save(out)
     logger.info("report of %s: %d images in %.2f s", store.url, len(samples),
@@ -249,34 +261,39 @@ def _fit(text, font, width):
     return text + "..."
 
 
-def contact_sheet_size(count):
-    """``(width, height)`` in pixels of the contact sheet of ``count`` images."""
+def contact_sheet_size(count, thumb=THUMB):
+    """``(width, height)`` in pixels of the contact sheet of ``count`` images, each fitted into
+    a ``thumb`` pixels square (``INLINE_THUMB`` in the notebook view)."""
     columns = min(COLUMNS, count)
     rows = math.ceil(count / columns)
-    return columns * (THUMB + 2 * PAD), rows * (THUMB + CAPTION + 2 * PAD)
+    return columns * (thumb + 2 * PAD), rows * (thumb + CAPTION + 2 * PAD)
 
 
-def _cell(index):
+def _cell(index, thumb):
     """Top-left corner of the ``index``-th cell of a contact sheet."""
-    return (index % COLUMNS * (THUMB + 2 * PAD) + PAD,
-            index // COLUMNS * (THUMB + CAPTION + 2 * PAD) + PAD)
+    return (index % COLUMNS * (thumb + 2 * PAD) + PAD,
+            index // COLUMNS * (thumb + CAPTION + 2 * PAD) + PAD)
 
 
-def _contact_sheet(samples):
-    """A PNG-ready image: each sample's thumbnail, with its label and file name under it."""
-    sheet = Image.new("RGB", contact_sheet_size(len(samples)), "white")
+def _contact_sheet(samples, thumb):
+    """Each sample's thumbnail, fitted into ``thumb`` pixels, with its label and file name
+    under it."""
+    sheet = Image.new("RGB", contact_sheet_size(len(samples), thumb), "white")
     draw, font = ImageDraw.Draw(sheet), _font()
     for index, sample in enumerate(samples):
-        x, y = _cell(index)
+        x, y = _cell(index, thumb)
         if sample.thumbnail is None:
-            draw.rectangle((x, y, x + THUMB - 1, y + THUMB - 1), fill=_BACKGROUND)
-            draw.text((x + 4, y + THUMB // 2), _fit(sample.error, font, THUMB - 8), font=font,
+            draw.rectangle((x, y, x + thumb - 1, y + thumb - 1), fill=_BACKGROUND)
+            draw.text((x + 4, y + thumb // 2), _fit(sample.error, font, thumb - 8), font=font,
                       fill=(170, 0, 0))
         else:
-            w, h = sample.thumbnail.size
-            sheet.paste(sample.thumbnail, (x + (THUMB - w) // 2, y + (THUMB - h) // 2))
-        draw.text((x, y + THUMB + 3), _fit(sample.label, font, THUMB), font=font, fill="black")
-        draw.text((x, y + THUMB + 18), _fit(sample.filename, font, THUMB), font=font,
+            image = sample.thumbnail
+            if max(image.size) > thumb:
+                image = ImageOps.contain(image, (thumb, thumb), Image.Resampling.LANCZOS)
+            w, h = image.size
+            sheet.paste(image, (x + (thumb - w) // 2, y + (thumb - h) // 2))
+        draw.text((x, y + thumb + 3), _fit(sample.label, font, thumb), font=font, fill="black")
+        draw.text((x, y + thumb + 18), _fit(sample.filename, font, thumb), font=font,
                   fill=(100, 100, 100))
     return sheet
 
@@ -302,14 +319,58 @@ def _label_histogram(label_counts):
     return chart
 
 
-def _img(image, alt, usemap=None):
-    """An ``<img>`` holding ``image`` as an embedded PNG."""
+def _img(image, alt, kind="png", usemap=None):
+    """An ``<img>`` holding ``image`` embedded as a ``kind`` ("png" or "jpeg") file."""
     buffer = io.BytesIO()
-    image.save(buffer, "PNG", compress_level=3)  # 1/4 of the default's time, 10% larger
+    if kind == "jpeg":
+        image.save(buffer, "JPEG", quality=INLINE_JPEG_QUALITY)
+    else:
+        image.save(buffer, "PNG", compress_level=3)  # 1/4 of the default's time, 10% larger
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
     usemap = f' usemap="#{usemap}"' if usemap else ""
-    return (f'<img src="data:image/png;base64,{data}" width="{image.width}" '
+    return (f'<img src="data:image/{kind};base64,{data}" width="{image.width}" '
             f'height="{image.height}" alt="{_e(alt)}"{usemap}>')
+
+
+@dataclass
+class _Picture:
+    """A chart: the same PNG in both views."""
+
+    image: Image.Image
+    alt: str
+
+    def html(self, inline):
+        return _img(self.image, self.alt)
+
+
+@dataclass
+class _Sheet:
+    """A contact sheet with its image map (a tooltip per image): drawn for the view it is in,
+    a PNG of ``THUMB`` pixel thumbnails in the saved page, a JPEG of ``INLINE_THUMB`` pixel
+    ones in the notebook view."""
+
+    samples: list
+    alt: str
+    map_name: str
+
+    def html(self, inline):
+        thumb = INLINE_THUMB if inline else THUMB
+        areas = []
+        for index, sample in enumerate(self.samples):
+            x, y = _cell(index, thumb)
+            title = _e(f"{sample.label}: {sample.filename}" +
+                       (f" ({sample.error})" if sample.error else ""))
+            areas.append(f'<area shape="rect" coords="{x},{y},{x + thumb},{y + thumb + CAPTION}"'
+                         f' title="{title}" alt="{title}">')
+        picture = _img(_contact_sheet(self.samples, thumb), self.alt,
+                       "jpeg" if inline else "png", self.map_name)
+        return f'{picture}\n<map name="{self.map_name}">{"".join(areas)}</map>'
+
+
+def _render(parts, inline):
+    """The HTML of ``parts`` (texts, _Pictures and _Sheets), for the notebook view (``inline``)
+    or the saved page."""
+    return "\n".join(part if isinstance(part, str) else part.html(inline) for part in parts)
 
 
 # ---------------------------------------------------------------------------- HTML parts
@@ -387,7 +448,8 @@ def _images_section(manifest, samples):
 
 
 def _split_section(manifest, name, info, samples, number):
-    """Shards, label histogram and contact sheet of one split; ``number`` makes ids unique."""
+    """Shards, label histogram and contact sheet of one split, as a list of HTML texts,
+    a _Picture and a _Sheet; ``number`` makes ids unique."""
     parts = [f"<h2>{_e(name)}</h2>",
              _table(("shard", "examples", "size", "crc32c"),
                     [(s.name, s.num_examples, human_size(s.bytes), s.crc32c or "")
@@ -395,23 +457,14 @@ def _split_section(manifest, name, info, samples, number):
     counts = _level_counts(manifest, info.label_counts or {})
     if counts:
         shown = "" if len(counts) <= MAX_BARS else f" (the first {MAX_BARS} labels)"
-        parts += [f"<p>Labels{shown}:</p>", _img(_label_histogram(counts),
-                                                 f"label histogram of {name}")]
+        parts += [f"<p>Labels{shown}:</p>", _Picture(_label_histogram(counts),
+                                                     f"label histogram of {name}")]
     if samples:
-        map_name = f"tfrl-sheet-{number}"
-        areas = []
-        for index, sample in enumerate(samples):
-            x, y = _cell(index)
-            title = _e(f"{sample.label}: {sample.filename}" +
-                       (f" ({sample.error})" if sample.error else ""))
-            areas.append(f'<area shape="rect" coords="{x},{y},{x + THUMB},{y + THUMB + CAPTION}"'
-                         f' title="{title}" alt="{title}">')
         parts += [f"<p>The first {len(samples)} of {info.num_examples} images:</p>",
-                  _img(_contact_sheet(samples), f"images of {name}", map_name),
-                  f'<map name="{map_name}">{"".join(areas)}</map>']
+                  _Sheet(samples, f"images of {name}", f"tfrl-sheet-{number}")]
     elif not info.num_examples:
         parts.append("<p>No examples.</p>")
-    return "\n".join(parts)
+    return parts
 
 
 def _rejected_section(store, manifest):

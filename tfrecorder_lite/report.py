@@ -12,7 +12,6 @@ import base64
 import html
 import io
 import itertools
-import logging
 import math
 import time
 from collections import Counter
@@ -21,12 +20,12 @@ from dataclasses import dataclass
 import pandas as pd
 from PIL import Image, ImageDraw, ImageFont, ImageOps
 
-from . import example, manifest
+from . import example, manifest, redaction
 from .manifest import hxw, summary_text
 from .storage import Store, human_size
 from .tfrecord import iter_records
 
-logger = logging.getLogger(__name__)
+logger = redaction.logger(__name__)  # its records may name URLs
 
 THUMB = 128  # side of the square box each image is fitted into, in pixels
 COLUMNS = 8  # thumbnails per row of a contact sheet

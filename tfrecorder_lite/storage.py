@@ -102,7 +102,7 @@ def resolve(uri, base=None):
     protocol = protocol_of(uri)
     if protocol == "file":
         if "://" in uri:
-            uri = unquote(urlparse(uri).path)
+            uri = file_url_path(uri)
         path = os.path.expanduser(uri)
         if os.path.isabs(path):
             return os.path.normpath(path)
@@ -112,6 +112,25 @@ def resolve(uri, base=None):
         return os.path.normpath(os.path.join(base or os.getcwd(), path))
     check_url(uri)
     return uri
+
+
+def file_url_path(url):
+    """The local path a ``file://`` URL names, percent-decoded (``%23`` is ``#``, ``%3F`` is
+    ``?``, ``%25`` is ``%``).
+
+    Raises:
+        UnsupportedURLError: for a URL with a query or a fragment (a ``#`` or ``?`` not
+            percent-encoded, which would cut the path there), or naming another host.
+    """
+    parts = urlparse(url)
+    if parts.query or parts.fragment or "#" in url or "?" in url:
+        raise UnsupportedURLError(
+            f"{url}: a file:// URL ends its path at '?' or '#'; write a '?' or '#' of a file "
+            "name as %3F or %23 (or give the plain path)")
+    if parts.netloc not in ("", "localhost"):
+        raise UnsupportedURLError(f"{url}: a file:// URL names a file of this machine "
+                                  f"(file:///path), not of the host '{parts.netloc}'")
+    return unquote(parts.path)
 
 
 def is_relative(uri):

@@ -209,17 +209,31 @@ _HINTS = {
 }
 
 
-def one_line(error, where=""):
+def _protocol_of(error):
+    """The object store an error comes from, by the package that raised it, or ""."""
+    for cls in type(error).__mro__:
+        module = cls.__module__.split(".")[0]
+        if module in ("botocore", "aiobotocore", "s3fs", "boto3"):
+            return "s3"
+        if module in ("google", "gcsfs"):
+            return "gs"
+    return ""
+
+
+def one_line(error, urls=()):
     """A one-line message for an error of a store (for the command line), or None when
     ``error`` is no store's error; URLs in it are redacted.
 
     Args:
         error: the exception.
-        where: the URL the command was working on, named in the message when the error
-            itself names none.
+        urls: the URLs the command works on; the one of the error's store is named when the
+            error itself names none, and says which credentials to look at.
     """
-    protocol = where.partition("://")[0] if "://" in where else ""
-    protocol = {"s3a": "s3", "gcs": "gs"}.get(protocol, protocol)
+    urls = [str(u) for u in urls if u]
+    protocol = _protocol_of(error)
+    where = next((u for u in urls if _store_of(u) == protocol), "") if protocol else \
+        next((u for u in urls if "://" in u), "")
+    protocol = protocol or _store_of(where)
     prefix = f"{redact(where)}: " if where else ""
     if credentials_problem(error):
         hint = _HINTS.get(protocol, "check the credentials in --storage-options")
@@ -233,7 +247,13 @@ def one_line(error, where=""):
     if isinstance(explained, ReadFailure):
         return str(explained)
     text = " ".join(redact(str(explained)).split()) or type(explained).__name__
-    return text if where and redact(where) in text else prefix + text
+    return text if not where or redact(where) in text else prefix + text
+
+
+def _store_of(url):
+    """``"s3"``, ``"gs"``, another URL scheme, or "" for a local path."""
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    return {"s3a": "s3", "gcs": "gs"}.get(scheme, scheme)
 
 
 def bucket_of(url):

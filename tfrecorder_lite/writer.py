@@ -22,6 +22,7 @@ from . import manifest, output_dir, storage, tfds_info
 from ._version import __version__
 from .errors import InvalidRowError
 from .folder_lock import FolderLock
+from .redaction import redact_frame
 from .shard import write_shard
 from .tfrecord import index_name
 
@@ -192,7 +193,7 @@ def _finish(plan, df, store, receipts):
     for name, vocabulary in manifest.label_files(plan.labels).items():
         store.write_atomic(name, "".join(f"{text}\n" for text in vocabulary))
     if rejected:
-        safe = rejected_df.map(_spreadsheet_safe)
+        safe = redact_frame(rejected_df).map(_spreadsheet_safe)
         safe.index = safe.index.map(_spreadsheet_safe)
         store.write_atomic(manifest.REJECTED, safe.to_csv(index_label=_index_label(df.index)))
     splits, sizes, channels, formats, max_size = {}, set(), set(), Counter(), [0, 0]

@@ -33,6 +33,7 @@ import http.server
 import itertools
 import json
 import os
+import pathlib
 import re
 import socket
 import struct
@@ -203,6 +204,7 @@ class HostileServer:
     """The hostile server in a child process: ``url`` is its address, ``stop()`` ends it."""
 
     def __init__(self, root):
+        self.root = pathlib.Path(root)
         command = [sys.executable, os.path.abspath(__file__), "--root", str(root)]
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, text=True)

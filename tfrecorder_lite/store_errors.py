@@ -237,7 +237,9 @@ def one_line(error, urls=()):
     prefix = f"{redact(where)}: " if where else ""
     if credentials_problem(error):
         hint = _HINTS.get(protocol, "check the credentials in --storage-options")
-        return f"{prefix}credentials missing or refused ({short_text(error)}); {hint}"
+        response = _boto_response(error)
+        code = f"{response['Error'].get('Code')}: " if response else ""
+        return f"{prefix}credentials missing or refused ({code}{short_text(error)}); {hint}"
     is_store_error = isinstance(error, OSError) or _named(
         error, "BotoCoreError", "ClientError", "HttpError", "GoogleAuthError",
         "RequestException")

@@ -21,6 +21,7 @@ it in their bucket's name (``gs://status-500/a.jpg``):
 - ``/flaky-date/NAME``: as ``/flaky/``, with a ``Retry-After`` HTTP date one second ahead.
 - ``/slow-down/NAME``: 503 with ``Retry-After: 3600`` for ever.
 - ``/status-CODE/NAME``: always that status (401, 403, 404, 500, 502, ...).
+- An upload (POST, PUT, PATCH, DELETE) is answered as a GET of its path would be.
 - ``/counts``: JSON ``{"METHOD /path": requests so far}``; ``/reset-counts`` empties it.
 
 :class:`HostileServer` starts one from Python and stops it (killing it if need be): a request
@@ -74,6 +75,14 @@ def _handler(root, counts, lock):
 
         def do_GET(self):
             self._serve(body=True)
+
+        def _upload(self):  # an upload is answered as a GET of its path would be
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            self.close_connection = True
+            self._serve(body=True)
+
+        do_POST = do_PUT = do_PATCH = do_DELETE = _upload
 
         def _serve(self, body):
             path = self.path.split("?", 1)[0]

@@ -359,6 +359,20 @@ def test_missing_or_refused_s3_credentials_are_one_line_from_the_cli(s3, image_t
     assert "S3CR3TPW" not in refused.stderr
 
 
+def test_a_refused_gcs_request_is_one_line_with_the_fix_from_the_cli(server, image_table,
+                                                                      tmp_path, capsys):
+    csv = tmp_path / "table.csv"
+    image_table.to_csv(csv, index=False)
+    options = json.dumps({"token": "anon", "endpoint_url": server.url})
+    assert cli.main(["convert", str(csv), "gs://status-401/out", "--no-progress",
+                     "--storage-options", options]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "tfrecorder-lite: error: gs://status-401/out: access denied (HTTP 401 Unauthorized); "
+        "check the credentials: run `gcloud auth application-default login`, set "
+        "GOOGLE_APPLICATION_CREDENTIALS, or pass --storage-options '{\"token\": \"anon\"}' "
+        "for a public bucket"]
+
+
 def test_info_into_a_closed_pipe_exits_quietly(image_table, tmp_path):
     out = tmp_path / "out"
     image_table.tfrecord.to_tfrecord(str(out), progress=False)

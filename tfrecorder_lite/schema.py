@@ -318,15 +318,20 @@ def label_map_ids(label_map):
 _SHOWN = 5  # labels or ids named in one message
 
 
+def _shared(pairs):
+    """``{key: [items]}`` of the keys of ``(key, item)`` pairs that more than one item has."""
+    groups = {}
+    for key, item in pairs:
+        groups.setdefault(key, []).append(item)
+    return {key: items for key, items in groups.items() if len(items) > 1}
+
+
 def _refuse_repeats(texts):
     """Raise SchemaError naming the labels a label_map list holds more than once."""
-    positions = {}
-    for i, text in enumerate(texts):
-        try:
-            positions.setdefault(text, []).append(i)
-        except TypeError:  # unhashable: refused below, as a label
-            return
-    repeated = {text: at for text, at in positions.items() if len(at) > 1}
+    try:
+        repeated = _shared((text, i) for i, text in enumerate(texts))
+    except TypeError:  # an unhashable label: refused as a label later
+        return
     if repeated:
         listed = "; ".join(f"{text!r} at positions {at}" for text, at in
                            list(repeated.items())[:_SHOWN])
@@ -338,19 +343,14 @@ def _refuse_repeats(texts):
 
 def _refuse_shared(mapping):
     """Raise SchemaError when two labels of a normalized map share an id, or a text."""
-    by_id, by_text = {}, {}
-    for label, i in mapping.items():
-        by_id.setdefault(i, []).append(label)
-        by_text.setdefault(label_text(label), []).append(label)
-    shared = {i: labels for i, labels in sorted(by_id.items()) if len(labels) > 1}
+    shared = sorted(_shared((i, label) for label, i in mapping.items()).items())
     if shared:
-        listed = "; ".join(f"id {i}: {labels[:_SHOWN]}" for i, labels in
-                           list(shared.items())[:_SHOWN])
+        listed = "; ".join(f"id {i}: {labels[:_SHOWN]}" for i, labels in shared[:_SHOWN])
         raise SchemaError(
             f"label_map gives one id to several labels ({listed}): each id has one label "
             "text in labels.txt and in the records. To merge labels, rewrite them in the "
             "table first, e.g. df['label'].replace({'kitty': 'cat'})")
-    alike = [labels for labels in by_text.values() if len(labels) > 1]
+    alike = list(_shared((label_text(label), label) for label in mapping).values())
     if alike:
         listed = "; ".join(" and ".join(repr(x) for x in labels) for labels in alike[:_SHOWN])
         raise SchemaError(f"label_map labels written alike in labels.txt: {listed}; keep one "

@@ -246,6 +246,8 @@ def one_line(error, urls=()):
     if not is_store_error:
         return None
     explained = explain(error, where)
+    if isinstance(explained, AccessDenied) and protocol in _HINTS:
+        return f"{explained}; check the credentials: {_HINTS[protocol]}"
     if isinstance(explained, ReadFailure):
         return str(explained)
     text = " ".join(redact(str(explained)).split()) or type(explained).__name__

@@ -13,6 +13,7 @@ it in their bucket's name (``gs://status-500/a.jpg``):
   (until the client hangs up); ``/endless-chunked/NAME`` the same, chunked.
 - ``/liar/NAME``: announces a Content-Length of 1000 and sends the file, then zeros for ever.
 - ``/huge/NAME``: announces 10 GB, ignores ``Range``, sends zeros for ever.
+- ``/get-only/NAME``: 403 to HEAD (as for a URL signed for GET only), else as ``/ok/``.
 - ``/silent/NAME``: reads the request and never answers (the connection stays open).
 - ``/drip/NAME``: answers the headers, then sends nothing more.
 - ``/reset/NAME``: reads the request and resets the connection (TCP RST).
@@ -49,7 +50,7 @@ HOST = "127.0.0.1"
 _ZEROS = bytes(64 << 10)
 
 
-_KINDS = {"ok", "ignores-range", "chunked", "endless", "endless-chunked", "liar", "huge",
+_KINDS = {"ok", "get-only", "ignores-range", "chunked", "endless", "endless-chunked", "liar", "huge",
           "silent", "drip", "reset", "flaky", "flaky-date", "slow-down", "counts",
           "reset-counts"}
 
@@ -111,6 +112,8 @@ def _handler(root, counts, lock):
                 after = "1" if kind == "flaky" else \
                     email.utils.formatdate(time.time() + 1, usegmt=True)
                 return self._send(503, b"busy\n", body, {"Retry-After": after})
+            if kind == "get-only" and self.command == "HEAD":
+                return self._send(403, b"signed for GET\n", body)
             if kind == "slow-down":
                 return self._send(503, b"busy\n", body, {"Retry-After": "3600"})
             if kind == "huge":
@@ -135,7 +138,7 @@ def _handler(root, counts, lock):
                 self.wfile.flush()
                 while True:
                     time.sleep(3600)
-            if kind in ("ok", "flaky", "flaky-date"):
+            if kind in ("ok", "get-only", "flaky", "flaky-date"):
                 return self._ranged(data, body)
             if kind == "ignores-range":
                 return self._send(200, data, body)

@@ -157,9 +157,9 @@ def test_the_idle_timeout_is_60_s_by_default_and_reaches_fsspecs_own_requests():
 
 # ============================================================ 3. chunked answers
 
-def test_a_chunked_answer_is_read_like_any_other(server, tmp_path):
+def test_a_chunked_answer_and_a_refused_head_are_read_like_any_other(server, tmp_path):
     names = ["a.jpg", "b.png"]
-    chunked = rows(server, *(f"chunked/{n}" for n in names))
+    chunked = rows(server, "chunked/a.jpg", "get-only/b.png")  # HEAD refused: asked with GET
     plain = rows(server, *(f"ok/{n}" for n in names))
     for i, row in enumerate(chunked + plain):
         row[2] = ["cat", "dog"][i % 2]

@@ -177,6 +177,12 @@ def _check_status(response, url):
     raise status_failure(url, status)
 
 
+def _empty(response):
+    """True for the answer "range not satisfiable" to bytes from 0: the file is empty."""
+    total = response.headers.get("Content-Range", "").rpartition("/")[2].strip()
+    return response.status == 416 and total in ("", "0")
+
+
 def _encoded(response):
     """True when the body is compressed for the transfer (its Content-Length is not the
     file's size, and what it expands to is not known before it is read)."""
@@ -231,7 +237,7 @@ async def read(fs, url, max_bytes=None, chosen=HttpSettings(), refuse=None):
     async def attempt():
         async with session.get(fs.encode_url(url), headers=headers,
                                timeout=_client_timeout(chosen), **request) as response:
-            if response.status == 416:  # nothing at offset 0: an empty file
+            if _empty(response):
                 return b""
             _check_status(response, url)
             announced = _total_size(response)
@@ -269,9 +275,11 @@ async def info(fs, url, chosen=HttpSettings()):
         async with session.request(method, fs.encode_url(url), headers={**headers, **extra},
                                    timeout=_client_timeout(chosen), allow_redirects=True,
                                    **request) as response:
-            if method == "HEAD" and response.status in (405, 501):
-                return None  # HEAD not allowed here: ask with GET
-            if response.status == 416:
+            if method == "HEAD" and (400 <= response.status < 500 and
+                                     response.status not in (404, 410, 429) or
+                                     response.status == 501):
+                return None  # HEAD refused (a URL signed for GET only, ...): ask with GET
+            if _empty(response):
                 return {"size": 0}
             _check_status(response, url)
             described = {"size": _total_size(response), "url": str(response.url)}

@@ -373,6 +373,10 @@ def _as_os_error(exc):
 def read_many(uris, storage_options=None, max_bytes=None, check_head=None):
     """The bytes of many files (paths or URLs); remote ones are fetched concurrently.
 
+    http(s) URLs are read by :mod:`~tfrecorder_lite.http_reads` (streamed and cut at the
+    limit, an idle timeout, bounded tries); what the other stores raise is explained by
+    :func:`~tfrecorder_lite.store_errors.explain`.
+
     Args:
         uris: paths or URLs.
         storage_options: fsspec options (see :func:`options_for`).

@@ -1,13 +1,17 @@
 """The ``tfrecorder-lite`` command: convert, verify, info, inspect.
 
-Exit status: 0 success, 1 verification failed, 2 bad input (one line on stderr, no traceback).
+Exit status: 0 success, 1 verification failed, 2 bad input or a store's refusal (one line on
+stderr, no traceback, no credential), 141 when the reader of the output stopped reading (as
+``| head`` does; nothing is printed), 130 when interrupted.
 """
 
 import argparse
 import json
 import logging
+import os
 import sys
 
+from . import store_errors
 from ._version import __version__
 from .conversion import convert
 from .images import DEFAULT_MAX_BYTES
@@ -15,6 +19,9 @@ from .output.manifest import read_manifest, summary_text
 from .report import inspect
 from .verification import verify
 from .errors import TFRecorderError, VerifyError
+from .redaction import redact
+
+_STDOUT_CLOSED = 141  # 128 + SIGPIPE, as the shell reports a command that | head cut short
 
 
 def _size(text):
@@ -49,14 +56,19 @@ def _ratios(text):
 
 
 def _storage_options(text):
+    """``--storage-options``: a JSON object. The value is never repeated in an error: it may
+    hold credentials."""
     try:
         options = json.loads(text)
-    except ValueError:
-        options = None
-    if not isinstance(options, dict):
-        raise argparse.ArgumentTypeError(
-            f"expected a JSON object, e.g. '{{\"token\": \"anon\"}}', not {text!r}")
-    return options
+    except json.JSONDecodeError as exc:
+        why = f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+    else:
+        if isinstance(options, dict):
+            return options
+        why = f"a JSON {type(options).__name__}, not an object"
+    raise argparse.ArgumentTypeError(
+        f"expected a JSON object, e.g. '{{\"token\": \"anon\"}}'; the value given is {why} "
+        "(the value is not shown: it may hold credentials)")
 
 
 def _add_storage_options(parser):
@@ -175,23 +187,54 @@ def _convert(args):
         split_ratios=args.split_ratios,
         storage_options=args.storage_options)
     counts = ", ".join(f"{split} {n}" for split, n in result.counts.items())
-    print(f"wrote {counts} to {result.output_dir}")
+    _print(f"wrote {counts} to {result.output_dir}")
     if len(result.rejected):
-        print(f"rejected {len(result.rejected)} row(s): see {result.output_dir}/rejected.csv")
+        _print(f"rejected {len(result.rejected)} row(s): see {result.output_dir}/rejected.csv")
     return 0
 
 
 def _info(args):
-    print(summary_text(read_manifest(args.output_dir, args.storage_options)[0],
-                       args.output_dir))
+    _print(summary_text(read_manifest(args.output_dir, args.storage_options)[0],
+                        args.output_dir))
     return 0
 
 
 def _inspect(args):
     report = inspect(args.output_dir, split=args.split, num=args.num, out=args.out,
                      storage_options=args.storage_options)
-    print(f"wrote {args.out}: {report.num_images} images from {args.output_dir}")
+    _print(f"wrote {args.out}: {report.num_images} images from {args.output_dir}")
     return 0
+
+
+class _StdoutClosed(Exception):
+    """Whoever reads our output stopped reading (``| head``)."""
+
+
+def _print(text):
+    """Print ``text`` (redacted) to stdout now; _StdoutClosed when nobody reads it any more."""
+    try:
+        print(redact(text), flush=True)
+    except BrokenPipeError:
+        raise _StdoutClosed() from None
+
+
+def _stdout_to_devnull():
+    """Send what is left in stdout's buffer nowhere, so that exiting prints no error."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _error(message, one_line=True):
+    """Print ``message`` on stderr, redacted; its line breaks joined unless not ``one_line``."""
+    text = redact(str(message))
+    try:
+        print(f"tfrecorder-lite: {' '.join(text.split()) if one_line else text}",
+              file=sys.stderr)
+    except OSError:  # no stderr to complain to
+        pass
 
 
 def main(argv=None):
@@ -199,6 +242,7 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    urls = [getattr(args, "source", ""), args.output_dir]
     try:
         if args.command == "convert":
             return _convert(args)
@@ -206,17 +250,26 @@ def main(argv=None):
             return _info(args)
         if args.command == "inspect":
             return _inspect(args)
-        print(verify(args.output_dir, decode=args.decode, storage_options=args.storage_options))
+        _print(verify(args.output_dir, decode=args.decode, storage_options=args.storage_options))
         return 0
+    except _StdoutClosed:
+        _stdout_to_devnull()
+        return _STDOUT_CLOSED
     except VerifyError as exc:
-        print(f"tfrecorder-lite: {exc}", file=sys.stderr)
+        _error(exc, one_line=False)  # one problem per line
         return 1
-    except (TFRecorderError, OSError, ValueError, ImportError) as exc:
-        print(f"tfrecorder-lite: error: {exc}", file=sys.stderr)
+    except (TFRecorderError, ValueError, ImportError) as exc:
+        _error(f"error: {exc}")
         return 2
     except KeyboardInterrupt:
-        print("tfrecorder-lite: interrupted; re-run the same command to resume", file=sys.stderr)
+        _error("interrupted; re-run the same command to resume")
         return 130
+    except Exception as exc:  # a store's error (credentials, access, a missing bucket)
+        line = store_errors.one_line(exc, urls)
+        if line is None:
+            raise
+        _error(f"error: {line}")
+        return 2
 
 
 if __name__ == "__main__":

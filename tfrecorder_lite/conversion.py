@@ -1,6 +1,6 @@
 """The public conversion calls: check options, validate, plan, write."""
 
-from . import schema, sources
+from . import schema, sources, store_errors
 from .errors import SchemaError
 from .images import DEFAULT_MAX_BYTES
 from .options import ON_ERROR, image_options, one_of
@@ -63,12 +63,14 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).
 
     Raises:
-        SchemaError: missing columns or bad options, before any file is read.
+        SchemaError: missing columns, bad options, a label_map that would lose labels, or
+            fractional labels (2.73: make the column text), before any file is read.
         InvalidRowError: with ``on_error="raise"``, naming a bad row and its path: the first in
             table order among rows the table alone refuses (bad cell, missing file), before any
             image is read; else the first image that fails, in writing order.
             ``validate()`` lists every problem at once.
         OutputExistsError: ``output_dir`` holds something else and ``overwrite`` is False.
+        FileNotFoundError: the bucket of ``output_dir`` does not exist (the message names it).
         UnsupportedURLError, MissingDependencyError: an unusable URL, before anything is written.
     """
     one_of("on_error", on_error, ON_ERROR)
@@ -78,6 +80,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     except ValueError as exc:
         raise SchemaError(str(exc)) from None
     schema.check_columns(df, split_col, image_col, label_col)
+    schema.check_label_values(df, label_col, label_map, label_sep)
     if image_col is None and image_size is not None:
         raise SchemaError("image_size resizes images, and image_col=None writes none")
     assignment = schema.split_assignment(unassigned, split_ratios, split_col)
@@ -89,8 +92,14 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
                       shuffle=shuffle, seed=seed,
                       sha256=sha256, storage_options=storage_options, assignment=assignment,
                       label_sep=label_sep, features=features)
-    return write_plan(plan, df, store, on_error=on_error, overwrite=overwrite,
-                      n_jobs=n_jobs, progress=progress)
+    try:
+        return write_plan(plan, df, store, on_error=on_error, overwrite=overwrite,
+                          n_jobs=n_jobs, progress=progress)
+    except FileNotFoundError as exc:  # a bucket that does not exist: say which
+        missing = None if store.is_local else store_errors.missing_bucket(store.url, store.fs)
+        if missing is None:
+            raise
+        raise missing from exc
 
 
 def convert(source, output_dir, **options):

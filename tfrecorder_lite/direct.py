@@ -49,6 +49,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     import tensorflow as tf
 
     schema.check_columns(df, split_col, image_col, label_col)
+    schema.check_label_values(df, label_col, label_map, label_sep)
     plan = build_plan(df, split_col=split_col, image_col=image_col, label_col=label_col,
                       base_dir=base_dir, label_map=label_map, num_shards=1,
                       image=None if image_col is None else image_options(check), shuffle=True,

@@ -1,8 +1,17 @@
 """The exception family: catch ``TFRecorderError`` for all of them, or the builtin base."""
 
+from .redaction import redact
+
 
 class TFRecorderError(Exception):
-    """Base class of every error raised on purpose by tfrecorder_lite."""
+    """Base class of every error raised on purpose by tfrecorder_lite.
+
+    Its message shows URLs without their user info or signed query (see ``redaction``):
+    whatever prints the error prints no credential.
+    """
+
+    def __init__(self, *args):
+        super().__init__(*(redact(arg) for arg in args))
 
 
 class SchemaError(TFRecorderError, ValueError):
@@ -11,6 +20,8 @@ class SchemaError(TFRecorderError, ValueError):
 
 class InvalidRowError(TFRecorderError, ValueError):
     """One input row cannot be written; names the row, its path and the reason.
+
+    The attributes hold the row's values as the table does; the message is redacted.
 
     Attributes:
         row: the input row label (DataFrame index value).

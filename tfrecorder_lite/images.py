@@ -15,7 +15,8 @@ from functools import partial
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from . import storage, structure
+from . import storage, store_errors, structure
+from .redaction import redact
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own default decompression-bomb limit
 # Larger files are refused unread. An 89 Mpx (Pillow's limit) uncompressed RGB TIFF is 268 MB.
@@ -335,7 +336,7 @@ def _plain_png(data, walk, options):
 
 def unreadable_reason(error):
     """The rejection reason of a file that could not be read (an OSError)."""
-    if isinstance(error, storage.FileRefused):
+    if isinstance(error, (storage.FileRefused, store_errors.ReadFailure)):
         return error.reason
     if isinstance(error, FileNotFoundError):
         return "file not found"
@@ -343,7 +344,7 @@ def unreadable_reason(error):
         return "is a folder, not a file"
     if isinstance(error, ValueError) or "embedded null" in str(error):
         return "cannot read file (the path contains a NUL character)"
-    return f"cannot read file ({getattr(error, 'strerror', None) or error})"
+    return redact(f"cannot read file ({getattr(error, 'strerror', None) or error})")
 
 
 def not_an_image(head):

@@ -15,7 +15,6 @@ import functools
 import html
 import io
 import itertools
-import logging
 import math
 import time
 from collections import Counter
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 import pandas as pd
 from PIL import Image, ImageDraw, ImageFont, ImageOps
 
+from . import redaction
 from .output.layout import REJECTED
 from .output.manifest import hxw, read_manifest, summary_text
 from .record import encoding as example
@@ -32,7 +32,7 @@ from .record.framing import iter_records
 from .splits import pick
 from .storage import Store, human_size
 
-logger = logging.getLogger(__name__)
+logger = redaction.logger(__name__)  # its records may name URLs
 
 THUMB = 128  # side of the square box each image is fitted into, in pixels
 # In the notebook view: 8 cells of 104 + 2 * PAD fill 896 pixels, inside the 940 of a classic

@@ -278,10 +278,16 @@ def problems_frame(rows):
 
 
 def label_map_ids(label_map):
-    """Normalize ``label_map`` (dict text -> id, or a sequence of texts) to a dict."""
+    """Normalize ``label_map`` (dict text -> id, or a sequence of texts) to a dict.
+
+    Raises:
+        SchemaError: for a map that would lose labels: a list naming a label twice, two
+            labels given one id, or two labels written alike in labels.txt (1 and "1").
+    """
     if isinstance(label_map, dict):
         mapping = dict(label_map)
     elif isinstance(label_map, (list, tuple)):
+        _refuse_repeats(label_map)
         mapping = {text: i for i, text in enumerate(label_map)}
     else:
         raise SchemaError("label_map must be a dict {label: id} or a list of labels")
@@ -297,7 +303,100 @@ def label_map_ids(label_map):
     if control:
         raise SchemaError(f"label_map labels hold control characters: {control[:3]} (a label "
                           "is one line of labels.txt)")
+    _refuse_shared(mapping)
     return mapping
+
+
+_SHOWN = 5  # labels or ids named in one message
+
+
+def _shared(pairs):
+    """``{key: [items]}`` of the keys of ``(key, item)`` pairs that more than one item has."""
+    groups = {}
+    for key, item in pairs:
+        groups.setdefault(key, []).append(item)
+    return {key: items for key, items in groups.items() if len(items) > 1}
+
+
+def _refuse_repeats(texts):
+    """Raise SchemaError naming the labels a label_map list holds more than once."""
+    try:
+        repeated = _shared((text, i) for i, text in enumerate(texts))
+    except TypeError:  # an unhashable label: refused as a label later
+        return
+    if repeated:
+        listed = "; ".join(f"{text!r} at positions {at}" for text, at in
+                           list(repeated.items())[:_SHOWN])
+        raise SchemaError(
+            f"label_map lists {len(repeated)} label(s) more than once: {listed}. A list "
+            "gives each label the id of its position, so each label must appear once "
+            "(e.g. label_map=sorted(set(labels)))")
+
+
+def _refuse_shared(mapping):
+    """Raise SchemaError when two labels of a normalized map share an id, or a text."""
+    shared = sorted(_shared((i, label) for label, i in mapping.items()).items())
+    if shared:
+        listed = "; ".join(f"id {i}: {labels[:_SHOWN]}" for i, labels in shared[:_SHOWN])
+        raise SchemaError(
+            f"label_map gives one id to several labels ({listed}): each id has one label "
+            "text in labels.txt and in the records. To merge labels, rewrite them in the "
+            "table first, e.g. df['label'].replace({'kitty': 'cat'})")
+    alike = list(_shared((label_text(label), label) for label in mapping).values())
+    if alike:
+        listed = "; ".join(" and ".join(repr(x) for x in labels) for labels in alike[:_SHOWN])
+        raise SchemaError(f"label_map labels written alike in labels.txt: {listed}; keep one "
+                          "of each")
+
+
+def _is_fractional(value):
+    """True for a number with a fractional part (2.73, 0.5, inf), never for 1.0 or text."""
+    if isinstance(value, bool) or not isinstance(value, (float, np.floating)):
+        return False
+    return not np.isnan(value) and not float(value).is_integer()
+
+
+def fractional_labels(df, label_col, label_map=None, label_sep=None):
+    """(row, column, value, problem) of each label that is a number with a fractional part.
+
+    Labels are classes: a column of values like 2.73 (a regression target) would become one
+    class per value. Whole numbers (1.0) are class ids as 1 is; with a ``label_map`` the map
+    decides, and nothing is reported.
+    """
+    found = []
+    for column, level in labels.label_columns(label_col):
+        if level_map(label_map, level) is not None:
+            continue
+        elements, _, _ = labels.elements(df[column], label_sep if level is None else None)
+        if pd.api.types.is_float_dtype(elements):
+            present = elements.dropna()
+            mask = present.ne(present.round())
+        elif elements.dtype == object:
+            mask = elements.map(_is_fractional).astype(bool)
+        else:
+            continue
+        for row, value in elements[mask.reindex(elements.index, fill_value=False)].items():
+            found.append((row, column, value, (
+                f"fractional label {value!r}: labels are classes, and each such number would "
+                "be a class of its own. For a regression target, keep the number in another "
+                f"column (stored as a float feature); to use the numbers as class names, make "
+                f"the column text (df['{column}'] = df['{column}'].astype(str))")))
+    return found
+
+
+def check_label_values(df, label_col, label_map=None, label_sep=None):
+    """Raise SchemaError when a label column holds fractional numbers (see
+    :func:`fractional_labels`), naming a few of them and the fix."""
+    found = fractional_labels(df, label_col, label_map, label_sep)
+    if found:
+        column = found[0][1]
+        values = sorted({value for _, c, value, _ in found if c == column})[:_SHOWN]
+        raise SchemaError(
+            f"label column '{column}' holds {len(found)} fractional number(s), e.g. "
+            f"{', '.join(repr(v) for v in values)}: labels are classes, not quantities. For a "
+            "regression target, keep the number in another column (stored as a float "
+            f"feature); to use the numbers as class names, make the column text "
+            f"(df['{column}'] = df['{column}'].astype(str)). validate() lists every row")
 
 
 def lookup_label(mapping, value):

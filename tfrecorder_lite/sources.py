@@ -3,15 +3,14 @@
 import csv
 import io
 import itertools
-import logging
 import os
 
 import pandas as pd
 
-from . import detection_sources, labels, schema, storage
+from . import detection_sources, labels, redaction, schema, storage
 from .errors import SchemaError
 
-logger = logging.getLogger(__name__)
+logger = redaction.logger(__name__)  # its records may name URLs
 
 _IMAGE_EXTENSIONS = {
     ".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".gif", ".bmp", ".dib", ".tif", ".tiff", ".webp",

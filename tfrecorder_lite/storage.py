@@ -26,6 +26,7 @@ import stat as stat_module
 import tempfile
 from urllib.parse import unquote, urlparse
 
+from . import http_reads, store_errors
 from .errors import MissingDependencyError, SchemaError, UnsupportedURLError
 
 logger = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ def resolve(uri, base=None):
     protocol = protocol_of(uri)
     if protocol == "file":
         if "://" in uri:
-            uri = unquote(urlparse(uri).path)
+            uri = file_url_path(uri)
         path = os.path.expanduser(uri)
         if os.path.isabs(path):
             return os.path.normpath(path)
@@ -112,6 +113,25 @@ def resolve(uri, base=None):
         return os.path.normpath(os.path.join(base or os.getcwd(), path))
     check_url(uri)
     return uri
+
+
+def file_url_path(url):
+    """The local path a ``file://`` URL names, percent-decoded (``%23`` is ``#``, ``%3F`` is
+    ``?``, ``%25`` is ``%``).
+
+    Raises:
+        UnsupportedURLError: for a URL with a query or a fragment (a ``#`` or ``?`` not
+            percent-encoded, which would cut the path there), or naming another host.
+    """
+    parts = urlparse(url)
+    if parts.query or parts.fragment or "#" in url or "?" in url:
+        raise UnsupportedURLError(
+            f"{url}: a file:// URL ends its path at '?' or '#'; write a '?' or '#' of a file "
+            "name as %3F or %23 (or give the plain path)")
+    if parts.netloc not in ("", "localhost"):
+        raise UnsupportedURLError(f"{url}: a file:// URL names a file of this machine "
+                                  f"(file:///path), not of the host '{parts.netloc}'")
+    return unquote(parts.path)
 
 
 def is_relative(uri):
@@ -174,11 +194,23 @@ def _keyed_by_protocol(storage_options):
 
 
 def filesystem(protocol, storage_options=None):
-    """The (cached) fsspec filesystem of ``protocol`` with the options meant for it."""
+    """The (cached) fsspec filesystem of ``protocol`` with the options meant for it (for
+    http(s), those of :mod:`~tfrecorder_lite.http_reads` taken out)."""
     import fsspec
 
     check_url(f"{protocol}://")
-    return fsspec.filesystem(protocol, **options_for(protocol, storage_options))
+    options = options_for(protocol, storage_options)
+    if protocol in _READ_ONLY:
+        options = http_reads.fsspec_options(options)
+    return fsspec.filesystem(protocol, **options)
+
+
+def _http_settings(fs, storage_options):
+    """The HttpSettings of an http(s) filesystem, or None for any other."""
+    protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+    if not protocols & _READ_ONLY:
+        return None
+    return http_reads.settings(options_for("http", storage_options))
 
 
 # ----------------------------------------------------------------------------- the local disk
@@ -342,6 +374,10 @@ def _as_os_error(exc):
 def read_many(uris, storage_options=None, max_bytes=None, check_head=None):
     """The bytes of many files (paths or URLs); remote ones are fetched concurrently.
 
+    http(s) URLs are read by :mod:`~tfrecorder_lite.http_reads` (streamed and cut at the
+    limit, an idle timeout, bounded tries); what the other stores raise is explained by
+    :func:`~tfrecorder_lite.store_errors.explain`.
+
     Args:
         uris: paths or URLs.
         storage_options: fsspec options (see :func:`options_for`).
@@ -354,22 +390,34 @@ def read_many(uris, storage_options=None, max_bytes=None, check_head=None):
         One item per URI: its bytes, or the OSError that reading it raised.
     """
     def remote(fs, paths):
+        http = _http_settings(fs, storage_options)
+        if http is not None:  # streamed, cut at the limit, timed out, tried again
+            return _gather(fs, lambda p: http_reads.read(fs, p, max_bytes, http, too_large),
+                           paths)
         if max_bytes is None:
-            return _each(fs, "cat_file", paths)
+            return _explained(fs, paths, _each(fs, "cat_file", paths))
         found = _gather(fs, lambda p: fs._cat_file(p, start=0, end=max_bytes + 1), paths) \
             if fs.async_impl else [_call(fs.cat_file, p, start=0, end=max_bytes + 1)
                                    for p in paths]
         # a range of an empty object is "not satisfiable" on S3: ask those again, whole
-        again = [i for i, v in enumerate(found)
-                 if isinstance(v, Exception) and not isinstance(v, FileNotFoundError)]
+        # (only those: a store that failed has already tried as often as it is set to)
+        again = [i for i, v in enumerate(found) if store_errors.range_refused(v)]
         for i, value in zip(again, _each(fs, "cat_file", [paths[i] for i in again])):
             found[i] = value
-        return [too_large(p, None, max_bytes) if isinstance(v, bytes) and len(v) > max_bytes
-                else v for p, v in zip(paths, found)]
+        return _explained(fs, paths, [
+            too_large(p, None, max_bytes) if isinstance(v, bytes) and len(v) > max_bytes
+            else v for p, v in zip(paths, found)])
 
     contents = _many(uris, storage_options,
                      lambda path: _local_read(path, max_bytes, check_head), remote)
     return [value if isinstance(value, bytes) else _as_os_error(value) for value in contents]
+
+
+def _explained(fs, paths, values):
+    """``values`` with each exception replaced by the one that says what the store answered
+    (see :func:`~tfrecorder_lite.store_errors.explain`)."""
+    return [store_errors.explain(v, p, fs) if isinstance(v, Exception) else v
+            for p, v in zip(paths, values)]
 
 
 def _call(function, *args, **kwargs):
@@ -388,21 +436,23 @@ def stat_many(uris, storage_options=None):
     listed once (up to 1,000 objects per request) instead of asking for each file.
 
     Returns:
-        One item per URI: the pair, or the OSError (FileNotFoundError, IsADirectoryError, ...).
+        One item per URI: the pair (size 0 when a server does not say), or the OSError
+        (FileNotFoundError, IsADirectoryError, ...).
     """
     def file_info(info):
         if isinstance(info, Exception):
             return info
         if info.get("type") == "directory":
             return IsADirectoryError(21, "is a folder, not a file")
-        return int(info["size"]), _remote_identity(info)
+        # a server that does not say (a chunked answer): known once the file is read
+        return int(info.get("size") or 0), _remote_identity(info)
 
-    found = _many(uris, storage_options, _local_stat,
-                  lambda fs, paths: [file_info(v) for v in _remote_infos(fs, paths)])
+    found = _many(uris, storage_options, _local_stat, lambda fs, paths: [
+        file_info(v) for v in _remote_infos(fs, paths, storage_options)])
     return [value if isinstance(value, tuple) else _as_os_error(value) for value in found]
 
 
-def _remote_infos(fs, paths):
+def _remote_infos(fs, paths, storage_options=None):
     """fsspec ``info`` of each path (or the exception), listing folders that hold many."""
     infos = [None] * len(paths)
     protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
@@ -420,8 +470,11 @@ def _remote_infos(fs, paths):
         for i in indexes:
             infos[i] = listing.get(fs._strip_protocol(paths[i]).rstrip("/")) or \
                 FileNotFoundError(2, "No such file", paths[i])
-    asked = [i for i, info in enumerate(infos) if info is None]
-    for i, answer in zip(asked, _each(fs, "info", [paths[i] for i in asked])):
+    asked = [paths[i] for i, info in enumerate(infos) if info is None]
+    http = _http_settings(fs, storage_options)
+    answers = _gather(fs, lambda p: http_reads.info(fs, p, http), asked) if http is not None \
+        else _explained(fs, asked, _each(fs, "info", asked))
+    for i, answer in zip([i for i, info in enumerate(infos) if info is None], answers):
         infos[i] = answer
     return infos
 

@@ -46,7 +46,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
              label_sep=None, features=None):
     """Report every problem of the table, one row per problem.
 
-    Checks columns, split values, labels (also labels that differ only in case or spaces),
+    Checks columns, split values, labels (also labels that differ only in case or spaces,
+    and fractional numbers, which would each be a class),
     extra columns and paths; with ``check`` ("header" or "decode") also opens every image, and
     reports rows whose image bytes equal another row's (train/test leakage across splits,
     duplicates within one) and rows identical to another.
@@ -76,6 +77,7 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
                           features)  # SchemaError: unstorable
     found = list(problems.itertuples(index=False, name=None))
     found += schema.label_spellings(df, label_col, label_sep)
+    found += schema.fractional_labels(df, label_col, label_map, label_sep)
     bad_rows = set(problems["row"])
     splits = schema.table_splits(df, split_col, image_col, assignment).tolist()
 

@@ -23,6 +23,7 @@ from .output.layout import REJECTED, STATE_DIR, index_name, label_files, level_f
 from .output.lock import FolderLock
 from .output.manifest import (ImageSummary, Manifest, read_manifest, split_entry,
                               write_manifest)
+from .redaction import redact_frame
 from .runners import JoblibRunner
 
 logger = logging.getLogger(__name__)
@@ -160,7 +161,7 @@ def _finish(plan, df, store, receipts):
     for name, vocabulary in label_files(plan.labels).items():
         store.write_atomic(name, "".join(f"{text}\n" for text in vocabulary))
     if rejected:
-        safe = rejected_df.map(_spreadsheet_safe)
+        safe = redact_frame(rejected_df).map(_spreadsheet_safe)
         safe.index = safe.index.map(_spreadsheet_safe)
         store.write_atomic(REJECTED, safe.to_csv(index_label=_index_label(df.index)))
     fields = [(field.level, field.vocabulary) for field in plan.label_fields]

@@ -12,6 +12,7 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 from . import accessor  # noqa: E402,F401  (registers DataFrame.tfrecord)
 from .conversion import convert, to_tfrecord  # noqa: E402
+from .detection_sources import read_coco, read_voc  # noqa: E402
 from .errors import (  # noqa: E402
     InvalidRowError, ManifestError, MissingDependencyError, OutputExistsError, OutputLockedError,
     SchemaError, TFRecorderError, UnsupportedURLError, VerifyError,
@@ -27,6 +28,6 @@ __all__ = [
     "ConversionResult", "InvalidRowError", "ManifestError", "MissingDependencyError",
     "OutputExistsError", "OutputLockedError", "SchemaError", "TFRecorderError",
     "UnsupportedURLError", "VerifyError",
-    "__version__", "convert", "inspect", "load", "read_metadata", "to_tfrecord", "validate",
-    "verify",
+    "__version__", "convert", "inspect", "load", "read_coco", "read_metadata", "read_voc",
+    "to_tfrecord", "validate", "verify",
 ]

@@ -3,6 +3,7 @@
 from . import schema, sources, store_errors
 from .errors import SchemaError
 from .images import DEFAULT_MAX_BYTES
+from .detection import image_table, is_detection_table
 from .options import ON_ERROR, image_options, one_of
 from .plan import build_plan
 from .storage import Store
@@ -14,7 +15,8 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
                 label_map=None, check="decode", on_error="raise", shuffle=True, seed=0,
                 overwrite=False, n_jobs=-1, progress=True, base_dir=None, sha256=False,
                 storage_options=None, max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject",
-                split_ratios=None, label_sep=None, features=None):
+                split_ratios=None, label_sep=None, features=None, box_units="relative",
+                box_columns=None):
     """Write the table's images as TFRecord shards per split, with a manifest.
 
     Args:
@@ -59,6 +61,15 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             ``"int64"``, ``"float32"``, ``"bytes"``, ``"bool"``, or lists with a shape, e.g.
             ``"float32[None,4]"`` for boxes (see ``tfrecorder_lite.columns``).
 
+        box_units: a detection table's coordinates: "relative" (fractions of the image, 0,0
+            top left) or "pixels" (divided by the image's size when it is written).
+        box_columns: a detection table's per-box columns (default: those named is_crowd,
+            iscrowd, difficult, truncated, occluded, area, group_of, weight, depiction).
+
+    A table with the columns ``xmin, ymin, xmax, ymax`` is a detection table: one row per box,
+    written as one record per image with the Object Detection API's keys (see
+    ``tfrecorder_lite.detection``).
+
     Returns:
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).
 
@@ -80,18 +91,26 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     except ValueError as exc:
         raise SchemaError(str(exc)) from None
     schema.check_columns(df, split_col, image_col, label_col)
-    schema.check_label_values(df, label_col, label_map, label_sep)
+    detection = None
+    if image_col is not None and is_detection_table(df):
+        detection = image_table(df, split_col, image_col, label_col, box_units, box_columns)
+        if label_map is None:
+            label_map = df.attrs.get("label_map")  # read_coco keeps COCO's category ids
+    else:
+        schema.check_label_values(df, label_col, label_map, label_sep)
     if image_col is None and image_size is not None:
         raise SchemaError("image_size resizes images, and image_col=None writes none")
     assignment = schema.split_assignment(unassigned, split_ratios, split_col)
     store = Store(output_dir, storage_options)
     store.check_writable()
-    plan = build_plan(df, split_col=split_col, image_col=image_col, label_col=label_col,
+    plan = build_plan(df if detection is None else detection.images, split_col=split_col,
+                      image_col=image_col, label_col=label_col,
                       base_dir=base_dir, label_map=label_map, num_shards=num_shards,
                       compression=compression, image=None if image_col is None else options,
                       shuffle=shuffle, seed=seed,
                       sha256=sha256, storage_options=storage_options, assignment=assignment,
-                      label_sep=label_sep, features=features)
+                      label_sep=label_sep, features=features, detection=detection,
+                      box_units=box_units)
     try:
         return write_plan(plan, df, store, on_error=on_error, overwrite=overwrite,
                           n_jobs=n_jobs, progress=progress)

@@ -9,7 +9,7 @@ With a target size, every image is decoded, resized and re-encoded.
 import io
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -59,6 +59,7 @@ class StoredImage:
     height: int
     width: int
     channels: int
+    source_size: tuple = None  # (height, width) before a resize (upright), when resized
 
 
 class ImageRejected(Exception):
@@ -400,5 +401,6 @@ def _resize(image, fmt, rotate, orientation, options):
     image = _to_8bit(image)
     if image.mode != "RGB":
         image = image.convert("RGB")  # resized output is uniform: 3 channels, alpha dropped
+    source_size = (image.height, image.width)
     image = image.resize((width, height), Image.BILINEAR)
-    return _encode(image, options.format, options.quality)
+    return replace(_encode(image, options.format, options.quality), source_size=source_size)

@@ -22,7 +22,7 @@ from .storage import Store
 def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=False, seed=None,
          as_supervised=True, shuffle_buffer=1000, drop_remainder=False, channels=3,
          dct_method="INTEGER_ACCURATE", storage_options=None, cache_dir=None, label=None,
-         multi_hot=False):
+         multi_hot=False, box_format="rel_yxyx"):
     """Return a ``tf.data.Dataset`` of a split, or a dict split -> dataset when split is None.
 
     Args:
@@ -62,7 +62,7 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
     """
     options = PipelineOptions(batch_size, image_size, shuffle, seed, as_supervised,
                               shuffle_buffer, drop_remainder, channels, dct_method, label,
-                              multi_hot)
+                              multi_hot, box_format)
     store = Store(output_dir, storage_options)
     manifest, _ = read_manifest(store)
     if split is None:
@@ -119,7 +119,15 @@ def decoded_pipeline(tf, records, decode, options, deterministic):
                                   reshuffle_each_iteration=True)
     # decoding is CPU-bound: one decoder per core the process may use (affinity, cgroup quota)
     dataset = records.map(decode, num_parallel_calls=joblib.cpu_count(), deterministic=deterministic)
-    if batch_size and _varies(tf, dataset.element_spec):  # lists of varying length
+    if batch_size and _is_detection(dataset.element_spec):
+        # boxes and labels padded with -1, as Keras' bounding-box layers and KerasHub's
+        # detectors take them
+        image_spec, target = dataset.element_spec
+        padding = (tf.constant(0, image_spec.dtype),
+                   {"boxes": tf.constant(-1, tf.float32), "labels": tf.constant(-1, tf.int64)})
+        dataset = dataset.padded_batch(batch_size, padding_values=padding,
+                                       drop_remainder=drop_remainder)
+    elif batch_size and _varies(tf, dataset.element_spec):  # lists of varying length
         dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
     elif batch_size:
         # a plain batch: parallel batching only adds threads that compete with the decoders
@@ -129,6 +137,12 @@ def decoded_pipeline(tf, records, decode, options, deterministic):
     # epochs (this pipeline and a hand-written one alike, 2 cores); with it off, in none.
     options.autotune.enabled = False
     return dataset.prefetch(tf.data.AUTOTUNE).with_options(options)
+
+
+def _is_detection(element_spec):
+    """Whether elements are ``(image, {"boxes", "labels"})``."""
+    return isinstance(element_spec, tuple) and isinstance(element_spec[1], dict) and \
+        set(element_spec[1]) == {"boxes", "labels"} and not isinstance(element_spec[0], dict)
 
 
 def _varies(tf, element_spec):
@@ -231,12 +245,15 @@ def decoder(tf, features, options, ratios=(), spec=None):
     """
     outputs, as_dict = label_outputs(features, options.label)
     as_supervised, multi_hot = options.as_supervised, options.multi_hot
+    boxes = features.boxes
     spec = spec or parse_spec(features.describe())
     if as_supervised and features.image is not None:  # parse only what image and label need
-        spec = {key: spec[key]
-                for key in (*ImageFeature.decode_keys, *(o.keys[0] for o in outputs))}
+        wanted = boxes.describe() if boxes else [o.keys[0] for o in outputs]
+        spec = {key: spec[key] for key in (*ImageFeature.decode_keys, *wanted)}
 
-    def label_of(parsed):
+    def label_of(parsed, image=None):
+        if boxes is not None:  # {"boxes": [N, 4], "labels": [N]}
+            return boxes.decode(tf, parsed, box_format=options.box_format, image=image)
         found = {output.name: output.decode(tf, parsed, multi_hot) for output in outputs}
         return found if as_dict else found[outputs[0].name]
 
@@ -250,7 +267,9 @@ def decoder(tf, features, options, ratios=(), spec=None):
         image = features.image.decode(tf, parsed, options.image_size, options.channels, ratios,
                                       options.dct_method)
         if as_supervised:
-            return image, label_of(parsed)
+            return image, label_of(parsed, image)
+        if boxes is not None:
+            return {**parsed, "image": image, **label_of(parsed, image)}
         return {**parsed, "image": image}
 
     return decode

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from .errors import SchemaError
 from .images import DEFAULT_MAX_BYTES, ImageOptions
+from .record.features import BOX_FORMATS
 
 CHECKS = ("decode", "header")
 ON_ERROR = ("raise", "skip")
@@ -65,9 +66,11 @@ class PipelineOptions:
     dct_method: str = "INTEGER_ACCURATE"
     label: object = None
     multi_hot: bool = False
+    box_format: str = "rel_yxyx"
 
     def __post_init__(self):
         object.__setattr__(self, "image_size", image_size(self.image_size))
+        one_of("box_format", self.box_format, BOX_FORMATS)
         one_of("channels", self.channels, (1, 3))
         if self.batch_size is not None and (isinstance(self.batch_size, bool) or
                                             not isinstance(self.batch_size, int) or

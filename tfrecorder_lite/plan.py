@@ -21,7 +21,7 @@ from .splits import SPLITS, canonical
 from .output.layout import shard_name
 from .output.manifest import FORMAT_VERSION
 from .record import keys
-from .record.features import ClassLabel, FeatureSet, ImageFeature
+from .record.features import Boxes, ClassLabel, FeatureSet, ImageFeature
 
 TARGET_SHARD_BYTES = 128 * 2**20
 _RESIZED_BYTES_PER_PIXEL = 0.3  # rough JPEG size estimate used to pick shard counts
@@ -98,6 +98,22 @@ class WritePlan:
     fingerprint: str
     sha256: bool = False
     assignment: tuple = None
+    members: tuple = None
+
+    def table_rows(self, position):
+        """The table positions a planned row stands for: itself, or all rows of an image of a
+        detection table."""
+        return self.members[position] if self.members is not None else (position,)
+
+    def planned_labels(self, index):
+        """The row labels of the planned rows, from the table's ``index``."""
+        return index if self.members is None else index[[rows[0] for rows in self.members]]
+
+    def planned_position(self, row):
+        """The planned row (image of a detection table) that table position ``row`` is in."""
+        if self.members is None:
+            return row
+        return next(i for i, rows in enumerate(self.members) if row in rows)
 
     @property
     def label_fields(self):
@@ -176,6 +192,73 @@ def _label_fields(df, label_col, label_map, label_sep, refused):
     return tuple(fields), tuple(zip(*per_field)) if per_field else ()
 
 
+def _box_fields(images, label_col, label_map, detection, units, refused):
+    """``(label fields, per image: one Boxes value)`` of a detection table's images; an image
+    with a label its label map lacks is refused (added to ``refused``)."""
+    cells = images[label_col].tolist()
+    if label_map is not None:
+        mapping = schema.label_map_ids(label_map)
+        if isinstance(label_map, (list, tuple)):  # a list of names: ids from 1
+            mapping = {text: i + 1 for text, i in mapping.items()}
+        if 0 in mapping.values():
+            raise SchemaError("detection label ids start at 1 (0 is the background class of "
+                              "the Object Detection API's label maps): label_map gives "
+                              f"{[t for t, i in mapping.items() if i == 0]} id 0")
+    else:
+        texts = sorted({_label_text(v) for p, labels_ in enumerate(cells) if p not in refused
+                        for v in labels_})
+        mapping = {text: i + 1 for i, text in enumerate(texts)}
+    vocabulary = [""] * (max(mapping.values(), default=0) + 1)
+    for text, i in mapping.items():
+        vocabulary[i] = schema.label_text(text)
+    ids, texts = [], []
+    for position, labels_ in enumerate(cells):
+        found = [schema.lookup_label(mapping, v) for v in labels_]
+        if None in found and position not in refused:
+            box = found.index(None)
+            refused[position] = (f"box {box + 1} of {len(found)}: label "
+                                 f"{str(labels_[box])!r} not in label_map")
+        found = tuple(-1 if i is None else i for i in found)
+        ids.append(found)
+        texts.append(tuple(vocabulary[i] if i >= 0 else "" for i in found))
+    source_ids = images["image_id"].astype(str).tolist() if "image_id" in images.columns \
+        else [str(p) for p in range(len(images))]
+    box_columns, per_box = [], []
+    for column in detection.box_columns:
+        kind, values = _box_column(images[column].tolist(), column in _FLOAT_BOX_COLUMNS)
+        box_columns.append((column, kind))
+        per_box.append(values)
+    field = Boxes(vocabulary=tuple(vocabulary), column=label_col,
+                  box_columns=tuple(box_columns), units=units)
+    values = [((i, t, s, b, *cols),) for i, t, s, b, *cols in zip(
+        ids, texts, source_ids, images["boxes"].tolist(), *per_box)]
+    return (field,), tuple(values)
+
+
+_FLOAT_BOX_COLUMNS = {"area", "weight"}  # float32 in the Object Detection API, whatever they hold
+
+
+def _box_column(cells, real=False):
+    """``(kind, values)`` of a per-box column (a tuple of values per image): whole numbers and
+    flags are int64 (a missing one 0), other numbers (and ``real`` columns) float32 (a missing
+    one NaN)."""
+    flat = [v for cell in cells for v in cell if not _missing(v)]
+    whole = not real and all(isinstance(v, (bool, int, np.bool_, np.integer)) or
+                (isinstance(v, (float, np.floating)) and float(v).is_integer()) for v in flat)
+    if whole:
+        return keys.INT64, [[0 if _missing(v) else int(v) for v in cell] for cell in cells]
+    try:
+        return keys.FLOAT, [[float("nan") if _missing(v) else float(v) for v in cell]
+                            for cell in cells]
+    except (TypeError, ValueError):
+        raise SchemaError(f"a per-box column holds {flat[:3]}: per-box columns hold numbers"
+                          ) from None
+
+
+def _missing(value):
+    return value is None or (not isinstance(value, str) and pd.isna(value))
+
+
 def _shard_count(requested, split, n_rows, n_bytes):
     if isinstance(requested, dict):
         requested = {canonical(k): v for k, v in requested.items()}.get(split)
@@ -192,7 +275,7 @@ def _shard_count(requested, split, n_rows, n_bytes):
 def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=None,
                num_shards=None, compression=None, image=ImageOptions(), shuffle=True, seed=0,
                sha256=False, storage_options=None, assignment=None, label_sep=None,
-               features=None):
+               features=None, detection=None, box_units="relative"):
     """Decide labels, order and shards; rows with problems go to ``rejected``.
 
     Args:
@@ -202,24 +285,29 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         storage_options: fsspec options for image URLs (see ``storage.options_for``).
         assignment: split shares for rows without a split (``schema.split_assignment``), or
             None to reject them.
+        detection: the ImageTable of a detection table (``df`` is then its ``images``), or
+            None.
         Other arguments: as in ``to_tfrecord``.
 
     Returns:
         A WritePlan.
     """
     splits = schema.table_splits(df, split_col, image_col, assignment)
-    problems = schema.row_problems(df, split_col, image_col, label_col, label_map, assignment,
+    problems = schema.row_problems(df, split_col, image_col,
+                                   None if detection else label_col, label_map, assignment,
                                    label_sep, splits)
-    reasons = {}
+    reasons = dict(detection.refused) if detection else {}
     positions_of = {row: i for i, row in enumerate(df.index)} if len(problems) else {}
     for row, _column, _value, problem in problems.itertuples(index=False):
         reasons.setdefault(positions_of[row], problem)
 
     splits = splits.tolist()
+    used = schema.used_columns(split_col, image_col, label_col)
+    if detection:
+        used |= {"boxes", *detection.box_columns}
     extra, extras = columns.extra_columns(
-        df, schema.used_columns(split_col, image_col, label_col), features,
-        reserved=[key for _, level in labels.label_columns(label_col)
-                  for key in keys.label_keys(level)])
+        df, used, features, reserved=[key for _, level in labels.label_columns(label_col)
+                                      for key in keys.label_keys(level)])
     compression = compression and compression.upper()
     fingerprint = hashlib.sha256()
     if image_col is None:
@@ -230,7 +318,11 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         paths, sizes = _stat_images(df[image_col].tolist(), reasons, base_dir, image,
                                     storage_options, fingerprint)
 
-    label_fields, label_values = _label_fields(df, label_col, label_map, label_sep, reasons)
+    if detection:
+        label_fields, label_values = _box_fields(df, label_col, label_map, detection, box_units,
+                                                 reasons)
+    else:
+        label_fields, label_values = _label_fields(df, label_col, label_map, label_sep, reasons)
     shards, present = [], []
     for split_number, split in enumerate(SPLITS):
         positions = np.array([p for p, s in enumerate(splits) if s == split and p not in reasons],
@@ -269,14 +361,18 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         "shards": [(s.name, s.positions) for s in shards],
         "label_ids": [v[0][0] for v in label_values] if single else label_values,
         "extras": extras,
+        **({"detection": {"units": box_units, "members": detection.members}}
+           if detection else {}),
     }
     fingerprint.update(json.dumps(description, default=str, sort_keys=True).encode())
     return WritePlan(
-        features=FeatureSet(None if image is None else ImageFeature(), label_fields, extra),
+        features=FeatureSet(None if image is None else ImageFeature(key_sha256=bool(detection)),
+                            label_fields, extra),
         shards=tuple(shards), paths=tuple(paths),
         label_values=label_values, extras=tuple(extras), image=image,
         compression=compression, rejected=rejected, splits=tuple(present),
         fingerprint=fingerprint.hexdigest(), sha256=sha256, assignment=assignment,
+        members=detection.members if detection else None,
     )
 
 

@@ -182,7 +182,7 @@ def row_problems(df, split_col, image_col, label_col, label_map=None, assignment
     if label_sep is not None and isinstance(label_col, (list, tuple)):
         raise SchemaError("label_sep splits one label column into several labels (multi-label);"
                           " a label level takes one label per row")
-    for column, level in labels.label_columns(label_col):
+    for column, level in labels.label_columns(label_col) if label_col is not None else ():
         found += _label_problems(df, column, level, level_map(label_map, level), label_sep)
     return problems_frame(found)
 

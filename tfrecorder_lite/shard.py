@@ -16,6 +16,7 @@ from .images import ImageRejected, prepare_content, read_images
 from .output.layout import STATE_DIR, index_name, receipt_name
 from .output.manifest import IndexEntry, Receipt, ShardEntry
 from .record import encoding as example
+from .record.features import RecordRejected
 from .record.framing import RecordWriter, file_digest, index_text
 
 _MAX_CHUNK = 64  # rows read and prepared together (bounds memory; one batch of requests)
@@ -112,8 +113,13 @@ def prepare_records(rows, image_options, features, storage_options=None):
                 continue
             image = (stored, storage.basename(path))
             info = (stored.format, stored.height, stored.width, stored.channels)
-        info += (tuple(label_id for label_id, _ in values[:label_count]),)
-        out.append((example.encode_example_chunks(features.encode(image, values), kinds), info))
+        info += (tuple(value[0] for value in values[:label_count]),)  # label id(s) to count
+        try:
+            record = features.encode(image, values)
+        except RecordRejected as exc:
+            out.append((None, str(exc)))
+            continue
+        out.append((example.encode_example_chunks(record, kinds), info))
     return out
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from . import columns, schema, storage
+from .detection import image_table, is_detection_table
 from .errors import UnsupportedURLError
 from .images import DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images
 
@@ -43,7 +44,7 @@ def _where(df, position, image_col, splits):
 def validate(df, *, split_col="split", image_col="image_uri", label_col="label", label_map=None,
              check="header", base_dir=None, n_jobs=-1, storage_options=None,
              max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject", split_ratios=None,
-             label_sep=None, features=None):
+             label_sep=None, features=None, box_units="relative"):
     """Report every problem of the table, one row per problem.
 
     Checks columns, split values, labels (also labels that differ only in case or spaces,
@@ -61,7 +62,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         max_image_bytes: larger image files are reported ("file too large") without being read.
         unassigned, split_ratios: as in ``to_tfrecord``: rows without a split are problems, or
             are given one (and then checked for leakage in it).
-        label_sep, features: as in ``to_tfrecord``.
+        label_sep, features, box_units: as in ``to_tfrecord``. A detection table (with
+            ``xmin, ymin, xmax, ymax`` columns) also gets its boxes checked.
 
     Returns:
         A DataFrame with columns row, column, value, problem (empty when the table is clean).
@@ -71,13 +73,20 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
             exactly (``to_tfrecord`` refuses the same).
     """
     assignment = schema.split_assignment(unassigned, split_ratios, split_col)
-    problems = schema.row_problems(df, split_col, image_col, label_col, label_map, assignment,
-                                   label_sep)
-    columns.extra_columns(df, schema.used_columns(split_col, image_col, label_col),
-                          features)  # SchemaError: unstorable
+    detection = image_col is not None and is_detection_table(df)
+    problems = schema.row_problems(df, split_col, image_col, None if detection else label_col,
+                                   label_map, assignment, label_sep)
     found = list(problems.itertuples(index=False, name=None))
-    found += schema.label_spellings(df, label_col, label_sep)
-    found += schema.fractional_labels(df, label_col, label_map, label_sep)
+    if detection:  # boxes: every row of an image with a bad box, with the box named
+        table = image_table(df, split_col, image_col, label_col, box_units)
+        found += [(df.index[row], None, None, reason)
+                  for row, reason in table.rows_of(table.refused.items())]
+        found += schema.label_spellings(df, label_col)
+    else:
+        columns.extra_columns(df, schema.used_columns(split_col, image_col, label_col),
+                              features)  # SchemaError: unstorable
+        found += schema.label_spellings(df, label_col, label_sep)
+        found += schema.fractional_labels(df, label_col, label_map, label_sep)
     bad_rows = set(problems["row"])
     splits = schema.table_splits(df, split_col, image_col, assignment).tolist()
 

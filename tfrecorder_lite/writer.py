@@ -19,7 +19,8 @@ from ._version import __version__
 from .errors import InvalidRowError
 from .output import state as output_state
 from .output import tfds
-from .output.layout import REJECTED, STATE_DIR, index_name, label_files, level_files
+from .output.layout import (LABEL_MAP, REJECTED, STATE_DIR, index_name, label_files,
+                            level_files, label_map_pbtxt)
 from .output.lock import FolderLock
 from .output.manifest import (ImageSummary, Manifest, read_manifest, split_entry,
                               write_manifest)
@@ -87,7 +88,8 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
             logger.info("%s already holds this conversion; nothing to do", store.url)
             result = _result_from_disk(store, df)
             if on_error == "raise" and len(result.rejected):  # a finished on_error="skip" run
-                _raise_first(plan, df, zip(result.metadata["rejected_rows"],
+                _raise_first(plan, df, zip(map(plan.planned_position,
+                                               result.metadata["rejected_rows"]),
                                            result.rejected.reason))
             return result
         receipts = dict(state.receipts)
@@ -106,9 +108,10 @@ def _write_shards(plan, df, store, receipts, on_error, runner, progress):
     here as InvalidRowError, whatever ran the task.
     """
     todo = [s for s in plan.shards if s.name not in receipts]
+    labels = plan.planned_labels(df.index)
 
     def tasks_of(shards, threads):  # made as the runner asks: the driver never holds them all
-        return (plan.task(shard, df.index, threads) for shard in shards)
+        return (plan.task(shard, labels, threads) for shard in shards)
 
     total = sum(len(shard.positions) for shard in todo)
     with tqdm(total=total, unit="img", desc="tfrecorder_lite", disable=not progress) as bar:
@@ -124,7 +127,8 @@ def _raise_first(plan, df, rejected):
     rejected = sorted(rejected)
     if rejected:
         position, reason = rejected[0]
-        raise InvalidRowError(df.index[position], plan.paths[position], reason)
+        raise InvalidRowError(df.index[plan.table_rows(position)[0]], plan.paths[position],
+                              reason)
 
 
 def _rejected_frame(df, rejected):
@@ -155,11 +159,15 @@ def _index_label(index):
 
 
 def _finish(plan, df, store, receipts):
-    rejected = sorted([*plan.rejected, *(r for receipt in receipts.values()
-                                          for r in receipt.rejected)])
+    rejected = sorted((row, reason) for position, reason in
+                      [*plan.rejected, *(r for receipt in receipts.values() for r in receipt.rejected)]
+                      for row in plan.table_rows(position))
     rejected_df = _rejected_frame(df, rejected)
     for name, vocabulary in label_files(plan.labels).items():
         store.write_atomic(name, "".join(f"{text}\n" for text in vocabulary))
+    boxes = plan.features.boxes
+    if boxes is not None:
+        store.write_atomic(LABEL_MAP, label_map_pbtxt(boxes.vocabulary))
     if rejected:
         safe = redact_frame(rejected_df).map(_spreadsheet_safe)
         safe.index = safe.index.map(_spreadsheet_safe)
@@ -184,7 +192,13 @@ def _finish(plan, df, store, receipts):
         splits=splits, rejected=len(rejected),
         rejected_rows=tuple(position for position, _ in rejected),
         fingerprint=plan.fingerprint, created_by=f"tfrecorder_lite {__version__}",
-        task="multi-label" if plan.multi_label else None,
+        task="detection" if boxes is not None else "multi-label" if plan.multi_label else None,
+        boxes=None if boxes is None else {
+            "keys": "image/object/bbox/xmin, ymin, xmax, ymax (the Object Detection API's)",
+            "units": "relative to the image, 0,0 at the top left",
+            "label_offset": 1, "label_map": LABEL_MAP,
+            "num_boxes": {split: sum(entry.label_counts.values())
+                          for split, entry in splits.items()}},
         split_assignment={
             "unassigned": "assign", "ratios": dict(plan.assignment),
             "by": "sha256 of the image_uri text" if plan.image is not None else

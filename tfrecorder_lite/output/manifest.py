@@ -11,7 +11,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..errors import ManifestError
-from ..record.keys import BYTES, FLOAT, IMAGE_KEYS, INT64, LEVEL_NAME, label_keys
+from ..record.keys import (BYTES, DETECTION_KEYS, FLOAT, IMAGE_KEYS, INT64, LEVEL_NAME,
+                           label_keys)
 from ..storage import Store, human_size, is_dir
 from .layout import METADATA, STATE_DIR, is_shard_of
 
@@ -193,7 +194,8 @@ class Manifest:
         rejected_rows: their table positions.
         fingerprint: the plan's fingerprint (the same table and options give the same one).
         created_by: the library and version that wrote it.
-        task: None (one label per record), or "multi-label".
+        task: None (one label per record), "multi-label" or "detection".
+        boxes: with detection, how boxes are stored and their counts per split.
         split_assignment: how rows without a split were given one, or None.
         other: fields this version does not know (kept as they are).
     """
@@ -209,6 +211,7 @@ class Manifest:
     created_by: str = None
     task: str = None
     split_assignment: dict = None
+    boxes: dict = None
     other: dict = field(default_factory=dict)
 
     @property
@@ -229,6 +232,7 @@ class Manifest:
         content.update({"created_by": self.created_by} if self.created_by is not None else {})
         content.update({"fingerprint": self.fingerprint} if self.fingerprint is not None else {})
         content.update({"task": self.task} if self.task else {})
+        content.update({"boxes": self.boxes} if self.boxes else {})
         content.update({
             "labels": self.labels, "features": self.features, "compression": self.compression,
             "image": None if self.image is None else self.image.to_json()})
@@ -261,10 +265,10 @@ class Manifest:
             _is_object(v) and v and all(LEVEL_NAME.match(k) and _is_texts(t)
                                         for k, t in v.items())),
             "a list of label texts, or an object level -> list of label texts")
-        task = check.field(content, "", "task", lambda v: v == "multi-label",
-                           "'multi-label'") if "task" in content else None
+        task = check.field(content, "", "task", lambda v: v in ("multi-label", "detection"),
+                           "'multi-label' or 'detection'") if "task" in content else None
         if task and isinstance(labels, dict):
-            raise ManifestError(f"{path}: task: a multi-label output has one list of labels")
+            raise ManifestError(f"{path}: task: a {task} output has one list of labels")
         compression = check.field(content, "", "compression",
                                   lambda v: v in (None, "GZIP", "ZLIB"),
                                   "null, 'GZIP' or 'ZLIB'")
@@ -292,11 +296,11 @@ class Manifest:
             entries[split] = SplitEntry(num_examples, info.get("label_counts", {}), shards)
         known = {"format_version", "created_by", "fingerprint", "task", "labels", "features",
                  "compression", "image", "split_assignment", "rejected", "rejected_rows",
-                 "splits"}
+                 "splits", "boxes"}
         return cls(labels, features, compression, image, entries, content["rejected"],
                    tuple(content.get("rejected_rows", ())), content.get("fingerprint"),
                    content.get("created_by"), task, content.get("split_assignment"),
-                   {k: v for k, v in content.items() if k not in known})
+                   content.get("boxes"), {k: v for k, v in content.items() if k not in known})
 
 
 def _image_from_json(image, check):
@@ -316,10 +320,13 @@ def _check_features(features, labels, task, images, check):
     """The image and label features must be there with their fixed types; other features
     take any type and shape a record can hold."""
     fixed = dict(IMAGE_KEYS) if images else {}
-    for level in labels if isinstance(labels, dict) else [None]:
-        id_key, text_key = label_keys(level)
-        fixed.update({id_key: INT64, text_key: BYTES})
-    label_shape = [None] if task == "multi-label" else []
+    if task == "detection":
+        fixed.update(DETECTION_KEYS)
+    else:
+        for level in labels if isinstance(labels, dict) else [None]:
+            id_key, text_key = label_keys(level)
+            fixed.update({id_key: INT64, text_key: BYTES})
+    label_shape = [None] if task in ("multi-label", "detection") else []
     for key in [*fixed, *features]:
         spec = check.field(features, "features", key, _is_object, "an object")
         dtypes = [fixed[key]] if key in fixed else [BYTES, INT64, FLOAT]

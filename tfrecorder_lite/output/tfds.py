@@ -27,8 +27,8 @@ def files(manifest):
     names = {tfds_label_names(label.keys[0]): "".join(f"{text}\n" for text in label.vocabulary)
              for label in features.labels}
     supervised = {}
-    if features.image is not None and len(features.labels) == 1 and features.labels[0].level \
-            is None:  # one label: tfds's as_supervised gives (image, label)
+    if features.image is not None and features.boxes is None and len(features.labels) == 1 \
+            and features.labels[0].level is None:  # one label: as_supervised: (image, label)
         supervised = {"supervisedKeys": {"tuple": {"items": [
             {"featureKey": ENCODED}, {"featureKey": LABEL}]}}}
     info = {

@@ -7,10 +7,13 @@ verify, inspect and the tfds files ask it, so a new kind of record is a new feat
 TensorFlow is used only by the ``decode`` methods, which take the ``tf`` module.
 """
 
+import hashlib
 from dataclasses import dataclass
 
-from .keys import (BYTES, CHANNELS, ENCODED, FILENAME, FORMAT, HEIGHT, IMAGE_KEYS, INT64, WIDTH,
-                   label_keys)
+from .boxes import box_problem
+from .keys import (BBOX_KEYS, BYTES, CHANNELS, ENCODED, FILENAME, FLOAT, FORMAT, HEIGHT,
+                   IMAGE_KEYS, INT64, KEY_SHA256, OBJECT_LABEL, OBJECT_PREFIX, OBJECT_TEXT,
+                   SOURCE_ID, WIDTH, label_keys, object_key)
 
 _TFDS = "tensorflow_datasets.core.features."
 _JPEG_RATIOS = (8, 4, 2)
@@ -21,6 +24,11 @@ def tfds_tensor(dtype, shape=()):
     dims = {"dimensions": ["-1" if d is None else str(d) for d in shape]} if shape else {}
     return {"pythonClassName": _TFDS + "tensor_feature.Tensor",
             "tensor": {"dtype": dtype, "encoding": "none", "shape": dims}}
+
+
+class RecordRejected(Exception):
+    """A row that cannot become a record; ``str(exc)`` is the reason (e.g. a box outside
+    the image)."""
 
 
 class Feature:
@@ -34,8 +42,13 @@ class Feature:
         """Record key -> kind (BYTES, INT64 or FLOAT) of what :meth:`encode` gives."""
         return {key: spec["dtype"] for key, spec in self.describe().items()}
 
-    def encode(self, value):
-        """Record key -> value(s) of this feature for one row's ``value``."""
+    def encode(self, value, image=None):
+        """Record key -> value(s) of this feature for one row's ``value`` (``image``: the
+        row's ``(StoredImage, file name)``, or None).
+
+        Raises:
+            RecordRejected: the row cannot be written, with the reason.
+        """
         raise NotImplementedError
 
     def tfds(self, image_size=None):
@@ -46,19 +59,23 @@ class Feature:
 
 @dataclass(frozen=True)
 class ImageFeature(Feature):
-    """The image: its encoded bytes, format, size, channels and file name."""
+    """The image: its encoded bytes, format, size, channels and file name (and with
+    ``key_sha256``, the sha256 of the encoded bytes, as the Object Detection API keeps it)."""
+
+    key_sha256: bool = False
 
     def describe(self):
-        return {key: {"dtype": kind, "shape": []} for key, kind in IMAGE_KEYS.items()}
+        keys = {**IMAGE_KEYS, **({KEY_SHA256: BYTES} if self.key_sha256 else {})}
+        return {key: {"dtype": kind, "shape": []} for key, kind in keys.items()}
 
-    def kinds(self):
-        return dict(IMAGE_KEYS)
-
-    def encode(self, value):
+    def encode(self, value, image=None):
         """``value``: ``(StoredImage, file name)``."""
         stored, filename = value
-        return {ENCODED: stored.encoded, FORMAT: stored.format, HEIGHT: stored.height,
-                WIDTH: stored.width, CHANNELS: stored.channels, FILENAME: filename}
+        record = {ENCODED: stored.encoded, FORMAT: stored.format, HEIGHT: stored.height,
+                  WIDTH: stored.width, CHANNELS: stored.channels, FILENAME: filename}
+        if self.key_sha256:
+            record[KEY_SHA256] = hashlib.sha256(stored.encoded).hexdigest()
+        return record
 
     def tfds(self, image_size=None):
         entries = super().tfds()
@@ -147,7 +164,7 @@ class ClassLabel(Feature):
         return {id_key: {"dtype": INT64, "shape": shape},
                 text_key: {"dtype": BYTES, "shape": shape}}
 
-    def encode(self, value):
+    def encode(self, value, image=None):
         """``value``: ``(id, text)``, or tuples of ids and texts (multi-label)."""
         id_key, text_key = self.keys
         return {id_key: value[0], text_key: value[1]}
@@ -200,8 +217,87 @@ class Column(Feature):
     def kinds(self):
         return {self.name: self.kind}
 
-    def encode(self, value):
+    def encode(self, value, image=None):
         return {self.name: value}
+
+
+BOX_FORMATS = ("rel_yxyx", "rel_xyxy", "rel_xywh", "rel_center_xywh", "yxyx", "xyxy", "xywh",
+               "center_xywh", "center_yxhw")  # as keras.utils.bounding_boxes names them
+
+
+@dataclass(frozen=True)
+class Boxes(ClassLabel):
+    """The objects of a detection record, with the Object Detection API's keys: each box's
+    relative ``xmin``, ``ymin``, ``xmax``, ``ymax``, its class id (from 1: 0 is the background
+    of the API's label maps) and text, the per-box columns as ``image/object/<name>``, and the
+    image's ``image/source_id``.
+
+    Attributes:
+        vocabulary: class id -> text (id 0, the background, has no text).
+        box_columns: ``(column, kind)`` of each per-box column.
+        units: "relative" or "pixels" (divided by the image's size as it is written).
+    """
+
+    box_columns: tuple = ()
+    units: str = "relative"
+
+    @property
+    def keys(self):
+        return OBJECT_LABEL, OBJECT_TEXT
+
+    def describe(self):
+        entries = {SOURCE_ID: {"dtype": BYTES, "shape": []}}
+        entries.update({key: {"dtype": FLOAT, "shape": [None]} for key in BBOX_KEYS})
+        entries[OBJECT_LABEL] = {"dtype": INT64, "shape": [None]}
+        entries[OBJECT_TEXT] = {"dtype": BYTES, "shape": [None]}
+        entries.update({object_key(column): {"dtype": kind, "shape": [None]}
+                        for column, kind in self.box_columns})
+        return entries
+
+    def encode(self, value, image=None):
+        """``value``: ``(class ids, class texts, source id, boxes, *per-box column values)``,
+        boxes as ``(xmin, ymin, xmax, ymax)``."""
+        ids, texts, source_id, boxes, *columns = value
+        if self.units == "pixels":
+            stored = image[0]
+            height, width = stored.source_size or (stored.height, stored.width)
+            problem = box_problem(boxes, "pixels", (height, width))
+            if problem:
+                raise RecordRejected(problem)
+            boxes = [(x0 / width, y0 / height, x1 / width, y1 / height)
+                     for x0, y0, x1, y1 in boxes]
+        record = {SOURCE_ID: source_id, OBJECT_LABEL: ids, OBJECT_TEXT: texts}
+        for i, key in enumerate(BBOX_KEYS):
+            record[key] = [box[i] for box in boxes]
+        for (column, _), values in zip(self.box_columns, columns):
+            record[object_key(column)] = values
+        return record
+
+    def tfds(self, image_size=None):
+        entries = Feature.tfds(self)
+        entries[OBJECT_LABEL] = {
+            "pythonClassName": _TFDS + "sequence_feature.Sequence",
+            "sequence": {"feature": {"pythonClassName": _TFDS + "class_label_feature.ClassLabel",
+                                     "classLabel": {"numClasses": str(len(self.vocabulary))}},
+                         "length": "-1"}}
+        return entries
+
+    def decode(self, tf, parsed, multi_hot=False, box_format="rel_yxyx", image=None):
+        """``{"boxes": float32 [N, 4] in box_format, "labels": int64 [N]}`` of a parsed
+        record; absolute formats are in pixels of ``image`` (the returned image)."""
+        xmin, ymin, xmax, ymax = (parsed[key] for key in BBOX_KEYS)
+        height = width = 1.0
+        if not box_format.startswith("rel_"):
+            shape = tf.cast(tf.shape(image), tf.float32)
+            height, width = shape[0], shape[1]
+        x0, x1, y0, y1 = xmin * width, xmax * width, ymin * height, ymax * height
+        name = box_format.removeprefix("rel_")
+        columns = {"yxyx": (y0, x0, y1, x1), "xyxy": (x0, y0, x1, y1),
+                   "xywh": (x0, y0, x1 - x0, y1 - y0),
+                   "center_xywh": ((x0 + x1) / 2, (y0 + y1) / 2, x1 - x0, y1 - y0),
+                   "center_yxhw": ((y0 + y1) / 2, (x0 + x1) / 2, y1 - y0, x1 - x0)}[name]
+        boxes = tf.reshape(tf.stack(columns, axis=-1), [-1, 4])
+        return {"boxes": boxes, "labels": parsed[OBJECT_LABEL]}
 
 
 @dataclass(frozen=True)
@@ -242,7 +338,7 @@ class FeatureSet:
         ``values`` one value per row feature."""
         record = {} if image is None else self.image.encode(image)
         for feature, value in zip(self.row_features, values):
-            record.update(feature.encode(value))
+            record.update(feature.encode(value, image))
         return record
 
     def tfds(self, image_size=None):
@@ -257,17 +353,32 @@ class FeatureSet:
         """Every record key of the labels."""
         return tuple(key for label in self.labels for key in label.keys)
 
+    @property
+    def boxes(self):
+        """The Boxes of a detection record set, else None."""
+        return next((f for f in self.labels if isinstance(f, Boxes)), None)
+
     @classmethod
     def from_manifest(cls, manifest):
         """The feature set of an output, from its (checked) Manifest."""
-        multi = manifest.multi_label
-        labels = tuple(ClassLabel(level, multi, tuple(manifest.level_labels(level)))
-                       for level in manifest.levels)
-        taken = set(IMAGE_KEYS) | {key for label in labels for key in label.keys}
+        features = manifest.features
+        if manifest.task == "detection":
+            box_columns = tuple(
+                (key.removeprefix(OBJECT_PREFIX), spec["dtype"]) for key, spec in features.items()
+                if key.startswith(OBJECT_PREFIX) and key not in (*BBOX_KEYS, OBJECT_LABEL,
+                                                                 OBJECT_TEXT))
+            labels = (Boxes(vocabulary=tuple(manifest.labels), box_columns=box_columns),)
+        else:
+            labels = tuple(ClassLabel(level, manifest.multi_label,
+                                      tuple(manifest.level_labels(level)))
+                           for level in manifest.levels)
+        image = None if manifest.image is None else ImageFeature(KEY_SHA256 in features)
+        taken = {key for feature in ([image] if image else []) + list(labels)
+                 for key in feature.describe()}
         columns = tuple(Column(key, spec["dtype"], spec.get("column_dtype"), spec.get("missing"),
                                tuple(spec["shape"]))
-                        for key, spec in manifest.features.items() if key not in taken)
-        return cls(ImageFeature() if manifest.image is not None else None, labels, columns)
+                        for key, spec in features.items() if key not in taken)
+        return cls(image, labels, columns)
 
 
 def parse_spec(features):

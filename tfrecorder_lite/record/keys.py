@@ -38,3 +38,21 @@ def label_keys(level=None):
     if level is None:
         return LABEL, LABEL_TEXT
     return f"image/label/{level}", f"image/label/{level}/text"
+
+
+# Object detection: the TF Object Detection API's keys (research/object_detection/core/
+# standard_fields.py), which the TF Model Garden's decoder reads too.
+SOURCE_ID = "image/source_id"
+KEY_SHA256 = "image/key/sha256"
+OBJECT_PREFIX = "image/object/"
+BBOX_KEYS = tuple(f"image/object/bbox/{name}" for name in ("xmin", "ymin", "xmax", "ymax"))
+OBJECT_LABEL = "image/object/class/label"
+OBJECT_TEXT = "image/object/class/text"
+DETECTION_KEYS = {**dict.fromkeys(BBOX_KEYS, FLOAT), OBJECT_LABEL: INT64, OBJECT_TEXT: BYTES}
+DETECTION_IMAGE_KEYS = {SOURCE_ID: BYTES, KEY_SHA256: BYTES}
+
+
+def object_key(column):
+    """The record key of a per-box column: ``image/object/<column>`` (``iscrowd`` is
+    ``is_crowd``, as the Object Detection API names it)."""
+    return OBJECT_PREFIX + {"iscrowd": "is_crowd"}.get(column, column)

@@ -1,0 +1,217 @@
+"""Detection end to end: AutoML detection CSVs, COCO and Pascal VOC in; records with the Object
+Detection API's keys out, decoded by the TF Model Garden's own decoder; load() gives boxes and
+labels per image in Keras 3's formats; bad boxes reject their whole image."""
+
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+
+import tfrecorder_lite
+from tfrecorder_lite import InvalidRowError
+from conftest import photo, save
+from model_garden import decoder_class
+
+pytestmark = pytest.mark.slow  # TensorFlow, the Model Garden's decoder, Keras
+
+
+def _records(out, split):
+    shards = json.load(open(os.path.join(out, "metadata.json")))["splits"][split]["shards"]
+    return [r.numpy() for s in shards for r in tf.data.TFRecordDataset(os.path.join(out, s["name"]))]
+
+
+def _decoded(out, split):
+    """Every record of a split through the Model Garden's decoder, by source id."""
+    decoder = decoder_class()()
+    found = {}
+    for record in _records(out, split):
+        d = decoder.decode(tf.constant(record))
+        found[d["source_id"].numpy().decode()] = (
+            d["groundtruth_boxes"].numpy().astype(np.float64).round(6).tolist(),
+            d["groundtruth_classes"].numpy().tolist(), d["height"].numpy(), d["width"].numpy(),
+            d["groundtruth_is_crowd"].numpy().tolist())
+    return found
+
+
+@pytest.fixture
+def automl_csv(tmp_path):
+    """An AutoML detection CSV without a header: four vertices and two vertices, an image with
+    two boxes of one label, an image without objects."""
+    images = tmp_path / "images"
+    for name, seed in (("a.jpg", 1), ("b.jpg", 2), ("c.png", 3)):
+        save(photo(40, 60, seed=seed), images / name)
+    lines = [
+        "TRAIN,images/a.jpg,car,0.1,0.2,0.5,0.2,0.5,0.6,0.1,0.6",
+        "TRAIN,images/a.jpg,car,.3,.1,,,.9,.8,,",
+        "TRAIN,images/a.jpg,person,0.05,0.05,,,0.2,0.25,,",
+        "TRAIN,images/b.jpg,person,0.2,0.3,,,0.7,0.9,,",
+        "TEST,images/c.png,,,,,,,,,",
+    ]
+    path = tmp_path / "boxes.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_an_automl_detection_csv_becomes_one_record_per_image(automl_csv, tmp_path):
+    out = tmp_path / "out"
+    result = tfrecorder_lite.convert(automl_csv, out, progress=False)
+
+    assert result.counts == {"TRAIN": 2, "TEST": 1}
+    assert result.labels == ["", "car", "person"]  # id 0: the background
+    assert result.metadata["task"] == "detection"
+    assert result.metadata["splits"]["TRAIN"]["label_counts"] == {"car": 2, "person": 2}
+    assert result.metadata["boxes"]["num_boxes"] == {"TRAIN": 4, "TEST": 0}
+    assert (out / "label_map.pbtxt").read_text() == \
+        "item {\n  id: 1\n  name: 'car'\n}\nitem {\n  id: 2\n  name: 'person'\n}\n"
+    train = sorted(_decoded(out, "TRAIN").values(), key=lambda v: len(v[0]))
+    assert train[0][:2] == ([[0.3, 0.2, 0.9, 0.7]], [2])  # yxyx; b.jpg's person
+    assert train[1][0] == [[0.2, 0.1, 0.6, 0.5], [0.1, 0.3, 0.8, 0.9], [0.05, 0.05, 0.25, 0.2]]
+    assert train[1][1] == [1, 1, 2]  # in table order, never sorted or de-duplicated
+    assert (train[1][2], train[1][3]) == (40, 60)
+    (empty,) = _decoded(out, "TEST").values()
+    assert empty[0] == [] and empty[1] == []
+    texts = [tf.train.Example.FromString(r).features.feature["image/object/class/text"]
+             .bytes_list.value for r in _records(out, "TRAIN")]
+    assert sorted(map(list, texts)) == [[b"car", b"car", b"person"], [b"person"]]
+    assert tfrecorder_lite.verify(out, decode=True).startswith("OK")
+
+
+def test_coco_keeps_category_ids_crowd_boxes_and_images_without_annotations(tmp_path):
+    images = tmp_path / "train2017"
+    for i, size in enumerate([(40, 50), (30, 30)]):
+        save(photo(*size, seed=i), images / f"{i}.jpg")
+    coco = {"images": [{"id": 7, "file_name": "0.jpg", "height": 40, "width": 50},
+                       {"id": 9, "file_name": "1.jpg", "height": 30, "width": 30}],
+            "categories": [{"id": 3, "name": "cat"}, {"id": 18, "name": "dog"}],
+            "annotations": [
+                {"id": 1, "image_id": 7, "category_id": 18, "bbox": [5, 4, 20, 16],
+                 "area": 320.0, "iscrowd": 0},
+                {"id": 2, "image_id": 7, "category_id": 3, "bbox": [25, 10, 25, 30],
+                 "area": 750.0, "iscrowd": 1}]}
+    (tmp_path / "annotations").mkdir()
+    path = tmp_path / "annotations" / "instances_train2017.json"
+    path.write_text(json.dumps(coco))
+
+    table = tfrecorder_lite.read_coco(path, image_dir=images)
+    result = table.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+
+    assert result.counts == {"TRAIN": 2}
+    assert result.labels[3] == "cat" and result.labels[18] == "dog"
+    decoded = _decoded(tmp_path / "out", "TRAIN")
+    assert decoded["7"][:2] == ([[0.1, 0.1, 0.5, 0.5], [0.25, 0.5, 1.0, 1.0]], [18, 3])
+    assert decoded["7"][4] == [False, True]
+    assert decoded["9"][:2] == ([], [])
+    assert "item {\n  id: 18\n  name: 'dog'\n}" in (tmp_path / "out/label_map.pbtxt").read_text()
+
+
+def test_pascal_voc_splits_come_from_image_sets(tmp_path):
+    root = tmp_path / "VOC2012"
+    for name, seed in (("x", 1), ("y", 2)):
+        save(photo(40, 80, seed=seed), root / "JPEGImages" / f"{name}.jpg")
+        (root / "Annotations").mkdir(exist_ok=True)
+        (root / "Annotations" / f"{name}.xml").write_text(
+            f"<annotation><filename>{name}.jpg</filename><size><width>80</width>"
+            "<height>40</height><depth>3</depth></size><object><name>bird</name>"
+            "<difficult>1</difficult><truncated>0</truncated><bndbox><xmin>8</xmin>"
+            "<ymin>4</ymin><xmax>40</xmax><ymax>20</ymax></bndbox></object></annotation>")
+    (root / "ImageSets" / "Main").mkdir(parents=True)
+    (root / "ImageSets" / "Main" / "train.txt").write_text("x\n")
+    (root / "ImageSets" / "Main" / "val.txt").write_text("y\n")
+
+    result = tfrecorder_lite.convert(root, tmp_path / "out", progress=False)
+
+    assert result.counts == {"TRAIN": 1, "VALIDATION": 1}
+    (x,) = _decoded(tmp_path / "out", "TRAIN").values()
+    assert x[:2] == ([[0.1, 0.1, 0.5, 0.5]], [1])
+    record = tf.train.Example.FromString(_records(tmp_path / "out", "VALIDATION")[0])
+    assert record.features.feature["image/object/difficult"].int64_list.value == [1]
+
+
+@pytest.fixture
+def box_table(tmp_path):
+    rows = []
+    for i in range(4):
+        path = save(photo(30, 40, seed=i), tmp_path / "images" / f"{i}.jpg")
+        rows += [("TRAIN", path, "cat", 0.1, 0.2, 0.6, 0.7), ("TRAIN", path, "dog", 0.5, 0.5, 1.0, 0.9)]
+    return pd.DataFrame(rows, columns=["split", "image_uri", "label", "xmin", "ymin", "xmax",
+                                       "ymax"])
+
+
+def test_a_bad_box_rejects_its_whole_image_naming_the_box(box_table, tmp_path):
+    bad = box_table.copy()
+    bad.loc[3, ["xmin", "xmax"]] = [0.6, 0.2]  # the second box of image 1
+    with pytest.raises(InvalidRowError, match=r"box 2 of 2: xmin 0\.6 > xmax 0\.2") as caught:
+        bad.tfrecord.to_tfrecord(tmp_path / "raise", progress=False)
+    assert caught.value.row == 2  # the image's first row
+
+    result = bad.tfrecord.to_tfrecord(tmp_path / "skip", on_error="skip", progress=False)
+    assert result.counts == {"TRAIN": 3}
+    assert list(result.rejected.index) == [2, 3]  # every row of the image, with the reason
+    assert set(result.rejected.reason) == {"box 2 of 2: xmin 0.6 > xmax 0.2"}
+    problems = bad.tfrecord.validate(check=None)
+    assert "box 2 of 2: xmin 0.6 > xmax 0.2" in set(problems.problem)
+
+
+def test_pixel_boxes_are_divided_by_the_image_size(box_table, tmp_path):
+    pixels = box_table.assign(xmin=box_table.xmin * 40, xmax=box_table.xmax * 40,
+                              ymin=box_table.ymin * 30, ymax=box_table.ymax * 30)
+    pixels.tfrecord.to_tfrecord(tmp_path / "px", box_units="pixels", progress=False)
+    box_table.tfrecord.to_tfrecord(tmp_path / "rel", progress=False)
+    assert sorted(_decoded(tmp_path / "px", "TRAIN").values()) == \
+        sorted(_decoded(tmp_path / "rel", "TRAIN").values())
+
+    outside = pixels.copy()
+    outside.loc[0, "xmax"] = 41.0
+    result = outside.tfrecord.to_tfrecord(tmp_path / "out", box_units="pixels",
+                                          on_error="skip", progress=False)
+    assert set(result.rejected.reason) == {
+        "box 1 of 2: xmax 41 is outside [0, 40] (the image's width)"}
+
+
+@pytest.mark.parametrize("box_format", ["rel_yxyx", "rel_xyxy", "xyxy", "yxyx", "xywh",
+                                        "center_xywh", "center_yxhw", "rel_xywh",
+                                        "rel_center_xywh"])
+def test_load_gives_boxes_in_keras_formats(box_table, tmp_path, box_format):
+    import keras
+
+    box_table.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    reference = tfrecorder_lite.load(tmp_path / "out", "TRAIN", image_size=(60, 80))
+    loaded = tfrecorder_lite.load(tmp_path / "out", "TRAIN", image_size=(60, 80),
+                                  box_format=box_format)
+    for (image, base), (_, target) in zip(reference, loaded):
+        assert image.shape == (60, 80, 3)
+        assert base["labels"].numpy().tolist() == [1, 2]
+        # relative boxes are unchanged by the resize
+        np.testing.assert_allclose(base["boxes"].numpy(), [[0.2, 0.1, 0.7, 0.6],
+                                                           [0.5, 0.5, 0.9, 1.0]], atol=1e-6)
+        expected = keras.utils.bounding_boxes.convert_format(
+            base["boxes"].numpy(), source="rel_yxyx", target=box_format, height=60, width=80)
+        np.testing.assert_allclose(target["boxes"].numpy(), np.asarray(expected), atol=1e-4)
+
+
+def test_batches_fit_a_keras_detection_model(box_table, tmp_path):
+    import keras
+
+    box_table.iloc[:2].tfrecord.to_tfrecord(tmp_path / "one", progress=False)  # 1 image, 2 boxes
+    extra = box_table.iloc[2:3]  # an image with one box: batches are padded with -1
+    pd.concat([box_table.iloc[:2], extra]).tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    data = tfrecorder_lite.load(tmp_path / "out", "TRAIN", image_size=32, batch_size=2)
+    images, targets = next(iter(data))
+    assert images.shape == (2, 32, 32, 3)
+    assert targets["boxes"].shape == (2, 2, 4) and targets["labels"].shape == (2, 2)
+    assert -1 in targets["labels"].numpy().tolist()[1] or -1 in targets["labels"].numpy()[0]
+
+    inputs = keras.Input((32, 32, 3))
+    features = keras.layers.GlobalAveragePooling2D()(keras.layers.Rescaling(1 / 255)(inputs))
+    boxes = keras.layers.Reshape((2, 4))(keras.layers.Dense(8)(features))
+    labels = keras.layers.Reshape((2, 3))(keras.layers.Dense(6)(features))
+    model = keras.Model(inputs, {"boxes": boxes, "labels": labels})
+    model.compile("sgd", loss={"boxes": "mse",
+                               "labels": keras.losses.SparseCategoricalCrossentropy(
+                                   from_logits=True, ignore_class=-1)})
+    history = model.fit(data.map(lambda x, y: (x, {"boxes": y["boxes"], "labels": y["labels"]})),
+                        epochs=1, steps_per_epoch=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])

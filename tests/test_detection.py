@@ -215,3 +215,55 @@ def test_batches_fit_a_keras_detection_model(box_table, tmp_path):
     history = model.fit(data.map(lambda x, y: (x, {"boxes": y["boxes"], "labels": y["labels"]})),
                         epochs=1, steps_per_epoch=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
+
+
+def test_verify_finds_boxes_that_are_misaligned_or_not_relative(box_table, tmp_path):
+    from tfrecorder_lite.record import encoding
+    from tfrecorder_lite.record.framing import FileDigest, RecordWriter, index_text
+
+    out = tmp_path / "out"
+    box_table.tfrecord.to_tfrecord(out, num_shards=1, shuffle=False, progress=False)
+    metadata = json.loads((out / "metadata.json").read_text())
+    shard = metadata["splits"]["TRAIN"]["shards"][0]
+    records = [encoding.decode_example(r) for r in _records(out, "TRAIN")]
+
+    def rewrite(change):
+        """Write the shard again with ``change`` applied to its first record, its manifest
+        entry and index made to match (so only the record's content is wrong)."""
+        values = [{k: list(v) for k, (_, v) in r.items()} for r in records]
+        change(values[0])
+        kinds = {k: kind for k, (kind, _) in records[0].items()}
+        scalar = {k for k, spec in metadata["features"].items() if spec["shape"] == []}
+        data = [encoding.encode_example({k: v[0] if k in scalar else v for k, v in r.items()},
+                                        kinds) for r in values]
+        with open(out / shard["name"], "wb") as f:
+            writer = RecordWriter(f)
+            writer.write_many(data)
+            sums = writer.close()
+        index = index_text(len(d) for d in data).encode()
+        (out / shard["index"]["name"]).write_bytes(index)
+        digest = FileDigest()
+        digest.update(index)
+        shard.update(bytes=writer.bytes_written, **sums,
+                     index=dict(shard["index"], bytes=len(index), **digest.hexdigests()))
+        (out / "metadata.json").write_text(json.dumps(metadata))
+
+    assert tfrecorder_lite.verify(out).startswith("OK")
+    rewrite(lambda r: r["image/object/bbox/xmax"].append(0.5))
+    with pytest.raises(tfrecorder_lite.VerifyError, match="object lists of different lengths"):
+        tfrecorder_lite.verify(out)
+    rewrite(lambda r: r.__setitem__("image/object/bbox/xmax", [1.5, 1.0]))
+    with pytest.raises(tfrecorder_lite.VerifyError, match=r"box 1 of 2: xmax 1\.5 is outside"):
+        tfrecorder_lite.verify(out)
+
+
+def test_the_table_pipeline_gives_what_load_gives(box_table, tmp_path):
+    box_table.tfrecord.to_tfrecord(tmp_path / "out", progress=False)  # the same seeded order
+    direct = box_table.tfrecord.dataset("TRAIN", batch_size=2, box_format="xyxy")
+    loaded = tfrecorder_lite.load(tmp_path / "out", "TRAIN", batch_size=2, box_format="xyxy")
+    assert len(list(direct)) == len(list(loaded)) == 2  # 4 images, batches of 2
+    for (a, x), (b, y) in zip(direct, loaded):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        np.testing.assert_allclose(x["boxes"].numpy(), y["boxes"].numpy())
+        np.testing.assert_array_equal(x["labels"].numpy(), y["labels"].numpy())
+    assert direct.labels == ["", "cat", "dog"]

@@ -9,6 +9,7 @@ written shards changes one line, and gives the same elements.
 import joblib
 
 from . import loader, schema
+from .detection import image_table, is_detection_table
 from .errors import InvalidRowError
 from .options import ON_ERROR, PipelineOptions, image_options, one_of
 from .plan import build_plan
@@ -21,7 +22,8 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
             shuffle_buffer=1000, drop_remainder=False, channels=3, dct_method="INTEGER_ACCURATE",
             label_map=None, check="header", on_error="skip", base_dir=None, n_jobs=-1,
             storage_options=None, unassigned="reject", split_ratios=None, label_sep=None,
-            features=None, label=None, multi_hot=False):
+            features=None, label=None, multi_hot=False, box_format="rel_yxyx",
+            box_units="relative"):
     """A ``tf.data.Dataset`` of one split of the table, read and decoded as ``load()`` would.
 
     Args:
@@ -44,18 +46,25 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     """
     options = PipelineOptions(batch_size, image_size, shuffle, seed, as_supervised,
                               shuffle_buffer, drop_remainder, channels, dct_method, label,
-                              multi_hot)
+                              multi_hot, box_format)
     one_of("on_error", on_error, ON_ERROR)
     import tensorflow as tf
 
     schema.check_columns(df, split_col, image_col, label_col)
-    schema.check_label_values(df, label_col, label_map, label_sep)
+    detection = None
+    if image_col is not None and is_detection_table(df):  # one element per image
+        detection = image_table(df, split_col, image_col, label_col, box_units)
+        label_map = df.attrs.get("label_map") if label_map is None else label_map
+        df = detection.images
+    else:
+        schema.check_label_values(df, label_col, label_map, label_sep)
     plan = build_plan(df, split_col=split_col, image_col=image_col, label_col=label_col,
                       base_dir=base_dir, label_map=label_map, num_shards=1,
                       image=None if image_col is None else image_options(check), shuffle=True,
                       seed=seed, storage_options=storage_options,
                       assignment=schema.split_assignment(unassigned, split_ratios, split_col),
-                      label_sep=label_sep, features=features)
+                      label_sep=label_sep, features=features, detection=detection,
+                      box_units=box_units)
     wanted = pick(split, plan.splits, "this table")
     shards = [s for s in plan.shards if s.split == wanted]
     splits = schema.table_splits(df, split_col, image_col, plan.assignment).tolist()

@@ -5,6 +5,7 @@ from .output.layout import index_name
 from .output.manifest import read_manifest
 from .record import encoding as example
 from .record import keys
+from .record.features import FeatureSet
 from .record.framing import FileDigest, RecordError, index_text, iter_records
 from .storage import Store
 
@@ -22,7 +23,7 @@ class _DigestingReader:
         return data
 
 
-def _check_record(data, features, decode_image):
+def _check_record(data, features, decode_image, boxes=None):
     parsed = example.decode_example(data)
     for key, spec in features.items():
         if key not in parsed:
@@ -31,6 +32,9 @@ def _check_record(data, features, decode_image):
         if kind != spec["dtype"] or not example.value_count_fits(spec["shape"], len(values)):
             raise ValueError(f"feature '{key}' holds {len(values)} {kind} value(s), "
                              f"expected {_values_text(spec)}")
+    problem = boxes.check({key: values for key, (_, values) in parsed.items()}) if boxes else None
+    if problem:
+        raise ValueError(problem)
     if decode_image is not None and keys.ENCODED in parsed:
         decode_image(parsed[keys.ENCODED][1][0])
 
@@ -62,7 +66,7 @@ def shard_error(store, shard, problem):
                          f"{store.url}")
 
 
-def _check_shard(store, shard, compression, features, decode_image):
+def _check_shard(store, shard, compression, features, decode_image, boxes=None):
     """Problems of one shard file (empty list when it is sound)."""
     name = shard.name
     size = store.size(name)
@@ -76,7 +80,7 @@ def _check_shard(store, shard, compression, features, decode_image):
             for count, data in enumerate(iter_records(reader, compression), start=1):
                 sizes.append(len(data))
                 try:
-                    _check_record(data, features, decode_image)
+                    _check_record(data, features, decode_image, boxes)
                 except Exception as exc:  # a record that does not parse or decode
                     problems.insert(0, f"{name}: record {count - 1}: {exc}")
                     damaged = True
@@ -129,8 +133,9 @@ def verify(output_dir, decode=False, *, storage_options=None):
 
     Checks both CRCs of each record, that each parses as an Example with the manifest's
     features, each shard's record count, size and checksums (CRC32C, and sha256 where
-    metadata.json has it), and that its index file lists its records; with ``decode`` also
-    decodes every image with TensorFlow.
+    metadata.json has it), that its index file lists its records, and a detection record's
+    objects (lists of one length, boxes relative and ordered); with ``decode`` also decodes
+    every image with TensorFlow.
 
     Returns:
         A one-line summary, e.g. "OK: 3 splits, 5 shards, 3000 records verified".
@@ -142,11 +147,12 @@ def verify(output_dir, decode=False, *, storage_options=None):
     store = Store(output_dir, storage_options)
     manifest, _ = read_manifest(store)
     decode_image = _tf_decoder() if decode else None
+    boxes = FeatureSet.from_manifest(manifest).boxes
     problems, shards, records = [], 0, 0
     for info in manifest.splits.values():
         for shard in info.shards:
             problems += _check_shard(store, shard, manifest.compression, manifest.features,
-                                     decode_image)
+                                     decode_image, boxes)
             shards += 1
             records += shard.num_examples
     if problems:

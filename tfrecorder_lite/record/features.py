@@ -273,6 +273,16 @@ class Boxes(ClassLabel):
             record[object_key(column)] = values
         return record
 
+    def check(self, values):
+        """What is wrong with a written record's objects (``values``: record key -> list of
+        values), or None: list lengths that differ, boxes not relative or not ordered."""
+        keys = [*BBOX_KEYS, *self.keys, *(object_key(c) for c, _ in self.box_columns)]
+        lengths = {key: len(values.get(key, ())) for key in keys}
+        if len(set(lengths.values())) > 1:
+            return "object lists of different lengths: " + ", ".join(
+                f"{key.removeprefix(OBJECT_PREFIX)} {n}" for key, n in lengths.items())
+        return box_problem(list(zip(*(values[key] for key in BBOX_KEYS))))
+
     def tfds(self, image_size=None):
         entries = Feature.tfds(self)
         entries[OBJECT_LABEL] = {

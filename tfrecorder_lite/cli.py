@@ -134,6 +134,8 @@ def _parser():
                                    "(default: from its name, e.g. instances_val2017.json)")
     c.add_argument("--image-dir", help="the images of a COCO .json file, a path or a URL "
                                        "(default: the file's folder)")
+    c.add_argument("--box-units", choices=["relative", "pixels"], default="relative",
+                   help="a detection table's coordinates: fractions of the image, or pixels")
     c.add_argument("--base-dir", help="folder (path or URL) that relative image paths resolve "
                                       "against (default: the CSV's folder)")
     _add_storage_options(c)
@@ -184,7 +186,7 @@ def _convert(args):
         sha256=args.sha256, encoding=args.encoding, base_dir=args.base_dir, task=args.task,
         split=args.split, image_dir=args.image_dir,
         max_image_bytes=args.max_image_bytes, unassigned=args.unassigned,
-        split_ratios=args.split_ratios,
+        split_ratios=args.split_ratios, box_units=args.box_units,
         storage_options=args.storage_options)
     counts = ", ".join(f"{split} {n}" for split, n in result.counts.items())
     _print(f"wrote {counts} to {result.output_dir}")

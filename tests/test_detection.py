@@ -267,3 +267,19 @@ def test_the_table_pipeline_gives_what_load_gives(box_table, tmp_path):
         np.testing.assert_allclose(x["boxes"].numpy(), y["boxes"].numpy())
         np.testing.assert_array_equal(x["labels"].numpy(), y["labels"].numpy())
     assert direct.labels == ["", "cat", "dog"]
+
+
+def test_inspect_draws_each_box_with_its_label(box_table, tmp_path):
+    from tfrecorder_lite import report
+    from tfrecorder_lite.record.encoding import decode_example
+
+    box_table.tfrecord.to_tfrecord(tmp_path / "out", num_shards=1, progress=False)
+    features = decode_example(_records(tmp_path / "out", "TRAIN")[0])
+    drawn = report._sample(features, ["image/object/class/text"])
+    assert drawn.label == "cat, dog"
+    width, height = drawn.thumbnail.size
+    # the first box (cat, id 1) runs from x 0.1 to 0.6 of the width along its top edge y 0.2
+    edge = drawn.thumbnail.getpixel((int(0.35 * width), int(0.2 * height)))
+    assert edge == report._BOX_COLOURS[1]
+    summary = tfrecorder_lite.inspect(tmp_path / "out")
+    assert summary.num_images == 4 and "cat: 4" in summary.summary

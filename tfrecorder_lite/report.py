@@ -29,6 +29,7 @@ from .output.manifest import hxw, read_manifest, summary_text
 from .record import encoding as example
 from .record import keys
 from .record.framing import iter_records
+from .record.features import FeatureSet
 from .splits import pick
 from .storage import Store, human_size
 
@@ -177,8 +178,8 @@ def _spread(num, capacities):
 
 
 def _text_keys(manifest):
-    """The record keys of the label texts (one per label level)."""
-    return [keys.label_keys(level)[1] for level in manifest.levels]
+    """The record keys of the label texts (one per label level; the boxes' texts)."""
+    return [label.keys[1] for label in FeatureSet.from_manifest(manifest).labels]
 
 
 def _level_counts(manifest, counts):
@@ -224,10 +225,35 @@ def _sample(features, text_keys):
             flat = _flatten(image)
         flat.thumbnail((THUMB, THUMB), reducing_gap=2.0)  # fast for large images
         sample.thumbnail = ImageOps.contain(flat, (THUMB, THUMB))  # small ones grow
+        if keys.BBOX_KEYS[0] in features:
+            _draw_boxes(sample.thumbnail, features)
     except Exception as exc:  # any image Pillow cannot show is a placeholder, not a failure
         sample.error = f"cannot decode: {exc}"
         logger.warning("%s: %s", sample.filename, sample.error)
     return sample
+
+
+_BOX_COLOURS = ((230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30, 180))
+
+
+def _draw_boxes(thumbnail, features):
+    """Draw a detection record's boxes, each with its label, on its thumbnail."""
+    draw = ImageDraw.Draw(thumbnail)
+    width, height = thumbnail.size
+    boxes = zip(*(features[key][1] for key in keys.BBOX_KEYS))
+    labels = features.get(keys.OBJECT_TEXT, (None, []))[1]
+    ids = features.get(keys.OBJECT_LABEL, (None, []))[1]
+    font = _font()
+    for box, label, number in itertools.zip_longest(boxes, labels, ids):
+        if box is None:
+            break
+        x0, y0, x1, y1 = box
+        colour = _BOX_COLOURS[(number or 0) % len(_BOX_COLOURS)]
+        corners = (x0 * width, y0 * height, x1 * width, y1 * height)
+        draw.rectangle(corners, outline=colour, width=2)
+        if label:
+            draw.text((corners[0] + 2, corners[1] + 1), label.decode("utf-8", "replace"),
+                      fill=colour, font=font)
 
 
 def _flatten(image):

@@ -161,3 +161,15 @@ def test_cli_bad_csv_exits_2_with_one_line(tmp_path, capsys, lines, message):
     assert cli.main(["convert", str(csv_path), str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_an_error_naming_a_row_gives_its_csv_line(tmp_path, capsys):
+    good = save(photo(8, 8), tmp_path / "good.jpg")
+    csv = tmp_path / "table.csv"
+    csv.write_text(f'split,image_uri,label,note\n\nTRAIN,{good},cat,"two\nlines"\n'
+                   f'TRAIN,{tmp_path}/no.jpg,dog,one\n')
+    with pytest.raises(tfrecorder_lite.InvalidRowError) as caught:
+        tfrecorder_lite.convert(csv, tmp_path / "out", progress=False)
+    assert (caught.value.row, caught.value.line) == (1, 5)  # after a blank line and a 2-line note
+    assert cli.main(["convert", str(csv), str(tmp_path / "cli")]) == 2
+    assert "row 1 (CSV line 5)" in capsys.readouterr().err

@@ -1,7 +1,7 @@
 """The public conversion calls: check options, validate, plan, write."""
 
 from . import schema, sources, store_errors
-from .errors import SchemaError
+from .errors import InvalidRowError, SchemaError
 from .images import DEFAULT_MAX_BYTES
 from .detection import image_table, is_detection_table
 from .options import ON_ERROR, image_options, one_of
@@ -139,4 +139,10 @@ def convert(source, output_dir, **options):
                                        **reading, **columns)
     if options.get("base_dir") is None:
         options["base_dir"] = base_dir
-    return to_tfrecord(df, output_dir, **options)
+    try:
+        return to_tfrecord(df, output_dir, **options)
+    except InvalidRowError as exc:  # say where the row is in the CSV file
+        lines = df.attrs.get("csv_lines")
+        if lines is None or not isinstance(exc.row, int) or not 0 <= exc.row < len(lines):
+            raise
+        raise InvalidRowError(exc.row, exc.path, exc.reason, lines[exc.row]) from None

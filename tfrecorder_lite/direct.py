@@ -15,6 +15,7 @@ from .options import ON_ERROR, PipelineOptions, image_options, one_of
 from .plan import build_plan
 from .shard import prepared_chunks
 from .splits import pick
+from .record.tensorflow import import_tensorflow
 
 
 def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", label_col="label",
@@ -48,7 +49,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
                               shuffle_buffer, drop_remainder, channels, dct_method, label,
                               multi_hot, box_format)
     one_of("on_error", on_error, ON_ERROR)
-    import tensorflow as tf
+    tf = import_tensorflow()
 
     schema.check_columns(df, split_col, image_col, label_col)
     detection = None

@@ -27,17 +27,20 @@ class InvalidRowError(TFRecorderError, ValueError):
         row: the input row label (DataFrame index value).
         path: the image path of that row, or None.
         reason: a short human reason, e.g. "file not found".
+        line: the row's line in the CSV file it was read from, or None.
     """
 
-    def __init__(self, row, path, reason):
+    def __init__(self, row, path, reason, line=None):
         self.row = row
         self.path = path
         self.reason = reason
-        where = f"row {row!r}" + (f" ({path})" if path else "")
+        self.line = line
+        where = f"row {row!r}" + (f" (CSV line {line})" if line else "") + \
+            (f" ({path})" if path else "")
         super().__init__(f"{where}: {reason}")
 
     def __reduce__(self):  # raised in workers: it must cross processes whole
-        return type(self), (self.row, self.path, self.reason)
+        return type(self), (self.row, self.path, self.reason, self.line)
 
 
 class OutputExistsError(TFRecorderError, FileExistsError):

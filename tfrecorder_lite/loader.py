@@ -16,6 +16,7 @@ from .output.manifest import read_manifest
 from .record.features import FeatureSet, ImageFeature, parse_spec
 from .splits import pick
 from .storage import Store
+from .record.tensorflow import import_tensorflow
 
 
 
@@ -84,7 +85,7 @@ def _load_split(store, manifest, split, options, cache_dir):
             f"the images in {store.url} have different sizes, so they cannot be batched as "
             "they are: pass image_size=(height, width) to load(), or batch_size=None"
         )
-    import tensorflow as tf
+    tf = import_tensorflow()
 
     shards = manifest.splits[split].shards
     paths = _shard_files(store, shards, cache_dir)

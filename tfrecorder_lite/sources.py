@@ -128,10 +128,14 @@ def read_csv(data, name, split_col="split", image_col="image_uri", label_col="la
         return _multi_label_table(records, columns)
     if ragged:
         _refuse_ragged(ragged, columns, name, header)
-    return pd.read_csv(io.StringIO(text), header=0 if header else None,
-                       names=None if header else columns, usecols=range(len(columns)),
-                       index_col=False, skipinitialspace=True, keep_default_na=False,
-                       na_values=[""])
+    table = pd.read_csv(io.StringIO(text), header=0 if header else None,
+                        names=None if header else columns, usecols=range(len(columns)),
+                        index_col=False, skipinitialspace=True, keep_default_na=False,
+                        na_values=[""])
+    lines = [line for line, _ in records]
+    if len(lines) == len(table):  # pandas read the same records: each row's line is known
+        table.attrs["csv_lines"] = lines
+    return table
 
 
 def _decode(data, name, encoding):

@@ -8,6 +8,7 @@ from .record import keys
 from .record.features import FeatureSet
 from .record.framing import FileDigest, RecordError, index_text, iter_records
 from .storage import Store
+from .record.tensorflow import import_tensorflow
 
 
 class _DigestingReader:
@@ -118,7 +119,7 @@ def _index_problems(store, shard, record_sizes):
 
 
 def _tf_decoder():
-    import tensorflow as tf
+    tf = import_tensorflow()
 
     def decode_image(encoded):
         tf.io.decode_image(encoded, channels=3, expand_animations=False)

@@ -8,6 +8,7 @@ receipt comes back. The bytes of a shard depend only on its rows, never on what 
 """
 
 import io
+from html import escape
 import logging
 import re
 from dataclasses import dataclass
@@ -51,6 +52,23 @@ class ConversionResult:
     def __repr__(self):
         return (f"ConversionResult(output_dir={self.output_dir!r}, counts={self.counts}, "
                 f"labels={_label_count(self.labels)}, rejected={len(self.rejected)})")
+
+    def _repr_html_(self):
+        """A notebook's view: counts per split, labels, and the first rejected rows."""
+        counts = "".join(f"<tr><td>{escape(split)}</td><td>{n}</td></tr>"
+                         for split, n in self.counts.items())
+        rejected = ""
+        if len(self.rejected):
+            shown = self.rejected.head(_REJECTED_SHOWN)
+            rejected = (f"<p>{len(self.rejected)} rejected row(s)"
+                        + (f", the first {len(shown)}:" if len(shown) < len(self.rejected)
+                           else ":") + "</p>" + shown.to_html(escape=True, max_cols=8))
+        return (f"<p>Wrote <code>{escape(self.output_dir)}</code>: "
+                f"{escape(str(_label_count(self.labels)))} labels</p>"
+                f"<table><tr><th>split</th><th>records</th></tr>{counts}</table>{rejected}")
+
+
+_REJECTED_SHOWN = 10  # rejected rows a notebook shows (rejected.csv has them all)
 
 
 def _label_count(labels):

@@ -8,6 +8,7 @@ malformed field.
 
 import json
 from collections import Counter
+from html import escape
 from dataclasses import dataclass, field
 
 from ..errors import ManifestError
@@ -448,6 +449,39 @@ def summary_text(manifest, where):
     return "\n".join(lines)
 
 
+_HTML_LABELS_SHOWN = 50  # label rows of the notebook view (the text summary lists them all)
+
+
+def summary_html(manifest, where):
+    """The summary as a small HTML table per split and label (a notebook's view of it)."""
+    splits = list(manifest.splits)
+    head = escape(summary_text(manifest, where).splitlines()[0])
+    rows = "".join(
+        f"<tr><td>{escape(name)}</td><td>{entry.num_examples}</td><td>{len(entry.shards)}</td>"
+        f"<td>{human_size(sum(s.bytes for s in entry.shards))}</td></tr>"
+        for name, entry in manifest.splits.items())
+    counts = {name: _flat_counts(entry.label_counts) for name, entry in manifest.splits.items()}
+    labels = list(dict.fromkeys(label for c in counts.values() for label in c))
+    shown = labels[:_HTML_LABELS_SHOWN]
+    label_rows = "".join(
+        f"<tr><td>{escape(label)}</td>" + "".join(f"<td>{counts[s].get(label, 0)}</td>"
+                                                  for s in splits) + "</tr>" for label in shown)
+    more = (f"<p>and {len(labels) - len(shown)} more labels (print() lists them all)</p>"
+            if len(labels) > len(shown) else "")
+    return (f"<p>{head}</p><table><tr><th>split</th><th>examples</th><th>shards</th>"
+            f"<th>size</th></tr>{rows}</table>"
+            f"<table><tr><th>label</th>{''.join(f'<th>{escape(s)}</th>' for s in splits)}</tr>"
+            f"{label_rows}</table>{more}")
+
+
+def _flat_counts(label_counts):
+    """A split's label counts as ``{label: n}`` (with levels, labels are "level: text")."""
+    if label_counts and all(isinstance(v, dict) for v in label_counts.values()):
+        return {f"{level}: {label}": n for level, counts in label_counts.items()
+                for label, n in counts.items()}
+    return label_counts
+
+
 def hxw(size):
     """``[224, 224]`` -> ``"224x224"``."""
     return "x".join(map(str, size))
@@ -468,6 +502,9 @@ class Metadata(dict):
 
     def __str__(self):
         return summary_text(self.manifest, self.where)
+
+    def _repr_html_(self):
+        return summary_html(self.manifest, self.where)
 
 
 def _why_unfinished(store):

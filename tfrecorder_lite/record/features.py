@@ -14,6 +14,7 @@ from .boxes import box_problem
 from .keys import (BBOX_KEYS, BYTES, CHANNELS, ENCODED, FILENAME, FLOAT, FORMAT, HEIGHT,
                    IMAGE_KEYS, INT64, KEY_SHA256, OBJECT_LABEL, OBJECT_PREFIX, OBJECT_TEXT,
                    SOURCE_ID, WIDTH, label_keys, object_key)
+from .tensorflow import import_tensorflow
 
 _TFDS = "tensorflow_datasets.core.features."
 _JPEG_RATIOS = (8, 4, 2)
@@ -397,7 +398,7 @@ def parse_spec(features):
     A shape with a variable first dimension (``[null]``, ``[null, 4]``) parses into a dense
     tensor of as many rows as the record holds; a fixed shape (``[]``, ``[3]``) into that shape.
     """
-    import tensorflow as tf
+    tf = import_tensorflow()
 
     spec = {}
     for key, feature in features.items():

@@ -127,8 +127,10 @@ def _number(value):
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, str):
+        if not value.strip():
+            return None
         try:
             return float(value)
         except ValueError:
-            return value
+            return value  # box_problem names it
     return value

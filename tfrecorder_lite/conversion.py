@@ -1,6 +1,7 @@
 """The public conversion calls: check options, validate, plan, write."""
 
 from . import schema, sources, store_errors
+from .beam_runner import runner_for
 from .errors import SchemaError
 from .images import DEFAULT_MAX_BYTES
 from .options import ON_ERROR, image_options, one_of
@@ -14,7 +15,8 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
                 label_map=None, check="decode", on_error="raise", shuffle=True, seed=0,
                 overwrite=False, n_jobs=-1, progress=True, base_dir=None, sha256=False,
                 storage_options=None, max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject",
-                split_ratios=None, label_sep=None, features=None):
+                split_ratios=None, label_sep=None, features=None, runner=None,
+                pipeline_options=None):
     """Write the table's images as TFRecord shards per split, with a manifest.
 
     Args:
@@ -58,6 +60,12 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         features: ``{column: type}`` declaring extra columns' types instead of inferring them:
             ``"int64"``, ``"float32"``, ``"bytes"``, ``"bool"``, or lists with a shape, e.g.
             ``"float32[None,4]"`` for boxes (see ``tfrecorder_lite.columns``).
+        runner: None to run the shard tasks through joblib (``n_jobs``, or the backend of
+            ``joblib.parallel_config``), or the name of an Apache Beam runner
+            (``"DirectRunner"``, ``"DataflowRunner"``, ``"FlinkRunner"``, ``"SparkRunner"``)
+            to run them as a Beam pipeline (``pip install 'tfrecorder_lite[beam]'``).
+        pipeline_options: the Beam pipeline's options, a dict (``{"project": ...,
+            "region": ..., "temp_location": ...}``) or a ``PipelineOptions``.
 
     Returns:
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).
@@ -71,7 +79,8 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             ``validate()`` lists every problem at once.
         OutputExistsError: ``output_dir`` holds something else and ``overwrite`` is False.
         FileNotFoundError: the bucket of ``output_dir`` does not exist (the message names it).
-        UnsupportedURLError, MissingDependencyError: an unusable URL, before anything is written.
+        UnsupportedURLError, MissingDependencyError: an unusable URL, or a Beam ``runner``
+            without apache-beam installed, before anything is written.
     """
     one_of("on_error", on_error, ON_ERROR)
     options = image_options(check, image_size, image_format, max_image_bytes)
@@ -84,6 +93,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     if image_col is None and image_size is not None:
         raise SchemaError("image_size resizes images, and image_col=None writes none")
     assignment = schema.split_assignment(unassigned, split_ratios, split_col)
+    engine = runner_for(runner, pipeline_options)
     store = Store(output_dir, storage_options)
     store.check_writable()
     plan = build_plan(df, split_col=split_col, image_col=image_col, label_col=label_col,
@@ -94,7 +104,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
                       label_sep=label_sep, features=features)
     try:
         return write_plan(plan, df, store, on_error=on_error, overwrite=overwrite,
-                          n_jobs=n_jobs, progress=progress)
+                          n_jobs=n_jobs, progress=progress, runner=engine)
     except FileNotFoundError as exc:  # a bucket that does not exist: say which
         missing = None if store.is_local else store_errors.missing_bucket(store.url, store.fs)
         if missing is None:

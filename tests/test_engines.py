@@ -92,6 +92,13 @@ def two_bad(tmp_path_factory):
     return _table(tmp_path_factory.mktemp("two_bad"), truncated=[1, 22])
 
 
+def _importable(module):
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:
+        return False
+
+
 def _files(folder):
     """name -> bytes of every file of ``folder``."""
     return {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder))}
@@ -134,6 +141,32 @@ def test_pipeline_options_need_a_runner_and_a_runner_is_a_name(photos, tmp_path)
     with pytest.raises(SchemaError, match="name of an Apache Beam runner.*not 3"):
         df.tfrecord.to_tfrecord(tmp_path / "b", runner=3)
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_workers_exception_that_cannot_travel_arrives_as_its_text(photos, tmp_path,
+                                                                     monkeypatch):
+    import threading
+
+    from tfrecorder_lite import runners
+    from tfrecorder_lite.worker_errors import WorkerTraceback
+
+    class HoldsALock(Exception):
+        def __init__(self, message):
+            super().__init__(message)
+            self.lock = threading.Lock()  # cannot be pickled
+
+    def fails(task, store, on_error):
+        raise HoldsALock(f"{task.name}: the disk went away")
+
+    monkeypatch.setattr(runners, "write_shard", fails)
+    df, _ = photos
+    with joblib.parallel_config(backend="threading"), \
+            pytest.raises(RuntimeError, match=r"^HoldsALock: \w+-0000\d-of-00003.tfrecord: the "
+                                              r"disk went away$") as caught:
+        df.tfrecord.to_tfrecord(tmp_path / "out", num_shards=3, progress=False)
+    assert isinstance(caught.value.__cause__, WorkerTraceback)
+    assert "in fails" in str(caught.value.__cause__)  # the worker's traceback, as text
+    assert not (tmp_path / "out" / "metadata.json").exists()
 
 
 # ------------------------------------------------------------------------------------ Beam
@@ -189,6 +222,9 @@ def test_beam_writes_an_fsspec_folder_and_knows_its_runners(photos, tmp_path):
     assert all(beam_store.read_bytes(n) == plain_store.read_bytes(n) for n in beam_store.list())
     with pytest.raises(SchemaError, match="'NoSuchRunner' is not a Beam runner"):
         df.tfrecord.to_tfrecord(tmp_path / "x", runner="NoSuchRunner")
+    if not _importable("google.auth"):  # [beam] alone, as in .ci/run: no Dataflow client
+        with pytest.raises(MissingDependencyError, match=r"pip install 'apache-beam\[gcp\]'"):
+            df.tfrecord.to_tfrecord(tmp_path / "x", runner="DataflowRunner")
     assert not (tmp_path / "x").exists()
 
 

@@ -16,6 +16,8 @@ import hashlib
 import json
 import logging
 import pickle
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 from .errors import ManifestError, MissingDependencyError, SchemaError
 from .output.layout import STATE_DIR, failure_name, receipt_name, task_name
@@ -26,6 +28,7 @@ from .shard import write_shard
 logger = logging.getLogger(__name__)
 
 _INSTALL = "pip install 'tfrecorder_lite[beam]'"
+_STAGING_THREADS = 16  # task files uploaded at once into an object store
 
 
 def beam_modules():
@@ -102,7 +105,7 @@ class BeamRunner:
         for name in state.list():  # rows that stopped an earlier run's tasks
             if name.endswith(failure_name("")):
                 state.remove(name)
-        staged = [stage_task(state, task) for task in tasks_of(shards, threads)]
+        staged = stage_tasks(state, tasks_of(shards, threads))
         if not staged:
             return
         logger.info("running %d shard task(s) on Beam's %s", len(staged), self.runner_name)
@@ -119,6 +122,24 @@ class BeamRunner:
             raise
         for name, _ in staged:
             yield _receipt(state, name)
+
+
+def stage_tasks(state, tasks):
+    """Stage every task of the iterable ``tasks``; returns their ``(shard name, sha256)``.
+
+    Into an object store, ``_STAGING_THREADS`` uploads are in flight at once; only a bounded
+    number of tasks are held in memory.
+    """
+    if state.is_local:
+        return [stage_task(state, task) for task in tasks]
+    staged, pending = [], deque()
+    with ThreadPoolExecutor(_STAGING_THREADS, thread_name_prefix="tfrecorder_lite-stage") as pool:
+        for task in tasks:
+            pending.append(pool.submit(stage_task, state, task))
+            if len(pending) >= 2 * _STAGING_THREADS:
+                staged.append(pending.popleft().result())
+        staged.extend(future.result() for future in pending)
+    return staged
 
 
 def stage_task(state, task):
@@ -210,13 +231,15 @@ def _pipeline_options(runner_name, options):
 
 def _check_runner(runner_name):
     """SchemaError for a name Beam does not know; MissingDependencyError for a runner whose
-    own extra is missing (e.g. ``apache-beam[gcp]`` for Dataflow)."""
+    own extra is missing (``apache-beam[gcp]`` for Dataflow)."""
     from apache_beam.runners.runner import create_runner
     try:
         create_runner(runner_name)
+        if runner_name.endswith("DataflowRunner"):  # it imports its client only when it runs
+            from apache_beam.runners.dataflow.internal import apiclient  # noqa: F401
     except ImportError as exc:
         raise MissingDependencyError(
             f"the Beam runner {runner_name!r} needs a package that is not installed ({exc}); "
-            f"for Dataflow: pip install 'apache-beam[gcp]'") from None
+            "for Dataflow: pip install 'apache-beam[gcp]'") from None
     except ValueError as exc:
         raise SchemaError(f"runner={runner_name!r} is not a Beam runner: {exc}") from None

@@ -46,7 +46,7 @@ class JoblibRunner:
                 break
             except ValueError:
                 continue
-        for result in parallel(joblib.delayed(guarded)(write_shard, task, store, on_error)
+        for result in parallel(joblib.delayed(guarded(write_shard))(task, store, on_error)
                                for task in tasks_of(shards, threads)):
             yield unwrapped(result)  # a worker's exception, whole on every backend
 

@@ -2,8 +2,8 @@
 
 Some joblib backends mangle an exception raised in a task: joblibspark (Spark) turns every one
 into ``TypeError: '_ExceptionWithTraceback' object is not iterable``. A task run through
-:func:`guarded` returns its exception instead of raising it, and :func:`unwrapped` raises it on
-the driver with the worker's traceback as its cause.
+:class:`guarded` returns its exception instead of raising it, and :func:`unwrapped` raises it
+on the driver with the worker's traceback as its cause.
 """
 
 import pickle
@@ -34,12 +34,21 @@ class TaskFailed:
         self.trace = trace
 
 
-def guarded(function, *args):
-    """``function(*args)``, or a TaskFailed holding the exception it raised."""
-    try:
-        return function(*args)
-    except Exception as exc:  # noqa: BLE001 (MemoryError too: it goes back whole)
-        return TaskFailed(exc, traceback.format_exc())
+class guarded:  # noqa: N801 (used as a function: guarded(write_shard)(task, ...))
+    """``function``, made to return its exception as a TaskFailed instead of raising it.
+
+    Keeps the function's ``__name__``, so that engines show the task by its own name.
+    """
+
+    def __init__(self, function):
+        self.function = function
+        self.__name__ = getattr(function, "__name__", type(function).__name__)
+
+    def __call__(self, *args):
+        try:
+            return self.function(*args)
+        except Exception as exc:  # noqa: BLE001 (MemoryError too: it goes back whole)
+            return TaskFailed(exc, traceback.format_exc())
 
 
 def unwrapped(result):

@@ -55,20 +55,25 @@ def _ratios(text):
         raise argparse.ArgumentTypeError(f"expected three shares, e.g. 0.8,0.1,0.1, not {text!r}")
 
 
-def _storage_options(text):
-    """``--storage-options``: a JSON object. The value is never repeated in an error: it may
-    hold credentials."""
-    try:
-        options = json.loads(text)
-    except json.JSONDecodeError as exc:
-        why = f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-    else:
-        if isinstance(options, dict):
-            return options
-        why = f"a JSON {type(options).__name__}, not an object"
-    raise argparse.ArgumentTypeError(
-        f"expected a JSON object, e.g. '{{\"token\": \"anon\"}}'; the value given is {why} "
-        "(the value is not shown: it may hold credentials)")
+def _json_object(example):
+    """A parser of a JSON object option whose value is never repeated in an error: it may hold
+    credentials."""
+    def parse(text):
+        try:
+            options = json.loads(text)
+        except json.JSONDecodeError as exc:
+            why = f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        else:
+            if isinstance(options, dict):
+                return options
+            why = f"a JSON {type(options).__name__}, not an object"
+        raise argparse.ArgumentTypeError(
+            f"expected a JSON object, e.g. '{example}'; the value given is {why} "
+            "(the value is not shown: it may hold credentials)")
+    return parse
+
+
+_storage_options = _json_object('{"token": "anon"}')
 
 
 def _add_storage_options(parser):
@@ -136,6 +141,14 @@ def _parser():
                                        "(default: the file's folder)")
     c.add_argument("--box-units", choices=["relative", "pixels"], default="relative",
                    help="a detection table's coordinates: fractions of the image, or pixels")
+    c.add_argument("--runner", metavar="NAME",
+                   help="run the shard tasks as an Apache Beam pipeline on this runner, e.g. "
+                        "DirectRunner, DataflowRunner, FlinkRunner (needs "
+                        "tfrecorder_lite[beam]; default: joblib on this machine)")
+    c.add_argument("--pipeline-options", type=_json_object('{"project": "my-project"}'),
+                   metavar="JSON", help="the Beam pipeline's options, as a JSON object, e.g. "
+                                        "'{\"project\": \"my-project\", \"region\": "
+                                        "\"us-central1\"}'")
     c.add_argument("--base-dir", help="folder (path or URL) that relative image paths resolve "
                                       "against (default: the CSV's folder)")
     _add_storage_options(c)
@@ -186,7 +199,8 @@ def _convert(args):
         sha256=args.sha256, encoding=args.encoding, base_dir=args.base_dir, task=args.task,
         split=args.split, image_dir=args.image_dir,
         max_image_bytes=args.max_image_bytes, unassigned=args.unassigned,
-        split_ratios=args.split_ratios, box_units=args.box_units,
+        split_ratios=args.split_ratios, box_units=args.box_units, runner=args.runner,
+        pipeline_options=args.pipeline_options,
         storage_options=args.storage_options)
     counts = ", ".join(f"{split} {n}" for split, n in result.counts.items())
     _print(f"wrote {counts} to {result.output_dir}")

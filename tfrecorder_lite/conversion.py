@@ -1,6 +1,7 @@
 """The public conversion calls: check options, validate, plan, write."""
 
 from . import schema, sources, store_errors
+from .beam_runner import runner_for
 from .errors import InvalidRowError, SchemaError
 from .images import DEFAULT_MAX_BYTES
 from .detection import image_table, is_detection_table
@@ -16,7 +17,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
                 overwrite=False, n_jobs=-1, progress=True, base_dir=None, sha256=False,
                 storage_options=None, max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject",
                 split_ratios=None, label_sep=None, features=None, box_units="relative",
-                box_columns=None):
+                box_columns=None, runner=None, pipeline_options=None):
     """Write the table's images as TFRecord shards per split, with a manifest.
 
     Args:
@@ -60,6 +61,12 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         features: ``{column: type}`` declaring extra columns' types instead of inferring them:
             ``"int64"``, ``"float32"``, ``"bytes"``, ``"bool"``, or lists with a shape, e.g.
             ``"float32[None,4]"`` for boxes (see ``tfrecorder_lite.columns``).
+        runner: None to run the shard tasks through joblib (``n_jobs``, or the backend of
+            ``joblib.parallel_config``), or the name of an Apache Beam runner
+            (``"DirectRunner"``, ``"DataflowRunner"``, ``"FlinkRunner"``, ``"SparkRunner"``)
+            to run them as a Beam pipeline (``pip install 'tfrecorder_lite[beam]'``).
+        pipeline_options: the Beam pipeline's options, a dict (``{"project": ...,
+            "region": ..., "temp_location": ...}``) or a ``PipelineOptions``.
 
         box_units: a detection table's coordinates: "relative" (fractions of the image, 0,0
             top left) or "pixels" (divided by the image's size when it is written).
@@ -82,7 +89,8 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             ``validate()`` lists every problem at once.
         OutputExistsError: ``output_dir`` holds something else and ``overwrite`` is False.
         FileNotFoundError: the bucket of ``output_dir`` does not exist (the message names it).
-        UnsupportedURLError, MissingDependencyError: an unusable URL, before anything is written.
+        UnsupportedURLError, MissingDependencyError: an unusable URL, or a Beam ``runner``
+            without apache-beam installed, before anything is written.
     """
     one_of("on_error", on_error, ON_ERROR)
     options = image_options(check, image_size, image_format, max_image_bytes)
@@ -101,6 +109,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     if image_col is None and image_size is not None:
         raise SchemaError("image_size resizes images, and image_col=None writes none")
     assignment = schema.split_assignment(unassigned, split_ratios, split_col)
+    engine = runner_for(runner, pipeline_options)
     store = Store(output_dir, storage_options)
     store.check_writable()
     plan = build_plan(df if detection is None else detection.images, split_col=split_col,
@@ -113,7 +122,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
                       box_units=box_units)
     try:
         return write_plan(plan, df, store, on_error=on_error, overwrite=overwrite,
-                          n_jobs=n_jobs, progress=progress)
+                          n_jobs=n_jobs, progress=progress, runner=engine)
     except FileNotFoundError as exc:  # a bucket that does not exist: say which
         missing = None if store.is_local else store_errors.missing_bucket(store.url, store.fs)
         if missing is None:

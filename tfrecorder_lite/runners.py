@@ -12,6 +12,7 @@ import joblib
 
 from . import storage
 from .shard import write_shard
+from .worker_errors import guarded, unwrapped
 
 _FETCHING_THREADS_PER_WORKER = 4
 _GIL_BOUND_SHARDS = 2  # shard tasks at once in threads when preparing rows is Python-bound
@@ -45,8 +46,9 @@ class JoblibRunner:
                 break
             except ValueError:
                 continue
-        yield from parallel(joblib.delayed(write_shard)(task, store, on_error)
-                            for task in tasks_of(shards, threads))
+        for result in parallel(joblib.delayed(guarded(write_shard))(task, store, on_error)
+                               for task in tasks_of(shards, threads)):
+            yield unwrapped(result)  # a worker's exception, whole on every backend
 
 
 def parallelism(plan, shards, n_jobs):

@@ -9,6 +9,7 @@
       image.class.label.labels.txt, ...
     .tfrecorder_lite/                        a running or interrupted conversion's state:
       job.json, <shard>.json                   its fingerprint, one receipt per finished shard
+      <shard>.task, <shard>.failed             a Beam run's staged task, a task's bad row
     .tfrecorder_lite.lock                    the lock (or lease) of the running conversion
 """
 
@@ -56,6 +57,16 @@ def index_name(shard):
 def receipt_name(shard):
     """The file name, inside the state folder, of a finished shard's receipt."""
     return shard + RECEIPT_SUFFIX
+
+
+def task_name(shard):
+    """The file name, inside the state folder, of a shard's staged task (Beam runs)."""
+    return shard + ".task"
+
+
+def failure_name(shard):
+    """The file name, inside the state folder, of the bad row that stopped a shard's task."""
+    return shard + ".failed"
 
 
 def level_labels_name(level):

@@ -5,6 +5,11 @@ import itertools
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Subprocesses of the tests (crash helpers, killed conversions, clusters' workers) import the
+# package of this checkout, like the tests themselves, not whichever copy is installed.
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [_CHECKOUT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 # Object-store clients, before any of them is imported: the tests talk only to servers on
 # 127.0.0.1 (never a cloud metadata service or a real bucket), and recent gcsfs asks a gRPC API
 # for the bucket type on every open, which stalls 60 s against the emulator.

@@ -516,7 +516,7 @@ def test_listing_a_folder_answers_like_asking_for_each_file(store_name, request,
     urls = [f"{bucket}/{name}" for name in sorted(os.listdir(root))]
     urls += [f"{bucket}/missing.jpg", f"{bucket}/sub"]
     asked = storage.stat_many(urls, store.options)
-    monkeypatch.setattr(storage, "_LIST_FOLDERS_FROM", 2)
+    monkeypatch.setattr(storage.remote, "_LIST_FOLDERS_FROM", 2)
     listed = storage.stat_many(urls, store.options)
 
     def kinds(results):

@@ -24,7 +24,8 @@ import imagegen as ig
 from conftest import GCS_OPTIONS, photo, save
 from hostile_http import HostileServer
 from object_stores import Server
-from tfrecorder_lite import InvalidRowError, cli, http_reads, storage
+from tfrecorder_lite import InvalidRowError, cli, storage
+from tfrecorder_lite.storage import http as http_reads
 from tfrecorder_lite.redaction import RedactingFilter
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -161,11 +161,12 @@ CRASH_HELPER = textwrap.dedent(r'''
     every k; resume each time in this process and compare with an uninterrupted run."""
     import hashlib, json, os, shutil, signal, sys
     import tfrecorder_lite
-    from tfrecorder_lite.storage import PendingFile, Store
+    from tfrecorder_lite.storage import Store
+    from tfrecorder_lite.storage.local import LocalPendingFile
 
     csv, work = sys.argv[1], sys.argv[2]
     OPTIONS = dict(num_shards=2, n_jobs=1, on_error="skip", progress=False)
-    OPERATIONS = ((Store, "make_dirs"), (Store, "open_for_commit"), (PendingFile, "commit"),
+    OPERATIONS = ((Store, "make_dirs"), (Store, "open_for_commit"), (LocalPendingFile, "commit"),
                   (Store, "remove"), (Store, "write_atomic"))
 
     def digest(folder):

@@ -1,11 +1,12 @@
 """The public conversion calls: check options, validate, plan, write."""
 
-from . import schema, sources, store_errors
+from . import schema, sources
 from .errors import SchemaError
 from .images import DEFAULT_MAX_BYTES
 from .options import ON_ERROR, image_options, one_of
 from .plan import build_plan
 from .storage import Store
+from .storage import errors as store_errors
 from .record.framing import normalize_compression
 from .writer import write_plan
 

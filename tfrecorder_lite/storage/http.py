@@ -73,7 +73,6 @@ def settings(options):
 def fsspec_options(options):
     """The options to build fsspec's HTTPFileSystem with: ours taken out, and the idle timeout
     given to its session (unless ``client_kwargs`` sets one)."""
-    import aiohttp
 
     options = dict(options or {})
     chosen = settings(options)

@@ -5,6 +5,11 @@ import itertools
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Subprocesses of the tests (crash helpers, killed conversions, clusters' workers) import the
+# package of this checkout, like the tests themselves, not whichever copy is installed.
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [_CHECKOUT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 # Object-store clients, before any of them is imported: the tests talk only to servers on
 # 127.0.0.1 (never a cloud metadata service or a real bucket), and recent gcsfs asks a gRPC API
 # for the bucket type on every open, which stalls 60 s against the emulator.
@@ -54,6 +59,36 @@ def image_table(tmp_path):
         path = save(photo(20 + i, 30 + 2 * i, seed=i), tmp_path / "images" / f"img{i}.{ext}", fmt)
         rows.append((split, path, "cat" if i % 3 else "dog"))
     return pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+
+
+@pytest.fixture(scope="session")
+def outputs_of_every_kind(tmp_path_factory):
+    """Real outputs of small tables, written once, by kind: ``plain`` (two splits, two TRAIN
+    shards, a missing file rejected), ``gzip`` (resized to 16x16, GZIP), ``multi``
+    (multi-label), ``levels`` (two label levels), ``columns`` (no images: an int, a float and
+    a list column of boxes). Each is ``(output folder, the table written)``."""
+    root = tmp_path_factory.mktemp("every-kind")
+    options = dict(progress=False, n_jobs=1, on_error="skip")
+    rows = [("TRAIN" if i < 9 else "TEST", save(photo(12 + i, 16, seed=i), root / f"{i}.png",
+                                                "PNG"), ["cat", "dog", "owl"][i % 3])
+            for i in range(12)]
+    rows.append(("TRAIN", str(root / "missing.png"), "cat"))
+    plain = pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+    multi = plain.assign(label=[["cat", "dog"][: 1 + i % 2] for i in range(len(plain))])
+    levels = plain.assign(coarse=["animal" if i % 2 else "bird" for i in range(len(plain))])
+    columns = pd.DataFrame({
+        "split": ["TRAIN"] * 6 + ["TEST"] * 2, "label": list("abababab"),
+        "count": list(range(8)), "score": [i / 8 for i in range(8)],
+        "boxes": [[[0.1 * i, 0.1, 0.5, 0.5]] * (i % 3) for i in range(8)]})
+    written = {
+        "plain": (plain, dict(num_shards={"TRAIN": 2, "TEST": 1})),
+        "gzip": (plain, dict(image_size=(16, 16), compression="GZIP")),
+        "multi": (multi, {}),
+        "levels": (levels, dict(label_col=["coarse", "label"])),
+        "columns": (columns, dict(image_col=None, features={"boxes": "float32[None,4]"})),
+    }
+    return {name: (table.tfrecord.to_tfrecord(root / name, **options, **extra).output_dir, table)
+            for name, (table, extra) in written.items()}
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -108,15 +143,24 @@ def s3():
     os.environ.pop("AWS_ENDPOINT_URL", None)
 
 
-# Tests that start emulators, clusters or browsers, or run other readers, are marked slow, so
-# that `pytest -m "not slow"` is a quick loop; the README's test command runs them all.
+# Tests that start emulators, clusters or browsers, run other readers, or wait out real
+# timeouts (those are marked where they are written) are marked slow, so that
+# `pytest -m "not slow"` is a quick loop; the README's test command runs them all.
 _SLOW_FIXTURES = {"gcs", "s3"}
 _SLOW_MODULES = {"test_cluster", "test_other_readers", "test_readers",
                  "test_model_garden_decoder"}
 
 
+def _uses_an_emulator(item):
+    """The emulator fixtures it names, or takes by name as a parameter (``store_name``)."""
+    names = set(getattr(item, "fixturenames", ()))
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None:
+        names.update(v for v in callspec.params.values() if isinstance(v, str))
+    return bool(_SLOW_FIXTURES & names)
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
-        if _SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or \
-                item.module.__name__ in _SLOW_MODULES:
+        if _uses_an_emulator(item) or item.module.__name__ in _SLOW_MODULES:
             item.add_marker(pytest.mark.slow)

@@ -32,3 +32,67 @@ def kill_when(command, ready, timeout=120, poll=0.005):
     if proc.returncode not in (0, -signal.SIGKILL):
         raise AssertionError(f"{command} failed: {stderr.decode()[-2000:]}")
     return proc.returncode == -signal.SIGKILL
+
+
+TESTS = os.path.dirname(os.path.abspath(__file__))  # for scripts: sys.path.insert(0, TESTS)
+_STOPPED_SECONDS = 300  # a stopped process that nobody kills still ends
+
+
+def stop_before_shard_commit(gate, after=0):
+    """From now on, this process stops for good right before it commits a shard, past its
+    first ``after`` shard commits: the shard's bytes are all written under their temporary
+    name (or spool), nothing is under the final name yet. It writes its pid to the file
+    ``gate`` and sleeps there until it is killed.
+
+    Only one process stops at a gate: the first to claim it (``<gate>.claim``); in any other
+    (a cluster's other workers) shard commits go on. Undo with :func:`let_shard_commits_go`.
+    """
+    from tfrecorder_lite.output.layout import SHARD_NAME
+    from tfrecorder_lite.storage.local import LocalPendingFile
+    from tfrecorder_lite.storage.remote import RemotePendingFile
+
+    committed = [0]
+    for cls in (LocalPendingFile, RemotePendingFile):
+        real = getattr(cls.commit, "ungated", cls.commit)
+
+        def commit(self, real=real):
+            if SHARD_NAME.match(self.name):
+                if committed[0] >= after and _claim(gate):
+                    time.sleep(_STOPPED_SECONDS)
+                committed[0] += 1
+            return real(self)
+
+        commit.ungated = real
+        cls.commit = commit
+
+
+def let_shard_commits_go():
+    """Undo :func:`stop_before_shard_commit` in this process."""
+    from tfrecorder_lite.storage.local import LocalPendingFile
+    from tfrecorder_lite.storage.remote import RemotePendingFile
+
+    for cls in (LocalPendingFile, RemotePendingFile):
+        cls.commit = getattr(cls.commit, "ungated", cls.commit)
+
+
+def _claim(gate):
+    """True for the one process that creates ``<gate>.claim``; it then writes ``gate`` (its
+    pid), whole."""
+    try:
+        os.close(os.open(f"{gate}.claim", os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return False
+    with open(f"{gate}.tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(f"{gate}.tmp", gate)
+    return True
+
+
+def wait_for_file(path, timeout=120, poll=0.005):
+    """Wait until ``path`` exists; returns its text. Raises AssertionError after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline, f"{path} did not appear within {timeout} s"
+        time.sleep(poll)
+    with open(path) as f:
+        return f.read()

@@ -18,7 +18,7 @@ import imagegen as ig
 import tfrecorder_lite
 from conftest import GCS_OPTIONS
 from object_stores import Server
-from processes import kill_when
+from processes import TESTS, kill_when
 from tfrecorder_lite import (
     InvalidRowError, ManifestError, MissingDependencyError, SchemaError, UnsupportedURLError,
     VerifyError, cli, shard_cache, storage,
@@ -306,21 +306,27 @@ def test_pending_remote_files_appear_only_when_committed(s3):
 
 
 KILLED_CONVERT = textwrap.dedent("""
+    # A real conversion that stops for good before uploading its second shard, once it has
+    # written the file argv[3] (then it is killed).
     import sys
+    sys.path.insert(0, sys.argv[4])
+    from processes import stop_before_shard_commit
     import tfrecorder_lite
+    stop_before_shard_commit(sys.argv[3], after=1)
     tfrecorder_lite.convert(sys.argv[1], sys.argv[2], num_shards=8, n_jobs=1, on_error="skip",
                             progress=False)
 """)
 
 
 def test_a_killed_remote_conversion_resumes_byte_identical(s3, tmp_path):
-    """SIGKILL a real conversion into s3:// once a shard is committed, before metadata.json:
-    every shard object it left is whole (identical to the finished run's), and re-running the
-    same command finishes with the bytes of an uninterrupted run."""
+    """SIGKILL a real conversion into s3:// once a shard is committed and the next one is
+    spooled but not uploaded, before metadata.json: the shard object it left is whole
+    (identical to the finished run's), and re-running the same command finishes with the
+    bytes of an uninterrupted run."""
     images = tmp_path / "images"
     lines = ["split,image_uri,label"]
-    for i in range(400):
-        ig.save(images / f"{i:03d}.jpg", ig.pattern(160, 160, seed=i), "JPEG", quality=85)
+    for i in range(80):
+        ig.save(images / f"{i:03d}.jpg", ig.pattern(64, 64, seed=i), "JPEG", quality=85)
         lines.append(f"{'test' if i % 4 == 0 else 'train'},{i:03d}.jpg,c{i % 3}")
     (images / "table.csv").write_text("\n".join(lines) + "\n")
     (tmp_path / "convert.py").write_text(KILLED_CONVERT)
@@ -329,36 +335,23 @@ def test_a_killed_remote_conversion_resumes_byte_identical(s3, tmp_path):
                                         on_error="skip", progress=False)
     reference_digest = ig.tree_digest(tmp_path / "reference")
 
-    for _attempt in range(4):
-        out = s3.new_bucket() + "/out"
-        if _kill_after_first_receipt(tmp_path / "convert.py", csv, out, s3.fs):
-            break
-    else:
-        pytest.skip("the conversion always finished before it could be killed mid-way")
+    out = s3.new_bucket() + "/out"
+    gate = tmp_path / "gate"
+    killed = kill_when([sys.executable, str(tmp_path / "convert.py"), csv, out, str(gate), TESTS],
+                       gate.exists)
+    assert killed, "the conversion ended before it reached the gate"
+    s3.fs.invalidate_cache()
     left = remote_digest(s3.fs, out)
     assert "metadata.json" not in left
     shards = {k: v for k, v in left.items() if k.endswith(".tfrecord")}
-    assert shards and all(v == reference_digest[k] for k, v in shards.items())
-    assert len(shards) < 8
+    assert len(shards) == 1 and all(v == reference_digest[k] for k, v in shards.items())
+    assert {k for k in left if k.endswith(".tfrecord.json")} == \
+        {f".tfrecorder_lite/{name}.json" for name in shards}  # its receipt, and no other
 
     result = tfrecorder_lite.convert(csv, out, num_shards=8, on_error="skip", progress=False)
     assert result.metadata["splits"] == reference.metadata["splits"]
     assert output_digest(remote_digest(s3.fs, out)) == output_digest(reference_digest)
     assert tfrecorder_lite.verify(out).startswith("OK")
-
-
-def _kill_after_first_receipt(script, csv, out, fs):
-    """Run the conversion and SIGKILL it once a shard receipt exists and metadata.json does
-    not. Returns True when it was killed mid-way."""
-    top = fs._strip_protocol(out)
-
-    def a_shard_is_finished():
-        fs.invalidate_cache()
-        return bool(fs.glob(top + "/.tfrecorder_lite/*.tfrecord.json"))
-
-    killed = kill_when([sys.executable, str(script), csv, out], a_shard_is_finished, poll=0.02)
-    fs.invalidate_cache()
-    return killed and not fs.exists(top + "/metadata.json")
 
 
 # ============================================================ loading and verifying remote output
@@ -516,7 +509,7 @@ def test_listing_a_folder_answers_like_asking_for_each_file(store_name, request,
     urls = [f"{bucket}/{name}" for name in sorted(os.listdir(root))]
     urls += [f"{bucket}/missing.jpg", f"{bucket}/sub"]
     asked = storage.stat_many(urls, store.options)
-    monkeypatch.setattr(storage, "_LIST_FOLDERS_FROM", 2)
+    monkeypatch.setattr(storage.remote, "_LIST_FOLDERS_FROM", 2)
     listed = storage.stat_many(urls, store.options)
 
     def kinds(results):

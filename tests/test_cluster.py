@@ -6,7 +6,6 @@ import os
 import signal
 import tempfile
 import threading
-import time
 
 import distributed
 import joblib
@@ -14,6 +13,8 @@ import pandas as pd
 import pytest
 
 import imagegen as ig
+import processes
+from processes import TESTS, wait_for_file
 from tfrecorder_lite import InvalidRowError, storage
 
 OPTIONS = {"progress": False, "on_error": "skip", "num_shards": 3}
@@ -88,13 +89,13 @@ def test_on_error_raise_names_the_row_across_processes(client, table, tmp_path):
 @pytest.mark.parametrize("where", ["local", "s3"])
 def test_a_worker_killed_mid_shard_leaves_no_partial_shard_and_the_job_finishes(
         client, s3, tmp_path, where):
-    """SIGKILL the worker process that holds a shard being written (its temporary file beside
-    the shard, or its local spool before an upload): dask reruns the task on a live worker, and
-    the output is byte-identical to a local run."""
+    """SIGKILL the worker process that holds a shard written but not committed (its temporary
+    file beside the shard, or its local spool before the upload): dask reruns the task on a
+    live worker, and the output is byte-identical to a local run."""
     root = tmp_path / "images"
     rows = []
-    for i in range(240):
-        path = ig.save(root / f"{i:03d}.jpg", ig.pattern(480, 640, seed=i), "JPEG", quality=90)
+    for i in range(48):
+        path = ig.save(root / f"{i:03d}.jpg", ig.pattern(96, 128, seed=i), "JPEG", quality=90)
         rows.append(("train" if i % 4 else "test", path, f"c{i % 3}"))
     df = pd.DataFrame(rows, columns=["split", "image_uri", "label"])
     options = {**OPTIONS, "num_shards": 4}
@@ -105,34 +106,31 @@ def test_a_worker_killed_mid_shard_leaves_no_partial_shard_and_the_job_finishes(
     else:
         out = s3.new_bucket() + "/out"
         partial = (os.path.join(tempfile.gettempdir(), "tfrecorder_lite-"), ".tmp")
-    pids = client.run(os.getpid)
+    gate = str(tmp_path / "gate")
+    client.run(exec, f"import sys; sys.path.insert(0, {TESTS!r})")
+    client.run(processes.stop_before_shard_commit, gate)  # the first worker at a commit stops
     killed = []
 
-    def kill_a_writer():
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not killed:
-            for pid in pids.values():
-                if _holds_open(pid, *partial):
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(pid)
-                    return
-            time.sleep(0.002)
+    def kill_the_stopped_worker():
+        pid = int(wait_for_file(gate, timeout=60))
+        killed.append(_holds_open(pid, *partial))  # the shard's bytes, not yet committed
+        os.kill(pid, signal.SIGKILL)
 
-    killer = threading.Thread(target=kill_a_writer)
+    killer = threading.Thread(target=kill_the_stopped_worker)
     killer.start()
     try:
         on_cluster(client, lambda: df.tfrecord.to_tfrecord(out, **options))
     finally:
         killer.join()
-    if not killed:
-        pytest.skip("no worker was caught writing a shard")
+        client.wait_for_workers(2, timeout=60)  # the nanny restarts the killed worker
+        client.run(processes.let_shard_commits_go)
+    assert killed == [True], "a worker was killed holding its uncommitted shard"
     if where == "local":
         assert ig.tree_digest(out) == expected
     else:
         store = storage.Store(out)
         assert {name: hashlib.sha256(store.read_bytes(name)).hexdigest()
                 for name in store.list()} == expected
-    client.wait_for_workers(2, timeout=60)  # the nanny restarts the killed worker
 
 
 def _holds_open(pid, prefix, suffix):

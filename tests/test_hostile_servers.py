@@ -24,7 +24,8 @@ import imagegen as ig
 from conftest import GCS_OPTIONS, photo, save
 from hostile_http import HostileServer
 from object_stores import Server
-from tfrecorder_lite import InvalidRowError, cli, http_reads, storage
+from tfrecorder_lite import InvalidRowError, cli, storage
+from tfrecorder_lite.storage import http as http_reads
 from tfrecorder_lite.redaction import RedactingFilter
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -97,6 +98,7 @@ def rows(server, *paths, label="cat"):
 
 # ============================================================ 1. max_image_bytes, whatever is sent
 
+@pytest.mark.slow  # streams two gigabytes through the server
 def test_endless_bodies_are_cut_at_max_image_bytes_in_bounded_memory(server, tmp_path):
     paths = ["endless/a.jpg", "endless/b.png", "endless-chunked/a.jpg", "endless-chunked/b.png",
              "huge/a.jpg", "liar/a.jpg", "ok/a.jpg"]
@@ -132,6 +134,7 @@ def test_a_file_over_the_limit_is_refused_with_its_size_however_it_is_served(ser
 
 # ============================================================ 2. no request waits for ever
 
+@pytest.mark.slow  # waits out real timeouts and backoffs
 def test_a_silent_server_times_out_and_a_skip_run_finishes(server, tmp_path):
     paths = ["silent/a.jpg", "drip/a.jpg", "ok/a.jpg", "silent/b.png"]
     report = run_jobs([{"rows": rows(server, *paths), "out": str(tmp_path / "out"),
@@ -174,6 +177,7 @@ def test_a_chunked_answer_and_a_refused_head_are_read_like_any_other(server, tmp
 
 # ============================================================ 4. retries, and the real reason
 
+@pytest.mark.slow  # waits out real timeouts and backoffs
 def test_transient_failures_are_tried_again_and_lasting_ones_say_what_they_are(server, tmp_path):
     server.reset_counts()
     paths = ["flaky/a.jpg", "flaky-date/b.png", "status-500/a.jpg", "status-502/a.jpg",
@@ -207,6 +211,7 @@ def test_transient_failures_are_tried_again_and_lasting_ones_say_what_they_are(s
     assert counts["GET /status-404/a.jpg"] == 1 and counts["GET /slow-down/a.jpg"] == 1
 
 
+@pytest.mark.slow  # waits out real timeouts and backoffs
 def test_one_transient_503_does_not_end_an_on_error_raise_run(server, tmp_path):
     server.reset_counts()
     report = run_jobs([{"rows": rows(server, "flaky/a.jpg", "flaky/b.png", "ok/a.jpg"),
@@ -222,6 +227,7 @@ def test_one_transient_503_does_not_end_an_on_error_raise_run(server, tmp_path):
 
 # ============================================================ gcsfs and s3fs: their own settings
 
+@pytest.mark.slow  # waits out real timeouts and backoffs
 def test_gcsfs_and_s3fs_failures_say_what_the_store_answered(server, tmp_path):
     server.reset_counts()
     options = {"storage_options": {

@@ -117,7 +117,7 @@ def test_read_bytes_reads_whole_files_beyond_one_read(tmp_path, monkeypatch, siz
     path = tmp_path / "f"
     path.write_bytes(data)
     assert storage.read_bytes(str(path)) == data
-    monkeypatch.setattr(storage, "_ONE_READ_LIMIT", 1000)  # files larger than one read
+    monkeypatch.setattr(storage.local, "_ONE_READ_LIMIT", 1000)  # files larger than one read
     assert storage.read_bytes(str(path)) == data
 
 
@@ -130,7 +130,11 @@ import inspect, pickle, sys
 from tfrecorder_lite import errors, images, storage
 from tfrecorder_lite.record import framing as tfrecord
 samples = {
-    storage.FileRefused: ("/data/huge.jpg", "file too large: 6.0 GB"),
+    storage.FileRefused: ("/data/pipe", "a FIFO (named pipe), not a regular file"),
+    storage.FileTooLarge: ("/data/huge.jpg", 6 * 10**9, 256 * 2**20),
+    storage.ReadFailure: ("https://h/x.jpg", "HTTP 503 Service Unavailable after 3 tries"),
+    storage.AccessDenied: ("s3://b/x.jpg", "access denied (HTTP 403 Forbidden)"),
+    storage.TimedOut: ("https://h/x.jpg", "timed out after 60 s"),
     errors.InvalidRowError: (("row", 7), "gs://b/x.jpg", "truncated JPEG"),
     errors.VerifyError: ("2 problem(s)", ["a: missing", "b: record 3"]),
     errors.OutputLockedError: ("gs://b/out", "pid 7 on host-a, started 2026-11-22 10:00:00"),
@@ -138,7 +142,9 @@ samples = {
 }
 classes = [c for _, c in inspect.getmembers(errors, inspect.isclass)
            if issubclass(c, BaseException)] + [tfrecord.RecordError, images.ImageRejected,
-                                               storage.FileRefused]
+                                               storage.FileRefused, storage.FileTooLarge,
+                                               storage.ReadFailure, storage.AccessDenied,
+                                               storage.TimedOut]
 for cls in classes:
     error = cls(*samples.get(cls, ("a message",)))
     copy = pickle.loads(pickle.dumps(error))

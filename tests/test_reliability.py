@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import imagegen as ig
-from processes import kill_when
+from processes import TESTS, kill_when
 import tfrecorder_lite
 from tfrecorder_lite import OutputExistsError, VerifyError
 
@@ -56,25 +56,30 @@ def mixed(tmp_path_factory):
 # ============================================================== crash-safe resume: real SIGKILL
 
 CONVERT_SCRIPT = textwrap.dedent("""
+    # A real conversion that stops for good before committing the shard that follows its
+    # first argv[4] shard commits, once it has written the file argv[3] (then it is killed).
     import sys
+    sys.path.insert(0, sys.argv[5])
+    from processes import stop_before_shard_commit
     import tfrecorder_lite
-    tfrecorder_lite.convert(sys.argv[1], sys.argv[2], num_shards=8, n_jobs=int(sys.argv[3]),
-                            on_error="skip", progress=False)
+    stop_before_shard_commit(sys.argv[3], after=int(sys.argv[4]))
+    tfrecorder_lite.convert(sys.argv[1], sys.argv[2], num_shards=8, n_jobs=1, on_error="skip",
+                            progress=False)
 """)
 
 
 @pytest.fixture(scope="module")
 def big_job(tmp_path_factory):
-    """A CSV of several hundred 320x320 JPEGs (relative paths), slow enough to be killed
-    mid-way: decoding each one is the honest cost of check="decode"."""
+    """A CSV of 160 160x160 JPEGs (relative paths) and one missing file, and the script that
+    converts it into 8 shards, stopping at a chosen shard commit."""
     root = tmp_path_factory.mktemp("big")
     images = root / "images"
-    size = 320
+    size = 160
     y, x = np.mgrid[0:size, 0:size]
     base = np.stack([x * 255 // size, y * 255 // size, (x + y) * 127 // size], -1)
     noise = np.random.default_rng(0).integers(0, 24, (size, size, 3))
     lines = ["split,image_uri,label"]
-    for i in range(640):
+    for i in range(160):
         pixels = (base + np.roll(noise, i * 7, axis=0)).clip(0, 255).astype(np.uint8)
         ig.save(images / f"img_{i:04d}.jpg", pixels, "JPEG", quality=80)
         lines.append(f"{'test' if i % 4 == 0 else 'train'},img_{i:04d}.jpg,class{i % 5}")
@@ -99,14 +104,13 @@ def _partial_shards(out):
         return []
 
 
-def _run_and_kill(script, csv, out, at_least):
-    """Start the conversion and SIGKILL it once ``at_least`` shards are finished and another
-    one is being written, before metadata.json. Returns True when it was killed mid-way."""
-    def mid_way():
-        return len(_finished_shards(out)) >= at_least and bool(_partial_shards(out))
-
-    killed = kill_when([sys.executable, script, csv, out, "1"], mid_way, poll=0.001)
-    return killed and not os.path.exists(os.path.join(out, "metadata.json"))
+def _kill_before_shard_commit(script, csv, out, after, gate):
+    """Run the conversion and SIGKILL it while it holds, written but not committed, the shard
+    that follows its first ``after`` shard commits; fails unless it was killed there."""
+    killed = kill_when([sys.executable, script, csv, out, str(gate), str(after), TESTS],
+                       lambda: os.path.exists(gate))
+    assert killed, "the conversion ended before it reached the gate"
+    assert not os.path.exists(os.path.join(out, "metadata.json"))
 
 
 def _receipted(out):
@@ -122,30 +126,25 @@ def test_resume_after_sigkill_gives_the_same_bytes_as_an_uninterrupted_run(big_j
     out = str(tmp_path / "out")
     reference = str(tmp_path / "reference")
 
-    for _attempt in range(4):  # the run may end before it is caught mid-way: try again
-        shutil.rmtree(out, ignore_errors=True)
-        if _run_and_kill(script, csv, out, at_least=1):
-            break
-    else:
-        pytest.skip("the conversion always finished before it could be killed mid-way")
+    _kill_before_shard_commit(script, csv, out, after=1, gate=tmp_path / "first")
     assert "metadata.json" not in os.listdir(out) and os.path.isdir(os.path.join(out, STATE))
-    assert _partial_shards(out), "killed while a shard was being written"
+    assert len(_partial_shards(out)) == 1, "killed while a shard was being written"
     kept = _receipted(out)
-    assert kept, "a killed run's finished shards have receipts"
+    assert len(kept) == len(_finished_shards(out)) == 1, "a finished shard has its receipt"
 
-    # resume, and kill the resumed run too, further on (best effort: it may finish first)
-    if _run_and_kill(script, csv, out, at_least=len(_finished_shards(out)) + 4):
-        later = _receipted(out)
-        assert set(kept) <= set(later)
-        kept = later
+    # resume, and kill the resumed run too, four shards further on
+    _kill_before_shard_commit(script, csv, out, after=4, gate=tmp_path / "second")
+    later = _receipted(out)
+    assert set(kept) < set(later) and len(later) == len(_finished_shards(out)) == 5
+    kept = later
 
     result = tfrecorder_lite.convert(csv, out, num_shards=8, n_jobs=1, on_error="skip",
                                      progress=False)
     expected = tfrecorder_lite.convert(csv, reference, num_shards=8, n_jobs=2, on_error="skip",
                                        progress=False)
 
-    assert result.counts == expected.counts == {"TRAIN": 480, "TEST": 160}
-    assert list(result.rejected.index) == list(expected.rejected.index) == [640]
+    assert result.counts == expected.counts == {"TRAIN": 120, "TEST": 40}
+    assert list(result.rejected.index) == list(expected.rejected.index) == [160]
     assert ig.tree_digest(out) == ig.tree_digest(reference)  # every shard, metadata.json, ...
     assert leftovers(out) == []
     for name, st in kept.items():  # shards finished before a kill were kept, not rewritten
@@ -161,11 +160,12 @@ CRASH_HELPER = textwrap.dedent(r'''
     every k; resume each time in this process and compare with an uninterrupted run."""
     import hashlib, json, os, shutil, signal, sys
     import tfrecorder_lite
-    from tfrecorder_lite.storage import PendingFile, Store
+    from tfrecorder_lite.storage import Store
+    from tfrecorder_lite.storage.local import LocalPendingFile
 
     csv, work = sys.argv[1], sys.argv[2]
     OPTIONS = dict(num_shards=2, n_jobs=1, on_error="skip", progress=False)
-    OPERATIONS = ((Store, "make_dirs"), (Store, "open_for_commit"), (PendingFile, "commit"),
+    OPERATIONS = ((Store, "make_dirs"), (Store, "open_for_commit"), (LocalPendingFile, "commit"),
                   (Store, "remove"), (Store, "write_atomic"))
 
     def digest(folder):
@@ -259,6 +259,7 @@ def _resumed_cleanly(entry):
     return "error" not in entry and not entry["extra"] and not entry["differ"]
 
 
+@pytest.mark.slow  # kills and resumes a conversion after each of its file operations
 def test_resume_after_a_kill_following_any_file_operation(crash_points):
     operations = [e["op"] for e in crash_points]
     # 4 shards (2 per split) each written, committed and receipted; then the manifest files
@@ -273,12 +274,14 @@ def test_resume_after_a_kill_following_any_file_operation(crash_points):
     assert failures == []
 
 
+@pytest.mark.slow  # shares those kills
 def test_resume_after_a_kill_before_job_json_is_written(crash_points):
     entries = [e for e in crash_points if e["op"] in STATE_DIR_WITHOUT_JOB]
     assert entries
     assert [e.get("error") for e in entries if not _resumed_cleanly(e)] == []
 
 
+@pytest.mark.slow  # shares those kills
 def test_resume_after_a_kill_between_metadata_and_cleanup(crash_points):
     entries = [e for e in crash_points if e["op"] in METADATA_WITHOUT_CLEANUP]
     assert entries
@@ -596,6 +599,7 @@ def test_verify_decode_reports_only_the_real_problem(copy):
     assert len(error.problems) == 1, error.problems
 
 
+@pytest.mark.slow  # starts the installed command four times
 def test_cli_verify_exit_status_and_messages(copy):
     out, name, data = copy
     fine = cli("verify", out)

@@ -2,6 +2,7 @@
 
 import base64
 import io
+import json
 import os
 import re
 import shutil
@@ -13,7 +14,7 @@ import pytest
 from PIL import Image, ImageStat
 
 import tfrecorder_lite
-from conftest import photo, save
+from conftest import GCS_OPTIONS, photo, save
 from tfrecorder_lite import cli, report
 
 LABEL = "<b>&cat"  # user data that must be escaped
@@ -153,6 +154,23 @@ def test_report_of_a_remote_output(outputs):
         fs.put_file(os.path.join(outputs["gzip"], name), f"memory://report/gzip/{name}")
     rep = tfrecorder_lite.inspect("memory://report/gzip", num=4)
     assert rep.num_images == 4 and rep.summary.startswith("memory://report/gzip: 3 labels")
+
+
+def test_inspect_reads_and_saves_the_report_on_gcs(outputs, gcs, capsys):
+    """inspect(out=...) takes a URL like every other path: the page lands on the store whole."""
+    folder = gcs.upload(outputs["gzip"], gcs.new_bucket() + "/gzip")
+    out = folder.rsplit("/", 1)[0] + "/report.html"
+    rep = tfrecorder_lite.inspect(folder, num=4, out=out, storage_options=GCS_OPTIONS)
+    assert gcs.fs.cat_file(out) == rep.html.encode("utf-8")
+    assert rep.num_images == 4 and rep.summary.startswith(f"{folder}: 3 labels")
+
+    again = folder.rsplit("/", 1)[0] + "/cli.html"
+    assert cli.main(["inspect", folder, "--num", "2", "--out", again,
+                     "--storage-options", json.dumps(GCS_OPTIONS)]) == 0
+    assert capsys.readouterr().out == f"wrote {again}: 2 images from {folder}\n"
+    assert gcs.fs.cat_file(again).decode("utf-8").count("<area ") == 2
+    assert sorted(p.rsplit("/", 1)[-1] for p in gcs.fs.ls(folder.rsplit("/", 1)[0])) == \
+        ["cli.html", "gzip", "report.html"]  # no temporary object left
 
 
 JPEG_SRC = re.compile(r'src="data:image/jpeg;base64,([^"]+)"')

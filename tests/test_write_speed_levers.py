@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from tfrecorder_lite import storage
+from tfrecorder_lite.storage import local
 from tfrecorder_lite.record import framing as tfrecord
 
 MiB = 1 << 20
@@ -18,9 +19,9 @@ MiB = 1 << 20
 
 def test_write_behind_hands_every_range_to_the_disk_once_in_order(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(storage, "_start_writeback",
+    monkeypatch.setattr(local, "_start_writeback",
                         lambda fd, offset, length: calls.append((offset, length)))
-    monkeypatch.setattr(storage, "WRITE_BEHIND_BYTES", 4 * MiB)
+    monkeypatch.setattr(local, "WRITE_BEHIND_BYTES", 4 * MiB)
     pending = storage.Store(tmp_path).open_for_commit("a.bin")
     for _ in range(9):
         pending.write(b"x" * (MiB + 1))
@@ -33,12 +34,12 @@ def test_write_behind_hands_every_range_to_the_disk_once_in_order(tmp_path, monk
 
 def test_write_behind_is_off_at_zero_and_for_remote_spools(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(storage, "_start_writeback", lambda *args: calls.append(args))
-    monkeypatch.setattr(storage, "WRITE_BEHIND_BYTES", 0)
+    monkeypatch.setattr(local, "_start_writeback", lambda *args: calls.append(args))
+    monkeypatch.setattr(local, "WRITE_BEHIND_BYTES", 0)
     pending = storage.Store(tmp_path).open_for_commit("a.bin")
     pending.write(b"x" * (2 * MiB))
     pending.commit()
-    monkeypatch.setattr(storage, "WRITE_BEHIND_BYTES", MiB)
+    monkeypatch.setattr(local, "WRITE_BEHIND_BYTES", MiB)
     pending = storage.Store("memory://levers").open_for_commit("b.bin")
     pending.write(b"x" * (2 * MiB))
     pending.commit()
@@ -50,11 +51,11 @@ def test_write_behind_is_off_at_zero_and_for_remote_spools(tmp_path, monkeypatch
 def test_write_behind_really_starts_the_writeback_on_linux(tmp_path):
     """The ctypes binding must be found and accepted by the kernel (a wrong signature would
     make every call fail, silently, and the fsync of each commit slow again)."""
-    assert storage._sync_file_range() is not None
+    assert local._sync_file_range() is not None
     with open(tmp_path / "f", "wb") as f:
         f.write(b"x" * MiB)
         f.flush()
-        assert storage._sync_file_range()(f.fileno(), 0, MiB, storage._SYNC_FILE_RANGE_WRITE) == 0
+        assert local._sync_file_range()(f.fileno(), 0, MiB, local._SYNC_FILE_RANGE_WRITE) == 0
 
 
 def test_commit_still_fsyncs_the_whole_file_after_write_behind(tmp_path, monkeypatch):
@@ -66,7 +67,7 @@ def test_commit_still_fsyncs_the_whole_file_after_write_behind(tmp_path, monkeyp
         return real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(storage, "WRITE_BEHIND_BYTES", MiB)
+    monkeypatch.setattr(local, "WRITE_BEHIND_BYTES", MiB)
     pending = storage.Store(tmp_path).open_for_commit("a.bin")
     pending.write(b"x" * (3 * MiB + 5))
     pending.commit()
@@ -88,7 +89,7 @@ def test_gathered_writes_survive_short_writes(tmp_path, monkeypatch):
 
 
 def test_gathered_writes_take_more_pieces_than_one_writev_call(tmp_path):
-    pieces = [bytes([i % 251]) * (i % 7) for i in range(3 * storage._IOV_MAX + 17)]
+    pieces = [bytes([i % 251]) * (i % 7) for i in range(3 * local._IOV_MAX + 17)]
     pending = storage.Store(tmp_path).open_for_commit("a.bin")
     pending.writelines(pieces)
     pending.commit()

@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 
-from . import store_errors
+from .storage import errors as store_errors
 from ._version import __version__
 from .conversion import convert
 from .images import DEFAULT_MAX_BYTES

@@ -1,6 +1,6 @@
 """The public conversion calls: check options, validate, plan, write."""
 
-from . import schema, sources, store_errors
+from . import schema, sources
 from .beam_runner import runner_for
 from .errors import InvalidRowError, SchemaError
 from .images import DEFAULT_MAX_BYTES
@@ -8,6 +8,7 @@ from .detection import image_table, is_detection_table
 from .options import ON_ERROR, image_options, one_of
 from .plan import build_plan
 from .storage import Store
+from .storage import errors as store_errors
 from .record.framing import normalize_compression
 from .writer import write_plan
 

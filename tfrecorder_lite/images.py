@@ -15,7 +15,7 @@ from functools import partial
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from . import storage, store_errors, structure
+from . import storage, structure
 from .redaction import redact
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own default decompression-bomb limit
@@ -337,7 +337,10 @@ def _plain_png(data, walk, options):
 
 def unreadable_reason(error):
     """The rejection reason of a file that could not be read (an OSError)."""
-    if isinstance(error, (storage.FileRefused, store_errors.ReadFailure)):
+    if isinstance(error, storage.FileTooLarge):  # the limit is this option's
+        return (f"file too large: {error.found} (limit {storage.human_size(error.limit)}, "
+                "max_image_bytes)")
+    if isinstance(error, (storage.FileRefused, storage.ReadFailure)):
         return error.reason
     if isinstance(error, FileNotFoundError):
         return "file not found"

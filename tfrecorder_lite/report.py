@@ -31,7 +31,7 @@ from .record import keys
 from .record.framing import iter_records
 from .record.features import FeatureSet
 from .splits import pick
-from .storage import Store, human_size
+from .storage import Store, human_size, write_file
 
 logger = redaction.logger(__name__)  # its records may name URLs
 
@@ -82,10 +82,15 @@ class Report:
     def _repr_html_(self):
         return self.body
 
-    def save(self, path):
-        """Write the HTML page to the local file ``path``; returns ``path``."""
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(self.html)
+    def save(self, path, storage_options=None):
+        """Write the HTML page to the file ``path`` (a local path or any fsspec URL), whole;
+        returns ``path``.
+
+        Args:
+            path: where to write the page; its folder must exist (object stores need none).
+            storage_options: fsspec options for a remote ``path``.
+        """
+        write_file(path, self.html, storage_options)
         return path
 
     def __repr__(self):
@@ -100,8 +105,8 @@ def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
         split: one split ("TRAIN", case-insensitive), or None for all.
         num: how many images the contact sheets show: the first records of the split(s),
             spread evenly over splits and shards.
-        out: when given, the report is also saved to this local file.
-        storage_options: fsspec options for a remote folder.
+        out: when given, the report is also saved to this file (a path or any fsspec URL).
+        storage_options: fsspec options for a remote folder and a remote ``out``.
 
     Returns:
         A :class:`Report` (shown inline in a notebook; ``.html``, ``.save(path)``,
@@ -142,7 +147,7 @@ def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
         "</div>"]
     report = Report(store.url, summary, parts, len(samples))
     if out is not None:
-        report.save(out)
+        report.save(out, storage_options)
     logger.info("report of %s: %d images in %.2f s", store.url, len(samples),
                 time.perf_counter() - started)
     return report

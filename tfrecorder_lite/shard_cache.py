@@ -9,12 +9,12 @@ unchanged shards are fetched once for every later load. The folder can be delete
 
 import hashlib
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from . import verification
-from .errors import VerifyError
+from .errors import SchemaError, VerifyError
 from .record.framing import FileDigest
+from .storage import Store
 
 _CHUNK = 8 << 20
 _PARALLEL_DOWNLOADS = 8
@@ -34,21 +34,27 @@ def local_copies(store, shards, cache_dir=None):
     Args:
         store: the output folder (a Store).
         shards: ShardEntry of each shard.
-        cache_dir: the cache folder (default: :func:`default_cache_dir`).
+        cache_dir: the cache folder, a local path or ``file://`` URL (default:
+            :func:`default_cache_dir`).
 
     Raises:
+        SchemaError: ``cache_dir`` is not on the local disk.
         ManifestError: a shard file is missing.
         VerifyError: a downloaded shard's checksum differs from the manifest's.
     """
-    cache_dir = cache_dir or default_cache_dir()
-    os.makedirs(cache_dir, exist_ok=True)
-    paths = [os.path.join(cache_dir, copy_name(store, shard)) for shard in shards]
-    missing = {path: shard for path, shard in zip(paths, shards) if not _cached(path, shard)}
+    cache = Store(cache_dir or default_cache_dir())
+    if not cache.is_local:
+        raise SchemaError(f"cache_dir={cache.url}: the cache must be a local folder "
+                          "(TensorFlow reads the copies from there)")
+    cache.make_dirs()
+    names = [copy_name(store, shard) for shard in shards]
+    missing = {name: shard for name, shard in zip(names, shards)
+               if cache.size(name) != shard.bytes}
     if missing:
         with ThreadPoolExecutor(min(_PARALLEL_DOWNLOADS, len(missing))) as pool:
-            for done in [pool.submit(_download, store, s, p) for p, s in missing.items()]:
+            for done in [pool.submit(_download, store, s, cache, n) for n, s in missing.items()]:
                 done.result()
-    return paths
+    return [cache.path(name) for name in names]
 
 
 def copy_name(store, shard):
@@ -59,33 +65,27 @@ def copy_name(store, shard):
     return f"{key}.tfrecord"
 
 
-def _cached(path, shard):
-    try:
-        return os.path.getsize(path) == shard.bytes
-    except OSError:
-        return False
-
-
-def _download(store, shard, path):
-    """Stream one shard into ``path`` (temporary name, then rename), checking its checksums."""
+def _download(store, shard, cache, name):
+    """Stream one shard into the cache as ``name`` (committed whole under a temporary name of
+    this thread's: other processes may fetch the same shard), checking its checksums."""
     digest = FileDigest.like(shard.checksums)
-    temp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
     try:
         source = store.open_read(shard.name)
     except FileNotFoundError:
         raise verification.shard_error(store, shard,
                                        verification.size_problem(shard, None)) from None
-    try:
-        with source, open(temp, "wb") as target:
+    with source:
+        target = cache.open_for_commit(name, unique_temp=True)
+        try:
             for chunk in iter(lambda: source.read(_CHUNK), b""):
                 digest.update(chunk)
                 target.write(chunk)
-        mismatches = digest.mismatches(shard.checksums)
-        if mismatches:
-            raise VerifyError(f"{store.path(shard.name)}: {' and '.join(mismatches)} "
-                              "differs from metadata.json (changed or damaged since it was "
-                              "written; run verify)")
-        os.replace(temp, path)
-    finally:
-        if os.path.exists(temp):
-            os.remove(temp)
+            mismatches = digest.mismatches(shard.checksums)
+            if mismatches:
+                raise VerifyError(f"{store.path(shard.name)}: {' and '.join(mismatches)} "
+                                  "differs from metadata.json (changed or damaged since it "
+                                  "was written; run verify)")
+            target.commit()
+        except BaseException:
+            target.discard()
+            raise

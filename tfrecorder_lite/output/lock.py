@@ -18,6 +18,7 @@ import time
 import uuid
 
 from ..errors import OutputLockedError
+from ..storage.local import CAN_LOCK, FileLocked, lock_file, unlock_file
 from .layout import LOCK
 
 logger = logging.getLogger(__name__)
@@ -25,11 +26,6 @@ logger = logging.getLogger(__name__)
 HEARTBEAT_SECONDS = 20.0
 STALE_SECONDS = 120.0
 SETTLE_SECONDS = 0.5  # longer than one write takes to land: a simultaneous writer shows by then
-
-try:
-    import fcntl
-except ImportError:  # Windows: leases there too
-    fcntl = None
 
 
 def _holder(token):
@@ -75,7 +71,7 @@ class FolderLock:
 
     def __enter__(self):
         self._store.make_dirs()
-        if self._store.is_local and fcntl is not None:
+        if self._store.is_local and CAN_LOCK:  # else (Windows too) a lease
             self._flock()
         else:
             self._lease()
@@ -90,28 +86,14 @@ class FolderLock:
     # local disk
 
     def _flock(self):
-        path = self._store.path(LOCK)
-        while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self._fd = lock_file(self._store.path(LOCK), json.dumps(_holder(self._token)).encode())
+        except FileLocked as exc:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                try:
-                    holder = json.loads(os.pread(fd, 4096, 0))
-                except ValueError:
-                    holder = None
-                os.close(fd)
-                raise self._error(holder) from None
-            try:  # a releasing holder unlinks the file: make sure this one is still in place
-                same = os.path.samestat(os.fstat(fd), os.stat(path))
-            except FileNotFoundError:
-                same = False
-            if same:
-                break
-            os.close(fd)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(_holder(self._token)).encode(), 0)
-        self._fd = fd
+                holder = json.loads(exc.content)
+            except ValueError:
+                holder = None
+            raise self._error(holder) from None
 
     # object stores
 
@@ -151,11 +133,7 @@ class FolderLock:
     def release(self):
         """Give the folder up (remove the lock file); safe to call twice."""
         if self._fd is not None:
-            try:
-                os.remove(self._store.path(LOCK))  # before unlocking: see _flock
-            except FileNotFoundError:
-                pass
-            os.close(self._fd)
+            unlock_file(self._store.path(LOCK), self._fd)
             self._fd = None
         if self._heartbeat is not None:
             self._stop.set()

@@ -1,7 +1,7 @@
 """Reading http(s):// URLs so that no server can hold a run: streamed, cut at a size limit, an
 idle timeout on every request, and a bounded number of tries.
 
-- A body is streamed and cut as soon as it passes the limit (``max_image_bytes``), whatever the
+- A body is streamed and cut as soon as it passes the caller's size limit, whatever the
   server announces or sends: no ``Range``, no ``Content-Length``, more bytes than announced, an
   endless body. A size the server announces beyond the limit refuses the file unread.
 - Every request gives up after ``timeout`` seconds without a byte from the server (connecting,
@@ -26,7 +26,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from .store_errors import ReadFailure, short_text, status_failure, timed_out
+from .errors import ReadFailure, short_text, status_failure, timed_out, too_large
 
 DEFAULT_TIMEOUT = 60.0  # seconds without a byte from the server
 DEFAULT_TRIES = 3
@@ -73,7 +73,6 @@ def settings(options):
 def fsspec_options(options):
     """The options to build fsspec's HTTPFileSystem with: ours taken out, and the idle timeout
     given to its session (unless ``client_kwargs`` sets one)."""
-    import aiohttp
 
     options = dict(options or {})
     chosen = settings(options)
@@ -209,7 +208,7 @@ def _body_length(response):
     return int(length) if length.isdigit() and not _encoded(response) else None
 
 
-async def read(fs, url, max_bytes=None, chosen=HttpSettings(), refuse=None):
+async def read(fs, url, max_bytes=None, chosen=HttpSettings()):
     """The bytes of ``url``, streamed and cut at ``max_bytes`` (None: no limit).
 
     A body of announced length is gathered in memory; any other (chunked, until the server
@@ -220,13 +219,12 @@ async def read(fs, url, max_bytes=None, chosen=HttpSettings(), refuse=None):
     Args:
         fs: fsspec's HTTPFileSystem (its session and request options are used).
         url: the http(s) URL.
-        max_bytes: the most bytes accepted; a larger file is refused by ``refuse``.
+        max_bytes: the most bytes accepted; a larger file is a FileTooLarge (with its size
+            when the server announced one).
         chosen: the HttpSettings.
-        refuse: ``refuse(url, size or None, max_bytes)`` makes the OSError of a file over
-            the limit (its size when the server announced one).
 
     Raises:
-        OSError: why the file could not be read (see :func:`_with_tries`), or ``refuse``'s.
+        OSError: why the file could not be read (see :func:`_with_tries`), or FileTooLarge.
     """
     session = await fs.set_session()
     request = dict(fs.kwargs)
@@ -242,14 +240,14 @@ async def read(fs, url, max_bytes=None, chosen=HttpSettings(), refuse=None):
             _check_status(response, url)
             announced = _total_size(response)
             if max_bytes is not None and announced is not None and announced > max_bytes:
-                raise refuse(url, announced, max_bytes)
+                raise too_large(url, announced, max_bytes)
             with tempfile.SpooledTemporaryFile(SPOOL_BYTES, prefix="tfrecorder_lite-") as spool:
                 sink = [] if _body_length(response) is not None else spool
                 received = 0
                 async for piece in response.content.iter_chunked(_PIECE):
                     received += len(piece)
                     if max_bytes is not None and received > max_bytes:
-                        raise refuse(url, announced, max_bytes)  # the connection is dropped
+                        raise too_large(url, announced, max_bytes)  # the connection is dropped
                     sink.append(piece) if isinstance(sink, list) else sink.write(piece)
                 if isinstance(sink, list):
                     return b"".join(sink)

@@ -1,11 +1,13 @@
-"""Why a store failed, in the same words whatever the store: http(s), gcsfs, s3fs.
+"""Why a file could not be read, in the same words whatever the store: the local disk, http(s),
+gcsfs, s3fs.
 
 A file that cannot be read is reported with a short reason: "file not found" only when the
 store said so (HTTP 404, no such key), "access denied (HTTP 403 Forbidden)", "HTTP 500
 Internal Server Error after 3 tries", "timed out after 60 s". :func:`explain` turns what
 gcsfs, s3fs, aiohttp and botocore raise into those; :func:`one_line` makes any error of a
 store one line for the command line (credentials missing or refused, a missing bucket), with
-every URL in it redacted.
+every URL in it redacted. A file refused before it was read whole (too large, not a regular
+file, first bytes the caller does not want) is a :class:`FileRefused`.
 """
 
 import errno
@@ -13,13 +15,63 @@ import http
 import re
 import sys
 
-from .redaction import redact
+from ..redaction import redact
 
 # What each store does by itself: gcsfs retries 5xx, 408, 429 and connection errors (its own
 # count, fixed in the class); s3fs asks botocore, which retries 5xx, throttling and connection
 # errors; gcsfs waits aiohttp's default 5 minutes for a whole request, s3fs 15 s for each read.
 _GCSFS_RETRIED = {408, 429, 500, 501, 502, 503, 504}
 _AIOHTTP_TOTAL_TIMEOUT = 300
+
+
+def human_size(n):
+    """``n`` bytes as people read it: 812 bytes, 3.6 MB, 6.0 GB."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+class FileRefused(OSError):
+    """A file refused before it was read whole: too large, or its first bytes say it is not
+    what the caller wants. ``reason`` says why, for people."""
+
+    def __init__(self, path, reason):
+        super().__init__(0, reason, path)
+        self.reason = reason
+
+    def __reduce__(self):
+        return type(self), (self.filename, self.reason)
+
+
+class FileTooLarge(FileRefused):
+    """A file over a size limit, refused without being read whole.
+
+    The reason names the sizes only; a caller that knows which option set the limit words its
+    own reason from ``found`` and ``limit``.
+
+    Attributes:
+        size: the file's size in bytes, or None when it is only known to be over the limit.
+        limit: the limit in bytes.
+    """
+
+    def __init__(self, path, size, limit):
+        self.size, self.limit = size, limit
+        super().__init__(path, f"file too large: {self.found} (limit {human_size(limit)})")
+
+    @property
+    def found(self):
+        """The size as people read it: "6.0 GB", or "over 5.0 GB" when only that is known."""
+        return human_size(self.size) if self.size is not None else \
+            f"over {human_size(self.limit)}"
+
+    def __reduce__(self):
+        return type(self), (self.filename, self.size, self.limit)
+
+
+def too_large(path, size, limit):
+    """The FileTooLarge of a file of ``size`` bytes (None: more than was read) over ``limit``."""
+    return FileTooLarge(path, size, limit)
 
 
 class ReadFailure(OSError):

@@ -1,0 +1,128 @@
+"""plan.build_plan: shard boundaries, the seeded order, the rejections and the fingerprint, all
+decided before any image is read."""
+
+import os
+
+import pandas as pd
+import pytest
+
+from conftest import photo, save
+from tfrecorder_lite import SchemaError
+from tfrecorder_lite.images import ImageOptions
+from tfrecorder_lite.plan import build_plan
+
+COLUMNS = {"split_col": "split", "image_col": "image_uri", "label_col": "label"}
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    """Twelve small PNGs; the table's rows name them by relative path."""
+    root = tmp_path_factory.mktemp("plan")
+    for i in range(12):
+        save(photo(8, 8 + i, seed=i), root / f"{i}.png", "PNG")
+    return root
+
+
+def table(splits, labels=None, names=None):
+    names = names or [f"{i}.png" for i in range(len(splits))]
+    labels = labels or [["cat", "dog", "owl"][i % 3] for i in range(len(splits))]
+    return pd.DataFrame({"split": splits, "image_uri": names, "label": labels})
+
+
+def plan_of(df, images, **options):
+    return build_plan(df, **COLUMNS, base_dir=str(images), image=ImageOptions(), **options)
+
+
+def positions(plan, split):
+    return [p for shard in plan.shards if shard.split == split for p in shard.positions]
+
+
+def test_shards_split_each_split_evenly_in_order(images):
+    plan = plan_of(table(["TRAIN"] * 10 + ["TEST"] * 2), images,
+                   num_shards={"train": 3, "TEST": 5}, shuffle=False)
+    assert [(s.name, s.positions) for s in plan.shards] == [
+        ("train-00000-of-00003.tfrecord", (0, 1, 2)),
+        ("train-00001-of-00003.tfrecord", (3, 4, 5)),
+        ("train-00002-of-00003.tfrecord", (6, 7, 8, 9)),
+        ("test-00000-of-00002.tfrecord", (10,)),  # no more shards than rows
+        ("test-00001-of-00002.tfrecord", (11,)),
+    ]
+    assert plan.splits == ("TRAIN", "TEST")
+    gzip = plan_of(table(["TRAIN"] * 3), images, num_shards=1, compression="GZIP")
+    assert [s.name for s in gzip.shards] == ["train-00000-of-00001.tfrecord.gz"]
+
+
+def test_small_images_make_one_shard_a_split_by_default(images):
+    plan = plan_of(table(["TRAIN"] * 9 + ["VALIDATION"] * 3), images)
+    assert [s.name for s in plan.shards] == ["train-00000-of-00001.tfrecord",
+                                             "validation-00000-of-00001.tfrecord"]
+
+
+@pytest.mark.parametrize("num_shards", [0, -1, 2.5, "4", True])
+def test_a_bad_shard_count_is_refused_by_value(images, num_shards):
+    with pytest.raises(SchemaError, match=f"num_shards must be a positive integer.*{num_shards!r}"):
+        plan_of(table(["TRAIN"] * 4), images, num_shards=num_shards)
+
+
+def test_the_order_is_seeded_per_split(images):
+    df = table(["TRAIN"] * 8 + ["TEST"] * 4)
+    first, again = plan_of(df, images, seed=3), plan_of(df, images, seed=3)
+    other = plan_of(df, images, seed=4)
+    assert positions(first, "TRAIN") == positions(again, "TRAIN")
+    assert positions(first, "TRAIN") != positions(other, "TRAIN")
+    assert sorted(positions(other, "TRAIN")) == list(range(8))
+    assert positions(plan_of(df, images, shuffle=False), "TRAIN") == list(range(8))
+    # one split's order does not depend on the other splits' rows
+    fewer_tests = plan_of(df.iloc[:10], images, seed=3)
+    assert positions(fewer_tests, "TRAIN") == positions(first, "TRAIN")
+    assert first.fingerprint == again.fingerprint != other.fingerprint
+
+
+def test_rows_with_problems_are_rejected_before_any_image_is_read(images):
+    (images / "notes.png").write_text("not an image, but only decoding can tell")
+    df = table(["TRAIN", "TRAIN", "NOPE", "TRAIN", "TEST", "TRAIN"],
+               labels=["cat", "dog", "cat", "", "bird", "cat"],
+               names=["0.png", "missing.png", "2.png", "3.png", "4.png", "notes.png"])
+    plan = plan_of(df, images, num_shards=1)
+    reasons = dict(plan.rejected)
+    assert sorted(reasons) == [1, 2, 3]
+    assert reasons[1].startswith("file not found (looked for ")
+    assert "the relative path missing.png was resolved against base_dir" in reasons[1]
+    assert "NOPE" in reasons[2] and "label" in reasons[3]
+    # notes.png is no image, which only reading it tells: the plan keeps its row
+    assert sorted(positions(plan, "TRAIN")) == [0, 5] and positions(plan, "TEST") == [4]
+    # a label that only rejected rows carry takes no id
+    assert plan.labels == ["bird", "cat"]
+    assert plan.label_values[1] == ((-1, ""),)
+
+
+def test_a_file_over_max_image_bytes_is_rejected_naming_the_option(images):
+    size = os.path.getsize(images / "5.png")
+    plan = build_plan(table(["TRAIN"] * 6), **COLUMNS, base_dir=str(images),
+                      image=ImageOptions(max_bytes=size - 1))
+    reasons = dict(plan.rejected)
+    assert 5 in reasons
+    assert reasons[5] == (f"file too large: {size} bytes (limit {size - 1} bytes, "
+                          "max_image_bytes)")
+
+
+def test_the_fingerprint_changes_when_an_image_file_does(images, tmp_path):
+    for i in range(3):
+        save(photo(8, 8, seed=i), tmp_path / f"{i}.png", "PNG")
+    df = table(["TRAIN"] * 3)
+    before = plan_of(df, tmp_path).fingerprint
+    assert plan_of(df, tmp_path).fingerprint == before
+    stat = os.stat(tmp_path / "1.png")
+    os.utime(tmp_path / "1.png", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert plan_of(df, tmp_path).fingerprint != before
+
+
+def test_a_task_carries_its_shard_rows_only(images):
+    df = table(["TRAIN"] * 6).set_index(pd.Index([f"r{i}" for i in range(6)]))
+    plan = plan_of(df, images, num_shards=2, shuffle=False)
+    task = plan.task(plan.shards[1], df.index, threads=3)
+    assert task.name == "train-00001-of-00002.tfrecord" and task.threads == 3
+    assert [(p, label, os.path.basename(path), values) for p, label, path, values in task.rows] \
+        == [(3, "r3", "3.png", ((0, "cat"),)), (4, "r4", "4.png", ((1, "dog"),)),
+            (5, "r5", "5.png", ((2, "owl"),))]
+    assert task.features is plan.features and task.image == plan.image

@@ -97,7 +97,8 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
     """
     if on_error == "raise" and plan.rejected:
         _raise_first(plan, df, plan.rejected)
-    with FolderLock(store):
+    with FolderLock(store) as lock:
+        store = lock.store  # on an object store every write first checks the lease
         files = [n for s in plan.shards for n in (s.name, index_name(s.name))]
         levels = [f.level for f in plan.label_fields if f.level is not None]
         state = output_state.prepare(store, plan.fingerprint, files + level_files(levels),
@@ -115,15 +116,17 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
             _raise_first(plan, df, [r for receipt in receipts.values()
                                     for r in receipt.rejected])
         _write_shards(plan, df, store, receipts, on_error, runner or JoblibRunner(n_jobs),
-                      progress)
+                      progress, lock)
+        lock.check()  # and metadata.json's write checks the lease itself (lock.store)
         return _finish(plan, df, store, receipts)
 
 
-def _write_shards(plan, df, store, receipts, on_error, runner, progress):
+def _write_shards(plan, df, store, receipts, on_error, runner, progress, lock):
     """Write the shards of ``plan`` that ``receipts`` lacks, adding their receipts to it.
 
     A task stopped by a bad row (``on_error="raise"``) returns it in its receipt; it is raised
-    here as InvalidRowError, whatever ran the task.
+    here as InvalidRowError, whatever ran the task. Between receipts, ``lock.check()`` stops
+    the run when the folder's lease was taken over.
     """
     todo = [s for s in plan.shards if s.name not in receipts]
     labels = plan.planned_labels(df.index)
@@ -134,6 +137,7 @@ def _write_shards(plan, df, store, receipts, on_error, runner, progress):
     total = sum(len(shard.positions) for shard in todo)
     with tqdm(total=total, unit="img", desc="tfrecorder_lite", disable=not progress) as bar:
         for receipt in runner.run(plan, tasks_of, todo, store, on_error):
+            lock.check()
             if receipt.failed is not None:
                 _raise_first(plan, df, [receipt.failed])
             receipts[receipt.name] = receipt

@@ -17,7 +17,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from ._version import __version__
-from .errors import InvalidRowError
+from .errors import InvalidRowError, SchemaError
 from .output import state as output_state
 from .output import tfds
 from .output.layout import (LABEL_MAP, REJECTED, STATE_DIR, index_name, label_files,
@@ -97,6 +97,8 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
     """
     if on_error == "raise" and plan.rejected:
         _raise_first(plan, df, plan.rejected)
+    if not plan.shards:
+        _refuse_empty(plan, df)
     with FolderLock(store) as lock:
         store = lock.store  # on an object store every write first checks the lease
         files = [n for s in plan.shards for n in (s.name, index_name(s.name))]
@@ -142,6 +144,19 @@ def _write_shards(plan, df, store, receipts, on_error, runner, progress, lock):
                 _raise_first(plan, df, [receipt.failed])
             receipts[receipt.name] = receipt
             bar.update(receipt.shard.num_examples + len(receipt.rejected))
+
+
+def _refuse_empty(plan, df):
+    """Raise SchemaError for a plan with nothing to write: an empty table, or one whose every
+    row was rejected (an output without records is no output, and readers refuse it)."""
+    if not len(df):
+        raise SchemaError("the table has no rows: there is nothing to convert; nothing was "
+                          "written")
+    shown = "; ".join(f"row {df.index[plan.table_rows(position)[0]]!r}: {reason}"
+                      for position, reason in sorted(plan.rejected)[:3])
+    raise SchemaError(f"none of the table's {len(df)} rows can be written ({shown}"
+                      f"{'; ...' if len(plan.rejected) > 3 else ''}); nothing was written. "
+                      "validate() lists every row's problem.")
 
 
 def _raise_first(plan, df, rejected):

@@ -445,16 +445,17 @@ def _clip(text, limit=TEXT_SHOWN):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def _table(header, rows, caption=None, what="rows"):
+def _table(header, rows, caption=None, what="rows", total=None):
     """An HTML table of the first ROWS_SHOWN ``rows`` (a line says how many more ``what``
-    there are); every cell is clipped and escaped, and numbers are right-aligned."""
+    there are, of ``total`` when given); every cell is clipped and escaped, and numbers are
+    right-aligned."""
     def cell(value):
         kind = ' class="n"' if isinstance(value, int) else ""
         return f"<td{kind}>{_e(_clip(value))}</td>"
 
     rows = iter(rows)
     shown = list(itertools.islice(rows, ROWS_SHOWN))
-    left = sum(1 for _ in rows)
+    left = total - len(shown) if total is not None else sum(1 for _ in rows)
     head = "".join(f"<th>{_e(_clip(h))}</th>" for h in header)
     body = "\n".join(f"<tr>{''.join(map(cell, row))}</tr>" for row in shown)
     caption = f"<caption>{_e(caption)}</caption>" if caption else ""
@@ -475,11 +476,13 @@ def _labels_table(manifest, splits):
     """Label id, text and count per split: the label mapping at a glance."""
     counts = [_level_counts(manifest, manifest.splits[name].label_counts) for name in splits]
     labels = manifest.labels
-    named = [(i, f"{level}: {label}") for level, texts in labels.items()
-             for i, label in enumerate(texts)] if isinstance(labels, dict) else enumerate(labels)
+    levels = labels.items() if isinstance(labels, dict) else [(None, labels)]
+    named = ((i, f"{level}: {label}" if level else label) for level, texts in levels
+             for i, label in enumerate(texts))
     rows = ((i, label, *(c.get(label, 0) for c in counts)) for i, label in named)
     return "<h2>Labels</h2>\n" + _table(("id", "label", *splits), rows,
-                                        what="labels (labels.txt lists them all)")
+                                        what="labels (labels.txt lists them all)",
+                                        total=sum(len(texts) for _, texts in levels))
 
 
 def _images_section(manifest, samples):

@@ -259,8 +259,7 @@ def _label_file_problems(store, manifest):
             if name not in optional:
                 problems.append(f"{name} is missing")
         elif found != expected:
-            problems.append(f"{name} does not list metadata.json's labels, one per line in "
-                            "id order")
+            problems.append(f"{name} does not match metadata.json's labels")
     return problems
 
 

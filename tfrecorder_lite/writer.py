@@ -149,7 +149,7 @@ def _write_shards(plan, df, store, receipts, on_error, runner, progress, lock):
 def _refuse_empty(plan, df):
     """Raise SchemaError for a plan with nothing to write: an empty table, or one whose every
     row was rejected (an output without records is no output, and readers refuse it)."""
-    if not len(df):
+    if not len(df) or not plan.rejected:
         raise SchemaError("the table has no rows: there is nothing to convert; nothing was "
                           "written")
     shown = "; ".join(f"row {df.index[plan.table_rows(position)[0]]!r}: {reason}"

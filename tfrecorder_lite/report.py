@@ -106,8 +106,8 @@ def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
     Args:
         output_dir: the output folder: a path or any fsspec URL.
         split: one split ("TRAIN", case-insensitive), or None for all.
-        num: how many images the contact sheets show: the first records of the split(s),
-            spread evenly over splits and shards.
+        num: how many images the contact sheets show (at most ``MAX_IMAGES``): the first
+            records of the split(s), spread evenly over splits and shards.
         out: when given, the report is also saved to this local file.
         storage_options: fsspec options for a remote folder.
 

@@ -138,14 +138,15 @@ def test_a_file_over_the_limit_is_refused_with_its_size_however_it_is_served(ser
 def test_a_silent_server_times_out_and_a_skip_run_finishes(server, tmp_path):
     paths = ["silent/a.jpg", "drip/a.jpg", "ok/a.jpg", "silent/b.png"]
     report = run_jobs([{"rows": rows(server, *paths), "out": str(tmp_path / "out"),
-                        "options": {"storage_options": {"timeout": 3}}}], timeout=120)
+                        "options": {"storage_options": {"timeout": 6}}}], timeout=120)
     job = report["jobs"][0]
     for found in (job["validate"], job["rejected"]):
-        assert found == {"0": "timed out after 3 s", "1": "timed out after 3 s",
-                         "3": "timed out after 3 s"}
+        assert found == {"0": "timed out after 6 s", "1": "timed out after 6 s",
+                         "3": "timed out after 6 s"}
     assert job["written"] == 1
-    # planning asks (HEAD) and writing reads (GET): each waits one timeout, not more
-    assert job["write_seconds"] < 20 and job["validate_seconds"] < 15
+    # planning asks (HEAD) and writing reads (GET): each waits one timeout, not more (the
+    # timeout leaves a loaded machine room to answer the healthy row in time)
+    assert job["write_seconds"] < 30 and job["validate_seconds"] < 20
 
 
 def test_the_idle_timeout_is_60_s_by_default_and_reaches_fsspecs_own_requests():

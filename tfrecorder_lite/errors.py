@@ -50,19 +50,24 @@ class OutputExistsError(TFRecorderError, FileExistsError):
 class OutputLockedError(OutputExistsError):
     """Another conversion is writing the output folder right now; nothing was changed.
 
+    Also raised when a conversion finds, while writing, that another one took its folder over
+    (or that its lock file is no lease), with a ``message`` saying so.
+
     Attributes:
         output_dir: the folder.
-        holder: who holds it (pid, host, since when).
+        holder: who holds it (pid, host, since when), or what is wrong with its lock file.
     """
 
-    def __init__(self, output_dir, holder):
+    def __init__(self, output_dir, holder, message=None):
         self.output_dir = output_dir
         self.holder = holder
-        super().__init__(f"{output_dir} is being written by another conversion ({holder}); "
-                         "nothing was changed. Wait for it to finish, or write elsewhere.")
+        self._message = message
+        super().__init__(message or (
+            f"{output_dir} is being written by another conversion ({holder}); nothing was "
+            "changed. Wait for it to finish, or write elsewhere."))
 
     def __reduce__(self):
-        return type(self), (self.output_dir, self.holder)
+        return type(self), (self.output_dir, self.holder, self._message)
 
 
 class ManifestError(TFRecorderError, OSError):

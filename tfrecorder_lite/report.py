@@ -46,9 +46,17 @@ FONT_SIZE = 12
 PAD = 4
 CHART_WIDTH = 640  # width of a label histogram
 BAR = 16  # height of one bar
-MAX_BARS = 60  # labels drawn in a histogram (the labels table lists them all)
+MAX_BARS = 60  # labels drawn in a histogram
 REJECTED_SHOWN = 50  # rows of rejected.csv shown
 SIZES_SHOWN = 10  # most common image sizes shown
+# Whatever an output folder holds (a tampered metadata.json, hostile records), the page stays
+# small: each of these bounds says on the page what it left out.
+MAX_IMAGES = 256  # images on the contact sheets, whatever ``num`` asks
+ROWS_SHOWN = 200  # rows of a table (labels, shards, formats)
+TEXT_SHOWN = 200  # characters of a text from the data (labels, file names, cells)
+REJECTED_BYTES = 1 << 20  # of rejected.csv, only the start is read
+REJECTED_COLUMNS = 20  # columns of rejected.csv shown
+MAX_DRAWN_PIXELS = 40_000_000  # larger images get a placeholder (decoded, one is 160 MB)
 
 _BACKGROUND = (238, 238, 238)
 
@@ -103,8 +111,8 @@ def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
     Args:
         output_dir: the output folder: a path or any fsspec URL.
         split: one split ("TRAIN", case-insensitive), or None for all.
-        num: how many images the contact sheets show: the first records of the split(s),
-            spread evenly over splits and shards.
+        num: how many images the contact sheets show (at most ``MAX_IMAGES``): the first
+            records of the split(s), spread evenly over splits and shards.
         out: when given, the report is also saved to this file (a path or any fsspec URL).
         storage_options: fsspec options for a remote folder and a remote ``out``.
 
@@ -123,10 +131,15 @@ def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
     manifest, _ = read_manifest(store)
     splits = list(manifest.splits) if split is None else [pick(split, manifest.splits)]
     infos = [manifest.splits[name] for name in splits]
-    summary = summary_text(manifest, store.url)
+    summary = summary_text(manifest, store.url, max_labels=ROWS_SHOWN, max_text=TEXT_SHOWN)
     samples, problems, sections = [], [], []
+    available = sum(i.num_examples for i in infos) if manifest.image is not None else 0
+    if min(num, available) > MAX_IMAGES:
+        problems.append(f"the contact sheets show {MAX_IMAGES} images, not the {num} asked "
+                        "for (a page stays small)")
     for name, info, share in zip(splits, infos,
-                                 _spread(num, [i.num_examples for i in infos])):
+                                 _spread(min(num, MAX_IMAGES),
+                                         [i.num_examples for i in infos])):
         if manifest.image is None:  # records without images: nothing to show
             share = 0
         found, trouble = _read_samples(store, info.shards, share, manifest.compression,
@@ -138,7 +151,7 @@ def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
         f'<div class="tfrl-report">\n<style>{_STYLE}</style>',
         f"<h1>{_e(store.url)}</h1>",
         f"<pre>{_e(summary)}</pre>",
-        *(f'<p class="problem">{_e(p)}</p>' for p in problems),
+        *(f'<p class="problem">{_e(p)}</p>' for p in problems[:ROWS_SHOWN]),
         _splits_table(manifest, splits),
         _labels_table(manifest, splits),
         _images_section(manifest, samples) if manifest.image is not None else "",
@@ -220,13 +233,18 @@ def _read_samples(store, shards, num, compression, text_keys):
 def _sample(features, text_keys):
     def text(key):  # several labels (multi-label) are joined by ", "
         values = features.get(key, (None, [b""]))[1]
-        return ", ".join(v.decode("utf-8", "replace") for v in values)
+        return ", ".join(v[:TEXT_SHOWN].decode("utf-8", "replace")
+                         for v in values[:TEXT_SHOWN])
 
-    sample = _Sample(" / ".join(text(key) for key in text_keys), text(keys.FILENAME))
+    sample = _Sample(_clip(" / ".join(text(key) for key in text_keys)),
+                     _clip(text(keys.FILENAME)))
     try:
         with Image.open(io.BytesIO(features[keys.ENCODED][1][0])) as image:
             sample.size, sample.mode = (image.height, image.width), image.mode
             image.draft("RGB", (THUMB, THUMB))  # JPEG: decode at 1/2 to 1/8 scale
+            if image.width * image.height > MAX_DRAWN_PIXELS:
+                raise ValueError(f"{hxw(sample.size)} is larger than inspect draws "
+                                 f"({MAX_DRAWN_PIXELS / 1e6:.0f} Mpx)")
             flat = _flatten(image)
         flat.thumbnail((THUMB, THUMB), reducing_gap=2.0)  # fast for large images
         sample.thumbnail = ImageOps.contain(flat, (THUMB, THUMB))  # small ones grow
@@ -283,6 +301,7 @@ def _font():
 
 def _fit(text, font, width):
     """``text`` shortened with "..." to fit ``width`` pixels in ``font``."""
+    text = text[:max(width, 0) + 1]  # glyphs are a pixel wide at least: the rest never shows
     if not isinstance(font, ImageFont.FreeTypeFont):  # the bitmap fallback knows Latin-1 only
         text = text.encode("latin-1", "replace").decode("latin-1")
     if font.getlength(text) <= width:
@@ -425,16 +444,28 @@ def _e(text):
     return html.escape(str(text), quote=True)
 
 
-def _table(header, rows, caption=None):
-    """An HTML table; every cell is escaped, and numbers are right-aligned."""
+def _clip(text, limit=TEXT_SHOWN):
+    """``text`` cut to ``limit`` characters, with "..." when it was longer."""
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _table(header, rows, caption=None, what="rows", total=None):
+    """An HTML table of the first ROWS_SHOWN ``rows`` (a line says how many more ``what``
+    there are, of ``total`` when given); every cell is clipped and escaped, and numbers are
+    right-aligned."""
     def cell(value):
         kind = ' class="n"' if isinstance(value, int) else ""
-        return f"<td{kind}>{_e(value)}</td>"
+        return f"<td{kind}>{_e(_clip(value))}</td>"
 
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    body = "\n".join(f"<tr>{''.join(map(cell, row))}</tr>" for row in rows)
+    rows = iter(rows)
+    shown = list(itertools.islice(rows, ROWS_SHOWN))
+    left = total - len(shown) if total is not None else sum(1 for _ in rows)
+    head = "".join(f"<th>{_e(_clip(h))}</th>" for h in header)
+    body = "\n".join(f"<tr>{''.join(map(cell, row))}</tr>" for row in shown)
     caption = f"<caption>{_e(caption)}</caption>" if caption else ""
-    return f"<table>{caption}<tr>{head}</tr>\n{body}</table>"
+    more = f"\n<p>and {left} more {what}, not shown</p>" if left else ""
+    return f"<table>{caption}<tr>{head}</tr>\n{body}</table>{more}"
 
 
 def _splits_table(manifest, splits):
@@ -450,10 +481,13 @@ def _labels_table(manifest, splits):
     """Label id, text and count per split: the label mapping at a glance."""
     counts = [_level_counts(manifest, manifest.splits[name].label_counts) for name in splits]
     labels = manifest.labels
-    named = [(i, f"{level}: {label}") for level, texts in labels.items()
-             for i, label in enumerate(texts)] if isinstance(labels, dict) else enumerate(labels)
-    rows = [(i, label, *(c.get(label, 0) for c in counts)) for i, label in named]
-    return "<h2>Labels</h2>\n" + _table(("id", "label", *splits), rows)
+    levels = labels.items() if isinstance(labels, dict) else [(None, labels)]
+    named = ((i, f"{level}: {label}" if level else label) for level, texts in levels
+             for i, label in enumerate(texts))
+    rows = ((i, label, *(c.get(label, 0) for c in counts)) for i, label in named)
+    return "<h2>Labels</h2>\n" + _table(("id", "label", *splits), rows,
+                                        what="labels (labels.txt lists them all)",
+                                        total=sum(len(texts) for _, texts in levels))
 
 
 def _images_section(manifest, samples):
@@ -472,7 +506,7 @@ def _images_section(manifest, samples):
     return "\n".join([
         '<h2>Images</h2>\n<div class="row">',
         _table(("", "value"), stored, "all images (metadata.json)"),
-        _table(("format", "images"), formats, "formats of all images"),
+        _table(("format", "images"), formats, "formats of all images", "formats"),
         _table(("height x width", "images"), sizes, "sizes"),
         _table(("Pillow mode", "images"), modes, "modes"),
         f"</div>\n<p>Sizes and modes are those {sampled}.</p>"])
@@ -483,8 +517,8 @@ def _split_section(manifest, name, info, samples, number):
     a _Picture and a _Sheet; ``number`` makes ids unique."""
     parts = [f"<h2>{_e(name)}</h2>",
              _table(("shard", "examples", "size", "crc32c"),
-                    [(s.name, s.num_examples, human_size(s.bytes), s.crc32c or "")
-                     for s in info.shards])]
+                    ((s.name, s.num_examples, human_size(s.bytes), s.crc32c or "")
+                     for s in info.shards), what="shards")]
     counts = _level_counts(manifest, info.label_counts or {})
     if counts:
         shown = "" if len(counts) <= MAX_BARS else f" (the first {MAX_BARS} labels)"
@@ -505,9 +539,20 @@ def _rejected_section(store, manifest):
         return head
     try:
         with store.open_read(REJECTED) as f:
-            table = pd.read_csv(f, dtype=str, keep_default_na=False, nrows=REJECTED_SHOWN)
+            start = f.read(REJECTED_BYTES + 1)
+        if len(start) > REJECTED_BYTES:  # whole lines only
+            start = start[:start.rfind(b"\n", 0, REJECTED_BYTES) + 1]
+            if not start:
+                raise ValueError(f"its first line is longer than {human_size(REJECTED_BYTES)}")
+        table = pd.read_csv(io.BytesIO(start), dtype=str, keep_default_na=False,
+                            nrows=REJECTED_SHOWN)
     except (OSError, ValueError) as exc:
         return f'{head}\n<p class="problem">cannot read {_e(store.path(REJECTED))}: ' \
-               f"{_e(exc)}</p>"
+               f"{_e(_clip(exc))}</p>"
+    columns = ""
+    if len(table.columns) > REJECTED_COLUMNS:
+        columns = (f"<p>(its first {REJECTED_COLUMNS} of {len(table.columns)} "
+                   "columns)</p>\n")
+        table = table.iloc[:, :REJECTED_COLUMNS]
     shown = f"<p>The first {len(table)}:</p>\n" if len(table) < count else ""
-    return f"{head}\n{shown}" + _table(table.columns, table.itertuples(index=False))
+    return f"{head}\n{shown}{columns}" + _table(table.columns, table.itertuples(index=False))

@@ -1,11 +1,14 @@
 """``verify()``: re-read every shard and check it against metadata.json."""
 
+from collections import Counter
+
 from .errors import ManifestError, VerifyError
-from .output.layout import index_name
-from .output.manifest import read_manifest
+from .output.layout import (LABEL_MAP, index_name, label_files, label_map_pbtxt,
+                            tfds_label_names)
+from .output.manifest import hxw, label_counts, read_manifest
 from .record import encoding as example
 from .record import keys
-from .record.features import FeatureSet
+from .record.features import Boxes, FeatureSet
 from .record.framing import FileDigest, RecordError, index_text, iter_records
 from .storage import Store
 from .record.tensorflow import import_tensorflow
@@ -24,7 +27,12 @@ class _DigestingReader:
         return data
 
 
-def _check_record(data, features, decode_image, boxes=None):
+def _check_record(data, features, decode_image, labels, boxes=None):
+    """Check one record against the manifest; returns its parsed features.
+
+    Raises:
+        ValueError: what is wrong with it.
+    """
     parsed = example.decode_example(data)
     for key, spec in features.items():
         if key not in parsed:
@@ -36,8 +44,94 @@ def _check_record(data, features, decode_image, boxes=None):
     problem = boxes.check({key: values for key, (_, values) in parsed.items()}) if boxes else None
     if problem:
         raise ValueError(problem)
+    for label in labels:
+        label.check(parsed)
     if decode_image is not None and keys.ENCODED in parsed:
-        decode_image(parsed[keys.ENCODED][1][0])
+        height, width = decode_image(parsed[keys.ENCODED][1][0])
+        stored = (parsed[keys.HEIGHT][1][0], parsed[keys.WIDTH][1][0])
+        if (height, width) != stored:
+            raise ValueError(f"its image decodes to {height}x{width}, the record says "
+                             f"{hxw(stored)}")
+    return parsed
+
+
+class _Label:
+    """One label field of an output: checks each record's ids and texts against
+    metadata.json's labels and counts the ids, per split."""
+
+    def __init__(self, feature):
+        self.level = getattr(feature, "level", None)
+        self.vocabulary = list(feature.vocabulary)
+        self.id_key, self.text_key = feature.keys
+        self.first = 1 if isinstance(feature, Boxes) else 0  # box classes count from 1
+        self._texts = [text.encode("utf-8") for text in self.vocabulary]
+        self.counts = {}  # split -> Counter of ids
+
+    def check(self, parsed):
+        ids, texts = parsed[self.id_key][1], parsed[self.text_key][1]
+        if len(ids) != len(texts):
+            raise ValueError(f"{len(ids)} value(s) in {self.id_key}, {len(texts)} in "
+                             f"{self.text_key}")
+        for label_id, text in zip(ids, texts):
+            if not self.first <= label_id < len(self.vocabulary):
+                raise ValueError(f"{self.id_key} {label_id} is no label id of metadata.json "
+                                 f"({self.first} to {len(self.vocabulary) - 1})")
+            if text != self._texts[label_id]:
+                raise ValueError(f"{self.text_key} {_clip(text.decode('utf-8', 'replace'))!r} "
+                                 f"is not the text of label {label_id} in metadata.json "
+                                 f"({_clip(self.vocabulary[label_id])!r})")
+
+    def count(self, split, parsed):
+        self.counts.setdefault(split, Counter()).update(parsed[self.id_key][1])
+
+    def label_counts(self, split):
+        """The split's label counts as metadata.json has them (label text -> count)."""
+        return label_counts(self.vocabulary, [self.counts.get(split, {})])
+
+
+class _Images:
+    """What the records' image fields add up to, as metadata.json's ``image`` says it."""
+
+    def __init__(self):
+        self.sizes, self.channels, self.formats = {}, set(), Counter()
+        self.max_size = (0, 0)
+
+    def add(self, where, parsed):
+        size = (parsed[keys.HEIGHT][1][0], parsed[keys.WIDTH][1][0])
+        if len(self.sizes) < 2:
+            self.sizes.setdefault(size, where)
+        self.max_size = (max(self.max_size[0], size[0]), max(self.max_size[1], size[1]))
+        self.channels.add(parsed[keys.CHANNELS][1][0])
+        self.formats[parsed[keys.FORMAT][1][0].decode("utf-8", "replace")] += 1
+
+    def problems(self, image):
+        """How metadata.json's ImageSummary ``image`` differs from the records."""
+        problems, sizes = [], list(self.sizes)
+        if not sizes:
+            return problems
+        if image.size is not None and sizes != [tuple(image.size)]:
+            other = next(s for s in sizes if s != tuple(image.size))
+            problems.append(f"metadata.json: image.size is {hxw(image.size)}, and "
+                            f"{self.sizes[other]} is {hxw(other)}")
+        if image.size is None and len(sizes) == 1:
+            problems.append(f"metadata.json: image.size is null (sizes vary), and every "
+                            f"record is {hxw(sizes[0])}")
+        if image.max_size is not None and tuple(image.max_size) != self.max_size:
+            problems.append(f"metadata.json: image.max_size is {hxw(image.max_size)}, the "
+                            f"records' largest height and width are {hxw(self.max_size)}")
+        if image.channels is not None and self.channels != {image.channels}:
+            problems.append(f"metadata.json: image.channels is {image.channels}, the records "
+                            f"hold {sorted(self.channels)}")
+        if dict(image.formats) != dict(self.formats):
+            problems.append(f"metadata.json: image.formats is {_clip(image.formats)}, the "
+                            f"records hold {dict(sorted(self.formats.items()))}")
+        return problems
+
+
+def _clip(value, limit=80):
+    """``value`` as text, cut to ``limit`` characters (texts from a file may be any size)."""
+    text = value if isinstance(value, str) else str(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _values_text(spec):
@@ -67,8 +161,14 @@ def shard_error(store, shard, problem):
                          f"{store.url}")
 
 
-def _check_shard(store, shard, compression, features, decode_image, boxes=None):
-    """Problems of one shard file (empty list when it is sound)."""
+def _check_shard(store, shard, split, compression, features, decode_image, labels, images,
+                 boxes=None):
+    """Problems of one shard file (empty list when it is sound); counts what its records
+    hold into ``labels`` and ``images`` (None: no images).
+
+    Returns:
+        The problems found (what the split sums up is judged only when there are none).
+    """
     name = shard.name
     size = store.size(name)
     problem = size_problem(shard, size)
@@ -78,14 +178,23 @@ def _check_shard(store, shard, compression, features, decode_image, boxes=None):
     with store.open_read(name) as f:
         reader = _DigestingReader(f, FileDigest.like(shard.checksums))
         try:
-            for count, data in enumerate(iter_records(reader, compression), start=1):
+            for count, data in enumerate(iter_records(reader, compression, size), start=1):
+                if count > shard.num_examples:  # read no further into a file that lies
+                    problems.append(f"{name}: more than the {shard.num_examples} records "
+                                    "metadata.json says")
+                    damaged = True
+                    break
                 sizes.append(len(data))
                 try:
-                    _check_record(data, features, decode_image, boxes)
+                    parsed = _check_record(data, features, decode_image, labels, boxes)
                 except Exception as exc:  # a record that does not parse or decode
                     problems.insert(0, f"{name}: record {count - 1}: {exc}")
                     damaged = True
                     break
+                for label in labels:
+                    label.count(split, parsed)
+                if images is not None:
+                    images.add(f"{name} record {count - 1}", parsed)
         except RecordError as exc:
             problems.insert(0, f"{name}: {exc}")
             damaged = True
@@ -109,34 +218,108 @@ def _index_problems(store, shard, record_sizes):
     if entry.name != name:
         return [f"{shard_name}: metadata.json names its index {entry.name!r}, "
                 f"expected {name!r}"]
-    try:
-        found = store.read_bytes(name)
-    except FileNotFoundError:
+    expected = index_text(record_sizes).encode()
+    found = _read_head(store, name, len(expected) + 1)
+    if found is None:
         return [f"{shard_name}: index file {name} is missing"]
-    if found != index_text(record_sizes).encode():
+    if found != expected:
         return [f"{shard_name}: index file {name} does not match its records"]
     return []
+
+
+def _read_head(store, name, limit):
+    """The first ``limit`` bytes of the file ``name`` (all of a smaller one), or None when it
+    is missing: a file expected to hold less is never read whole."""
+    try:
+        with store.open_read(name) as f:
+            return f.read(limit)
+    except FileNotFoundError:
+        return None
+
+
+def _label_file_problems(store, manifest):
+    """Problems of the label files (labels.txt, labels-<level>.txt, a detection output's
+    label_map.pbtxt, tfds' label names where present) against metadata.json's labels."""
+    files = {name: "".join(f"{text}\n" for text in texts)
+             for name, texts in label_files(manifest.labels).items()}
+    if manifest.task == "detection" and isinstance(manifest.boxes, dict) and \
+            manifest.boxes.get("label_map") == LABEL_MAP:
+        files[LABEL_MAP] = label_map_pbtxt(manifest.labels)
+    optional = set()
+    if not manifest.compression:  # tfds' files, written for uncompressed outputs
+        for label in FeatureSet.from_manifest(manifest).labels:
+            name = tfds_label_names(label.keys[0])
+            files[name] = "".join(f"{text}\n" for text in label.vocabulary)
+            optional.add(name)
+    problems = []
+    for name, text in files.items():
+        expected = text.encode("utf-8")
+        found = _read_head(store, name, len(expected) + 1)
+        if found is None:
+            if name not in optional:
+                problems.append(f"{name} is missing")
+        elif found != expected:
+            problems.append(f"{name} does not match metadata.json's labels")
+    return problems
+
+
+def _label_count_problems(manifest, split, labels):
+    """How a split's label_counts in metadata.json differ from those counted in its records."""
+    info = manifest.splits[split]
+    if isinstance(manifest.labels, dict):
+        found = {label.level: label.label_counts(split) for label in labels}
+        listed = {f"{level}: {text}": n for level, counts in _items(info.label_counts)
+                  for text, n in _items(counts)}
+        counted = {f"{level}: {text}": n for level, counts in found.items()
+                   for text, n in counts.items()}
+    else:
+        listed, counted = dict(_items(info.label_counts)), labels[0].label_counts(split)
+    if listed == counted:
+        return []
+    differ = [text for text in dict.fromkeys([*counted, *listed])
+              if listed.get(text) != counted.get(text)]
+    shown = "; ".join(f"{_clip(text)!r} {listed.get(text, 0)} in metadata.json, "
+                      f"{counted.get(text, 0)} in the records" for text in differ[:5])
+    more = f"; and {len(differ) - 5} more" if len(differ) > 5 else ""
+    what = "boxes" if manifest.task == "detection" else "records"
+    return [f"metadata.json: splits.{split}.label_counts (label -> {what}) differs from the "
+            f"records: {shown}{more}"]
+
+
+def _items(value):
+    """The items of a dict read from metadata.json (none when it is not a dict)."""
+    return value.items() if isinstance(value, dict) else ()
 
 
 def _tf_decoder():
     tf = import_tensorflow()
 
     def decode_image(encoded):
-        tf.io.decode_image(encoded, channels=3, expand_animations=False)
+        """(height, width) of the decoded image."""
+        shape = tf.io.decode_image(encoded, channels=3, expand_animations=False).shape
+        return int(shape[0]), int(shape[1])
 
     return decode_image
+
+
+_PROBLEMS_SHOWN = 100  # lines of a VerifyError's message (exc.problems has them all)
 
 
 def verify(output_dir, decode=False, *, storage_options=None):
     """Read every record of every shard and check it against ``metadata.json``.
 
-    ``output_dir`` is a local path or any fsspec URL; remote shards are streamed, not copied.
+    ``output_dir`` is a local path or any fsspec URL; remote shards are streamed, not copied,
+    and memory stays bounded whatever a shard holds (see ``iter_records``).
 
     Checks both CRCs of each record, that each parses as an Example with the manifest's
-    features, each shard's record count, size and checksums (CRC32C, and sha256 where
-    metadata.json has it), that its index file lists its records, and a detection record's
-    objects (lists of one length, boxes relative and ordered); with ``decode`` also decodes
-    every image with TensorFlow.
+    features, that its label ids and texts are metadata.json's labels, each shard's record
+    count, size and checksums (CRC32C, and sha256 where metadata.json has it), that its index
+    file lists its records, and a detection record's objects (lists of one length, boxes
+    relative and ordered). Then what metadata.json sums up: each split's ``label_counts``
+    (records per label; boxes per label in a detection output), the image sizes, channels
+    and formats, and the label files (``labels.txt``, ``labels-<level>.txt``,
+    ``label_map.pbtxt``). With ``decode`` also decodes every image with TensorFlow and checks
+    its height and width.
 
     Returns:
         A one-line summary, e.g. "OK: 3 splits, 5 shards, 3000 records verified".
@@ -148,16 +331,31 @@ def verify(output_dir, decode=False, *, storage_options=None):
     store = Store(output_dir, storage_options)
     manifest, _ = read_manifest(store)
     decode_image = _tf_decoder() if decode else None
-    boxes = FeatureSet.from_manifest(manifest).boxes
-    problems, shards, records = [], 0, 0
-    for info in manifest.splits.values():
+    feature_set = FeatureSet.from_manifest(manifest)
+    labels = [_Label(feature) for feature in feature_set.labels]
+    images = _Images() if manifest.image is not None else None
+    problems, shards, records, whole = [], 0, 0, True
+    for split, info in manifest.splits.items():
+        split_whole = True
         for shard in info.shards:
-            problems += _check_shard(store, shard, manifest.compression, manifest.features,
-                                     decode_image, boxes)
+            found = _check_shard(store, shard, split, manifest.compression,
+                                          manifest.features, decode_image, labels, images,
+                                          feature_set.boxes)
+            problems += found
+            split_whole = split_whole and not found
             shards += 1
             records += shard.num_examples
+        if split_whole:  # the counts of a split with a faulty shard tell nothing more
+            problems += _label_count_problems(manifest, split, labels)
+        whole = whole and split_whole
+    if whole and images is not None:
+        problems += images.problems(manifest.image)
+    problems += _label_file_problems(store, manifest)
     if problems:
+        shown = problems[:_PROBLEMS_SHOWN]
+        more = [f"... and {len(problems) - len(shown)} more (exc.problems lists them all)"] \
+            if len(problems) > len(shown) else []
         raise VerifyError(f"{len(problems)} problem(s) in {store.url}:\n  " +
-                          "\n  ".join(problems), problems)
+                          "\n  ".join(shown + more), problems)
     what = "records verified" + (" and decoded" if decode else "")
     return f"OK: {len(manifest.splits)} split(s), {shards} shard(s), {records} {what}"

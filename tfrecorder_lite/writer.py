@@ -17,7 +17,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from ._version import __version__
-from .errors import InvalidRowError
+from .errors import InvalidRowError, SchemaError
 from .output import state as output_state
 from .output import tfds
 from .output.layout import (LABEL_MAP, REJECTED, STATE_DIR, index_name, label_files,
@@ -97,7 +97,10 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
     """
     if on_error == "raise" and plan.rejected:
         _raise_first(plan, df, plan.rejected)
-    with FolderLock(store):
+    if not plan.shards:
+        _refuse_empty(plan, df)
+    with FolderLock(store) as lock:
+        store = lock.store  # on an object store every write first checks the lease
         files = [n for s in plan.shards for n in (s.name, index_name(s.name))]
         levels = [f.level for f in plan.label_fields if f.level is not None]
         state = output_state.prepare(store, plan.fingerprint, files + level_files(levels),
@@ -115,15 +118,17 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
             _raise_first(plan, df, [r for receipt in receipts.values()
                                     for r in receipt.rejected])
         _write_shards(plan, df, store, receipts, on_error, runner or JoblibRunner(n_jobs),
-                      progress)
+                      progress, lock)
+        lock.check()  # and metadata.json's write checks the lease itself (lock.store)
         return _finish(plan, df, store, receipts)
 
 
-def _write_shards(plan, df, store, receipts, on_error, runner, progress):
+def _write_shards(plan, df, store, receipts, on_error, runner, progress, lock):
     """Write the shards of ``plan`` that ``receipts`` lacks, adding their receipts to it.
 
     A task stopped by a bad row (``on_error="raise"``) returns it in its receipt; it is raised
-    here as InvalidRowError, whatever ran the task.
+    here as InvalidRowError, whatever ran the task. Between receipts, ``lock.check()`` stops
+    the run when the folder's lease was taken over.
     """
     todo = [s for s in plan.shards if s.name not in receipts]
     labels = plan.planned_labels(df.index)
@@ -134,10 +139,24 @@ def _write_shards(plan, df, store, receipts, on_error, runner, progress):
     total = sum(len(shard.positions) for shard in todo)
     with tqdm(total=total, unit="img", desc="tfrecorder_lite", disable=not progress) as bar:
         for receipt in runner.run(plan, tasks_of, todo, store, on_error):
+            lock.check()
             if receipt.failed is not None:
                 _raise_first(plan, df, [receipt.failed])
             receipts[receipt.name] = receipt
             bar.update(receipt.shard.num_examples + len(receipt.rejected))
+
+
+def _refuse_empty(plan, df):
+    """Raise SchemaError for a plan with nothing to write: an empty table, or one whose every
+    row was rejected (an output without records is no output, and readers refuse it)."""
+    if not len(df) or not plan.rejected:
+        raise SchemaError("the table has no rows: there is nothing to convert; nothing was "
+                          "written")
+    shown = "; ".join(f"row {df.index[plan.table_rows(position)[0]]!r}: {reason}"
+                      for position, reason in sorted(plan.rejected)[:3])
+    raise SchemaError(f"none of the table's {len(df)} rows can be written ({shown}"
+                      f"{'; ...' if len(plan.rejected) > 3 else ''}); nothing was written. "
+                      "validate() lists every row's problem.")
 
 
 def _raise_first(plan, df, rejected):

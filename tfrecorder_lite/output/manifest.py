@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ..errors import ManifestError
 from ..record.keys import (BYTES, DETECTION_KEYS, FLOAT, IMAGE_KEYS, INT64, LEVEL_NAME,
                            label_keys)
+from ..splits import SPLITS
 from ..storage import Store, human_size, is_dir
 from .layout import METADATA, STATE_DIR, is_shard_of
 
@@ -282,19 +283,31 @@ class Manifest:
         check.field(content, "", "rejected", _is_count, "a count")
         splits = check.field(content, "", "splits", lambda v: _is_object(v) and v,
                              "an object of splits")
-        entries = {}
+        entries, names = {}, set()
         for split in splits:
+            if split not in SPLITS:
+                raise ManifestError(f"{path}: splits: {_short_repr(split)} is not one of "
+                                    f"{', '.join(SPLITS)}")
             info = check.field(splits, "splits", split, _is_object, "an object")
             where = f"splits.{split}"
             num_examples = check.field(info, where, "num_examples", _is_count, "a count")
             shards = check.field(info, where, "shards", lambda v: isinstance(v, list), "a list")
             shards = tuple(ShardEntry.from_json(shard, split, f"{where}.shards[{i}]", check)
                            for i, shard in enumerate(shards))
+            for shard in shards:  # else a reader reads it twice (or a million times)
+                if shard.name in names:
+                    raise ManifestError(f"{path}: {where}.shards: {shard.name} is listed twice")
+                names.add(shard.name)
             listed = sum(shard.num_examples for shard in shards)
             if listed != num_examples:
                 raise ManifestError(f"{path}: {where}.num_examples: {num_examples} is not the "
                                     f"sum of its shards' num_examples ({listed})")
-            entries[split] = SplitEntry(num_examples, info.get("label_counts", {}), shards)
+            counts = info.get("label_counts", {})
+            check.value(counts, f"{where}.label_counts", lambda v: _is_counts(v) or (
+                isinstance(labels, dict) and _is_object(v) and
+                all(_is_counts(c) for c in v.values())),
+                "an object label -> count" + (", per level" if isinstance(labels, dict) else ""))
+            entries[split] = SplitEntry(num_examples, counts, shards)
         known = {"format_version", "created_by", "fingerprint", "task", "labels", "features",
                  "compression", "image", "split_assignment", "rejected", "rejected_rows",
                  "splits", "boxes"}
@@ -410,17 +423,32 @@ def read_metadata(output_dir, storage_options=None):
     return Metadata(content, store.url, manifest)
 
 
-def summary_text(manifest, where):
+def summary_text(manifest, where, max_labels=None, max_text=None):
     """The text summary of an output folder: what ``tfrecorder-lite info`` prints, what heads
     an ``inspect`` report, and what ``print(read_metadata(...))`` shows.
 
     Args:
         manifest: the folder's Manifest.
         where: how to name the folder (its path or URL).
+        max_labels: list at most this many labels (and formats) per split, and say how many
+            more there are (None: all of them).
+        max_text: cut each label text to this many characters (None: whole).
     """
+    def short(text):
+        text = str(text)
+        return text if max_text is None or len(text) <= max_text else text[:max_text - 3] + "..."
+
+    def first(items, what, indent):
+        items = list(items)
+        if max_labels is None or len(items) <= max_labels:
+            return items, []
+        return items[:max_labels], [f"{indent}... and {len(items) - max_labels} more {what}"]
+
     image, labels = manifest.image, manifest.labels
     if isinstance(labels, dict):
-        what = " and ".join(f"{len(texts)} {level} labels" for level, texts in labels.items())
+        levels, more = first(labels.items(), "levels", "")
+        what = " and ".join(f"{len(texts)} {short(level)} labels" for level, texts in levels) \
+            + "".join(f" {line}" for line in more)
     else:
         what = f"{len(labels)} labels" + (" (multi-label)" if manifest.task else "")
     compression = manifest.compression or "none"
@@ -432,20 +460,24 @@ def summary_text(manifest, where):
             size = hxw(image.size)
         else:
             size = "various sizes" + (f", up to {hxw(image.max_size)}" if image.max_size else "")
-        formats = ", ".join(f"{fmt} {n}" for fmt, n in image.formats.items()) or "none"
+        formats, more = first(image.formats.items(), "formats", "")
+        formats = ", ".join(f"{short(fmt)} {n}" for fmt, n in formats) or "none"
         lines = [f"{where}: {what}, images {image.stored} ({size}), "
                  f"compression {compression}, {manifest.rejected} rejected",
-                 f"formats: {formats}"]
+                 f"formats: {formats}" + (f" {more[0]}" if more else "")]
     for split, info in manifest.splits.items():
         size = human_size(sum(shard.bytes for shard in info.shards))
         lines.append(f"{split}: {info.num_examples} examples in {len(info.shards)} "
                      f"shard(s), {size}")
         counts = info.label_counts
-        levels = counts.items() if isinstance(labels, dict) else [(None, counts)]
+        levels, more_levels = first(counts.items(), "levels", "  ") \
+            if isinstance(labels, dict) else ([(None, counts)], [])
         for level, level_counts in levels:
-            lines += [f"  {level}:"] if level else []
+            lines += [f"  {short(level)}:"] if level else []
             indent = "    " if level else "  "
-            lines += [f"{indent}{label}: {count}" for label, count in level_counts.items()]
+            shown, more = first(level_counts.items(), "labels", indent)
+            lines += [f"{indent}{short(label)}: {count}" for label, count in shown] + more
+        lines += more_levels
     return "\n".join(lines)
 
 
@@ -455,7 +487,7 @@ _HTML_LABELS_SHOWN = 50  # label rows of the notebook view (the text summary lis
 def summary_html(manifest, where):
     """The summary as a small HTML table per split and label (a notebook's view of it)."""
     splits = list(manifest.splits)
-    head = escape(summary_text(manifest, where).splitlines()[0])
+    head = escape(summary_text(manifest, where, max_labels=0, max_text=200).splitlines()[0])
     rows = "".join(
         f"<tr><td>{escape(name)}</td><td>{entry.num_examples}</td><td>{len(entry.shards)}</td>"
         f"<td>{human_size(sum(s.bytes for s in entry.shards))}</td></tr>"
@@ -464,7 +496,7 @@ def summary_html(manifest, where):
     labels = list(dict.fromkeys(label for c in counts.values() for label in c))
     shown = labels[:_HTML_LABELS_SHOWN]
     label_rows = "".join(
-        f"<tr><td>{escape(label)}</td>" + "".join(f"<td>{counts[s].get(label, 0)}</td>"
+        f"<tr><td>{escape(_clip(label))}</td>" + "".join(f"<td>{counts[s].get(label, 0)}</td>"
                                                   for s in splits) + "</tr>" for label in shown)
     more = (f"<p>and {len(labels) - len(shown)} more labels (print() lists them all)</p>"
             if len(labels) > len(shown) else "")
@@ -472,6 +504,11 @@ def summary_html(manifest, where):
             f"<th>size</th></tr>{rows}</table>"
             f"<table><tr><th>label</th>{''.join(f'<th>{escape(s)}</th>' for s in splits)}</tr>"
             f"{label_rows}</table>{more}")
+
+
+def _clip(text, limit=200):
+    """``text`` cut to ``limit`` characters, with "..." when it was longer."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _flat_counts(label_counts):
@@ -530,9 +567,7 @@ class _Fields:
     def value(self, value, name, test, what):
         """``value``, or ManifestError when ``test(value)`` is false."""
         if not test(value):
-            shown = repr(value)
-            shown = shown if len(shown) <= 200 else shown[:197] + "..."
-            raise ManifestError(f"{self.path}: {name}: {shown} is not {what}")
+            raise ManifestError(f"{self.path}: {name}: {_short_repr(value)} is not {what}")
         return value
 
     def field(self, parent, where, key, test, what):
@@ -545,6 +580,15 @@ class _Fields:
 
 def _is_texts(value):
     return isinstance(value, list) and all(isinstance(t, str) for t in value)
+
+
+def _short_repr(value, limit=200):
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[:limit - 3] + "..."
+
+
+def _is_counts(value):
+    return _is_object(value) and all(_is_count(n) for n in value.values())
 
 
 def _is_shape(value):

@@ -5,6 +5,7 @@ optionally inside a GZIP or ZLIB stream, exactly as ``tf.io.TFRecordWriter`` wri
 """
 
 import hashlib
+import os
 import struct
 import zlib
 
@@ -176,45 +177,101 @@ class RecordWriter:
         return self._digest.hexdigests()
 
 
+# A record of a compressed shard may hold at most this many bytes. Its length field comes
+# before its bytes, and a compressed stream can expand a thousandfold: without a cap, a few
+# MB of file could make a reader wait for (and buffer) any length it claims. The writer's
+# largest record is one image (at most max_image_bytes, 256 MiB by default, or what a resize
+# encodes) plus its small features; protobuf refuses messages over 2 GiB, so TensorFlow could
+# not parse a larger record anyway. An uncompressed record is bounded by the file instead.
+MAX_COMPRESSED_RECORD_BYTES = 1 << 30
+
+
 def _chunks(fileobj, compression):
+    """The uncompressed bytes of ``fileobj``, in pieces of at most ``_READ_CHUNK`` bytes
+    however much a compressed piece expands."""
     decompressor = zlib.decompressobj(_WBITS[compression]) if compression else None
     while True:
         raw = fileobj.read(_READ_CHUNK)
         if not raw:
             break
-        yield decompressor.decompress(raw) if decompressor else raw
+        if decompressor is None:
+            yield raw
+            continue
+        while raw:
+            yield decompressor.decompress(raw, _READ_CHUNK)
+            raw = decompressor.unconsumed_tail
     if decompressor:
         yield decompressor.flush()
         if not decompressor.eof:
             raise EOFError("compressed stream ends early")
 
 
-def iter_records(fileobj, compression=None):
+def _file_size(fileobj):
+    """The size of an open file in bytes (fsspec files and OS files), or None."""
+    size = getattr(fileobj, "size", None)
+    if isinstance(size, int):
+        return size
+    try:
+        return os.fstat(fileobj.fileno()).st_size
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _size_text(n):
+    return f"{n} bytes" if n < 1 << 20 else f"{n} bytes ({n / (1 << 30):.3g} GiB)"
+
+
+def iter_records(fileobj, compression=None, file_size=None):
     """Yield each record's payload, checking both CRCs.
 
+    Memory stays bounded whatever the file holds: compressed data is inflated a piece at a
+    time, and a record's declared length is checked before its bytes are awaited: against
+    the bytes left in an uncompressed file (``file_size``, else the size of ``fileobj`` when
+    it has one), and against ``MAX_COMPRESSED_RECORD_BYTES`` in a compressed one.
+
     Raises:
-        RecordError: naming the record index, for a bad CRC or a truncated record.
+        RecordError: naming the record index, for a bad CRC, a truncated record or a length
+            that cannot be.
     """
-    buffer, pos, index = b"", 0, 0
+    if file_size is None and compression is None:
+        file_size = _file_size(fileobj)
+    buffer, done, index = bytearray(), 0, 0  # done: stream bytes before the buffer's start
     try:
         for chunk in _chunks(fileobj, compression):
-            buffer = buffer[pos:] + chunk
+            buffer += chunk
             pos = 0
             while len(buffer) - pos >= 12:
-                length_bytes = buffer[pos:pos + 8]
+                length_bytes = bytes(buffer[pos:pos + 8])
                 if struct.unpack_from("<I", buffer, pos + 8)[0] != masked_crc(length_bytes):
                     raise RecordError(index, "length CRC mismatch (corrupted record)")
                 (length,) = struct.unpack("<Q", length_bytes)
+                _check_length(index, length, compression, file_size, done + pos)
                 end = pos + 12 + length + 4
                 if len(buffer) < end:
                     break
-                data = buffer[pos + 12:end - 4]
+                with memoryview(buffer) as view:
+                    data = bytes(view[pos + 12:end - 4])
                 if struct.unpack_from("<I", buffer, end - 4)[0] != masked_crc(data):
                     raise RecordError(index, "data CRC mismatch (corrupted record)")
                 yield data
                 pos = end
                 index += 1
+            del buffer[:pos]
+            done += pos
     except (zlib.error, EOFError) as exc:
         raise RecordError(index, f"compressed stream is damaged ({exc})") from None
-    if len(buffer) > pos:
-        raise RecordError(index, f"truncated record ({len(buffer) - pos} trailing bytes)")
+    if buffer:
+        raise RecordError(index, f"truncated record ({len(buffer)} trailing bytes)")
+
+
+def _check_length(index, length, compression, file_size, offset):
+    """Raise RecordError when a record of ``length`` bytes starting at ``offset`` cannot be."""
+    if compression:
+        if length > MAX_COMPRESSED_RECORD_BYTES:
+            raise RecordError(index, f"claims {_size_text(length)}, more than the "
+                                     f"{_size_text(MAX_COMPRESSED_RECORD_BYTES)} a record of a "
+                                     "compressed shard may hold (a damaged or forged file)")
+    elif file_size is not None and offset + _FRAME_BYTES + length > file_size:
+        left = max(file_size - offset - _FRAME_BYTES, 0)
+        raise RecordError(index, f"truncated record: it claims {_size_text(length)}, and the "
+                                 f"file has {_size_text(left)} left for it")

@@ -1,8 +1,10 @@
-"""Real subprocesses for crash tests: run one and SIGKILL it at a chosen moment."""
+"""Real subprocesses: run one and SIGKILL it at a chosen moment (crash tests); ask a worker
+process what it has imported."""
 
 import os
 import signal
 import subprocess
+import sys
 import time
 
 
@@ -32,3 +34,8 @@ def kill_when(command, ready, timeout=120, poll=0.005):
     if proc.returncode not in (0, -signal.SIGKILL):
         raise AssertionError(f"{command} failed: {stderr.decode()[-2000:]}")
     return proc.returncode == -signal.SIGKILL
+
+
+def loaded_modules():
+    """The names of the modules this process has imported (a joblib task for workers)."""
+    return set(sys.modules)

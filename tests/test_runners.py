@@ -10,6 +10,7 @@ import pytest
 import tfrecorder_lite
 from tfrecorder_lite import InvalidRowError
 from conftest import photo, save
+from processes import loaded_modules
 
 
 @pytest.fixture
@@ -44,3 +45,23 @@ def test_skipped_rows_from_process_workers_are_reported(table_with_truncated_jpe
     assert list(result.rejected.reason) == ["truncated JPEG"]
     assert result.counts == {"TRAIN": 8, "TEST": 3}
     assert tfrecorder_lite.verify(tmp_path / "out").startswith("OK")
+
+
+@pytest.mark.parametrize("check", ["header", "decode"])
+def test_the_same_table_gives_the_same_files_from_threads_and_processes(image_table, tmp_path,
+                                                                         check):
+    """Processes and threads write the same bytes, and a process worker that wrote shards has
+    not imported pandas or TensorFlow."""
+    digests = {}
+    for backend in ("threading", "loky"):
+        out = tmp_path / backend
+        with joblib.parallel_config(backend=backend, n_jobs=2):
+            image_table.tfrecord.to_tfrecord(out, num_shards=3, check=check, progress=False)
+            if backend == "loky":  # the same workers, asked what they have loaded
+                modules = joblib.Parallel()(joblib.delayed(loaded_modules)() for _ in range(4))
+        digests[backend] = {p.name: p.read_bytes() for p in sorted(out.iterdir())
+                            if p.is_file()}
+    assert len([n for n in digests["loky"] if n.endswith(".tfrecord")]) == 9
+    assert digests["threading"] == digests["loky"]
+    assert any("tfrecorder_lite.shard" in m for m in modules)  # a worker that wrote shards
+    assert not any({"pandas", "tensorflow"} & m for m in modules)

@@ -313,6 +313,30 @@ def lib_load(ctx: Context, out_dir: Path) -> Outcome:
     return _lib_load(ctx, _lib_fixture(ctx, resized=False))
 
 
+def lib_load_autotune(ctx: Context, out_dir: Path) -> Outcome:
+    """lib_load with tf.data's autotuner on, whatever the cores (load() turns it off on few)."""
+    from tfrecorder_lite import loader
+
+    kept = loader._AUTOTUNE_OFF_UP_TO_CORES
+    loader._AUTOTUNE_OFF_UP_TO_CORES = 0
+    try:
+        return _lib_load(ctx, _lib_fixture(ctx, resized=False))
+    finally:
+        loader._AUTOTUNE_OFF_UP_TO_CORES = kept
+
+
+def lib_load_no_autotune(ctx: Context, out_dir: Path) -> Outcome:
+    """lib_load with tf.data's autotuner off, whatever the cores."""
+    from tfrecorder_lite import loader
+
+    kept = loader._AUTOTUNE_OFF_UP_TO_CORES
+    loader._AUTOTUNE_OFF_UP_TO_CORES = 1 << 20
+    try:
+        return _lib_load(ctx, _lib_fixture(ctx, resized=False))
+    finally:
+        loader._AUTOTUNE_OFF_UP_TO_CORES = kept
+
+
 def lib_load_fast_idct(ctx: Context, out_dir: Path) -> Outcome:
     """lib_load with TensorFlow's default (fast, inexact) JPEG IDCT."""
     return _lib_load(ctx, _lib_fixture(ctx, resized=False), dct_method="")
@@ -428,6 +452,10 @@ PATHS = (
     BenchPath("lib_load", lib_load, baseline="tfdata_read",
               setup=_kept_records,
               what="load(TRAIN, 224) of kept-encoded records"),
+    BenchPath("lib_load_autotune", lib_load_autotune, baseline="lib_load_no_autotune",
+              setup=_kept_records, what="lib_load, tf.data's autotuner on"),
+    BenchPath("lib_load_no_autotune", lib_load_no_autotune, baseline="lib_load",
+              setup=_kept_records, what="lib_load, tf.data's autotuner off"),
     BenchPath("lib_load_fast_idct", lib_load_fast_idct, baseline="lib_load",
               setup=_kept_records,
               what='lib_load with dct_method="" (fast IDCT)'),

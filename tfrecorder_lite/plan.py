@@ -30,13 +30,18 @@ _RESIZED_BYTES_PER_PIXEL = 0.3  # rough JPEG size estimate used to pick shard co
 
 @dataclass(frozen=True)
 class ShardSpec:
-    """One output file: which rows (positions in the table) go into it, in order."""
+    """One output file: which rows (positions in the table) go into it, in order.
+
+    ``source_bytes`` is the size of its rows' image files (without images, an estimate of its
+    records' size): the work it holds, for choosing how to run it (``runners.parallelism``).
+    """
 
     split: str
     index: int
     num_shards: int
     positions: tuple
     compression: str = None
+    source_bytes: int = 0
 
     @property
     def name(self):
@@ -223,7 +228,8 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
             n_bytes = sum(sizes[p] for p in positions)
         count = _shard_count(num_shards, split, len(positions), n_bytes)
         bounds = [len(positions) * i // count for i in range(count + 1)]
-        shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), compression)
+        shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), compression,
+                             sum(sizes[p] for p in positions[a:b]))
                    for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
 
     rejected = tuple(sorted(reasons.items()))

@@ -24,25 +24,32 @@ _FETCHING_THREADS_PER_WORKER = 4
 _GIL_BOUND_SHARDS = 2  # shard tasks at once in threads when preparing rows is Python-bound
 
 # The cost model of `parallelism`, measured on a 2-core x86-64 VM shared with other work
-# (Python 3.11, joblib 1.6, 2026-11), with benchmarks/policy.py on the 3,000-image set of
-# benchmarks/ (74 KB an image: 90% JPEG, 10% PNG) listed 1, 10 and 30 times, and on the
-# 12 MP photo set (3.6 MB an image); benchmarks/README.md ("The writer's policy") has the
-# rows, the crossover and what the model predicts on 8, 16 and 64 cores.
+# (Python 3.11, joblib 1.6, 2026-11), with benchmarks/policy.py and the scripts named in
+# benchmarks/README.md ("The writer's policy"), which also has the rows, the crossover and what
+# the model predicts on 8, 16 and 64 cores.
 #
-# CPU seconds a row costs a worker, as a fixed part plus a part per byte of its image (reading,
-# checking, framing with CRCs, writing and syncing it; decoding it at 1/8 scale for "decode"),
-# summed over a worker's threads; for rows without images, per row only.
-_ROW_SECONDS = {"header": 60e-6, "decode": 60e-6, None: 30e-6}
-_BYTE_SECONDS = {"header": 1.6e-9, "decode": 15e-9, None: 0.0}
-# Rows a second that one process reaches at most, however many cores it has: the Python of each
-# row runs under its one GIL. Header checks in threads reached it on 2 cores; for decoding the
-# Python around each row is about the same (Pillow decodes with the GIL released).
-_ONE_PROCESS_ROWS_PER_SECOND = {"header": 8000.0, "decode": 8000.0, None: 30000.0}
+# CPU seconds a row costs, summed over a worker's threads and the kernel's work for them: a
+# fixed part, plus a part per byte of its image (reading, checking, framing with CRCs, writing
+# and syncing it; decoding it, JPEGs at 1/8 scale, for "decode"). Fitted to warm process
+# pools writing the 3,000-image set of benchmarks/ (74 KB an image) listed 10 times and its
+# 12 MP photos (3.6 MB) listed twice (medians of 5 interleaved rounds): 175 and 7,175 us a row
+# with header checks, 1,211 and 51,450 with decode checks. Rows without images: 24-28 us a row
+# for 300,000 rows of 5 scalar columns.
+_ROW_SECONDS = {"header": 30e-6, "decode": 160e-6, None: 25e-6}
+_BYTE_SECONDS = {"header": 2.0e-9, "decode": 14e-9, None: 0.0}
+# Rows a second one process writes at most, however many cores it has: each row's Python runs
+# under its one GIL. Header checks: threads on 2 cores (7,800-8,400 rows a second at 30,000 and
+# 90,000 rows, where they were GIL-bound). Decode checks: 1 / the CPU to prepare a 64x48 JPEG
+# in one thread (160-170 us, nearly all Python around Pillow's decoder). Rows without images:
+# 1 / their CPU, all of it Python.
+_ONE_PROCESS_ROWS_PER_SECOND = {"header": 8000.0, "decode": 6000.0, None: 40000.0}
 # Threads on CPU-bound work that releases the GIL (decoding) still hand the GIL back and forth:
-# they used this share of the cores that processes used for the same work.
-_THREADS_SHARE_OF_CORES = 0.85
-# Wall seconds from asking for worker processes to their first task (a fresh interpreter
-# imports joblib and tfrecorder_lite.shard, without pandas or TensorFlow), with 2 workers.
+# decode checks of 30,000 rows in threads took 1.11x the wall time of a warm process pool for
+# the same CPU (1,752 against 1,580 us a row, medians of 5 interleaved rounds).
+_THREADS_SHARE_OF_CORES = 0.9
+# Wall seconds from asking for 2 worker processes to their first results: each starts a fresh
+# interpreter and imports joblib and tfrecorder_lite.shard, without pandas or TensorFlow
+# (0.67-1.53 s, median 1.02 s, in 5 runs; 1.63-2.84 s when workers imported pandas).
 _WORKER_START_SECONDS = 1.0
 # joblib keeps a process pool it started for 300 s after its last task (idle_worker_timeout);
 # a pool started by this process within that time is taken to be still running (no start cost).
@@ -96,6 +103,7 @@ class Work:
         rows: rows to write.
         source_bytes: bytes of their image files (without images: of their records).
         tasks: shard tasks.
+        largest_task: rows of the largest shard task.
         remote: whether images are read from a remote store.
     """
 
@@ -103,6 +111,7 @@ class Work:
     rows: int
     source_bytes: int
     tasks: int
+    largest_task: int = 0
     remote: bool = False
 
     @classmethod
@@ -112,8 +121,9 @@ class Work:
         check = None if image is None else "resize" if image.size is not None else image.check
         remote = image is not None and any(storage.is_remote(plan.paths[p]) for shard in shards
                                            for p in shard.positions)
-        return cls(check, sum(len(s.positions) for s in shards),
-                   sum(s.source_bytes for s in shards), len(shards), remote)
+        sizes = [len(s.positions) for s in shards]
+        return cls(check, sum(sizes), sum(s.source_bytes for s in shards), len(shards),
+                   max(sizes, default=0), remote)
 
 
 def predicted_seconds(work, cores, processes, start_seconds=_WORKER_START_SECONDS):
@@ -123,13 +133,14 @@ def predicted_seconds(work, cores, processes, start_seconds=_WORKER_START_SECOND
 
     The work's CPU spreads over the cores either way. In threads, all rows share one
     process's GIL and threads use only part of the cores; each worker process has a GIL of its
-    own, but there are only as many as there are shard tasks, and they must start first.
+    own, but there are only as many busy ones as there are shard tasks (a task's rows all go
+    through one), and they must start first.
     """
     cpu = work.rows * _ROW_SECONDS[work.check] + work.source_bytes * _BYTE_SECONDS[work.check]
     one_process = _ONE_PROCESS_ROWS_PER_SECOND[work.check]
     if processes:
-        return start_seconds + max(cpu / cores,
-                                   work.rows / (one_process * max(1, min(cores, work.tasks))))
+        spread = work.rows / max(1, min(cores, work.tasks))
+        return start_seconds + max(cpu / cores, max(spread, work.largest_task) / one_process)
     return max(cpu / (cores * _THREADS_SHARE_OF_CORES), work.rows / one_process)
 
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(HERE))
 import joblib  # noqa: E402
 import pandas as pd  # noqa: E402
 
-import run as bench  # noqa: E402  (the image set of benchmarks/run.py)
+import dataset as bench  # noqa: E402  (the benchmarks' image set)
 
 
 def digest(folder):

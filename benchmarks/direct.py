@@ -16,7 +16,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-import run as bench  # noqa: E402  (the image set of benchmarks/run.py)
+import dataset as bench  # noqa: E402  (the benchmarks' image set)
 
 
 def epoch(dataset):

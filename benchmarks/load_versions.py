@@ -25,7 +25,7 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import run as bench  # noqa: E402  (its image renderer)
+import dataset as bench  # noqa: E402  (its image renderer)
 import versions  # noqa: E402  (its checkout of a revision)
 
 SIDES = (64, 160)  # smallest and largest side of the generated JPEGs

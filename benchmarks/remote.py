@@ -38,7 +38,7 @@ os.environ["AWS_ACCESS_KEY_ID"] = os.environ["AWS_SECRET_ACCESS_KEY"] = "testing
 
 import pandas as pd  # noqa: E402
 
-import run as bench  # noqa: E402  (the image set of benchmarks/run.py)
+import dataset as bench  # noqa: E402  (the benchmarks' image set)
 from object_stores import Server  # noqa: E402
 
 STORES = {"gcs": ("gs", "STORAGE_EMULATOR_HOST", {"token": "anon"}),

@@ -20,9 +20,7 @@ import argparse
 import cProfile
 import gc
 import hashlib
-import io
 import json
-import multiprocessing
 import os
 import pstats
 import resource
@@ -39,166 +37,16 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
-from PIL import Image, ImageDraw, ImageFilter
+
+import recipes
+from dataset import (DEFAULT_WORKDIR, SEED, describe_dataset, generate_dataset,  # noqa: F401
+                     warm_page_cache)
+from recipes import IMAGE_SIZE
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_WORKDIR = Path("/tmp/tfrl_bench")
-GENERATOR_VERSION = 1
-SEED = 20240
-CLASSES = (
-    "airplane", "bicycle", "bird", "boat", "cat",
-    "dog", "flower", "horse", "tree", "truck",
-)
-SPLITS = ("TRAIN", "VALIDATION", "TEST")
-SPLIT_PROBS = (0.8, 0.1, 0.1)
-PNG_FRACTION = 0.1
-MIN_SIDE, MAX_SIDE = 160, 640
-JPEG_QUALITY = 90
-NOISE_SIGMA = 7.0
-IMAGE_SIZE = (224, 224)
-PHOTO_SIZE = (4032, 3024)  # a 12 MP phone camera
-PHOTO_JPEG_QUALITY = 92
 BATCH_SIZE = 64
 SCALE_SIZES = (2_000, 20_000)
 RSS_SAMPLE_SECONDS = 0.2
-
-
-# --------------------------------------------------------------------------
-# Dataset generation
-# --------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ImageSpec:
-    """Metadata of one generated image (derived from the seed and its index)."""
-
-    index: int
-    split: str
-    label: str
-    ext: str
-    width: int
-    height: int
-
-
-def image_spec(index: int, seed: int, photos: bool = False) -> ImageSpec:
-    """Draws split, label, format and size for image `index`.
-
-    Each index has its own random stream, so a dataset of n images is a
-    prefix of any larger dataset with the same seed. With `photos`, every image
-    is a phone-camera JPEG: 4032x3024 (12 MP), landscape or portrait.
-    """
-    rng = np.random.default_rng([seed, index, 0])
-    split = SPLITS[int(rng.choice(len(SPLITS), p=SPLIT_PROBS))]
-    label = CLASSES[int(rng.integers(len(CLASSES)))]
-    if photos:
-        width, height = PHOTO_SIZE if rng.random() < 0.7 else PHOTO_SIZE[::-1]
-        return ImageSpec(index, split, label, "jpg", width, height)
-    ext = "png" if rng.random() < PNG_FRACTION else "jpg"
-    width, height = (int(v) for v in rng.integers(MIN_SIDE, MAX_SIDE + 1, size=2))
-    return ImageSpec(index, split, label, ext, width, height)
-
-
-def render_image(spec: ImageSpec, seed: int) -> Image.Image:
-    """Renders a photo-like RGB image: smooth colour field, blurred shapes,
-    mid-frequency texture and mild sensor-like noise. Images above 4 MP get
-    their shapes drawn at a quarter of the size and scaled up (as soft as a
-    phone photo's large features), then texture and noise at full size."""
-    rng = np.random.default_rng([seed, spec.index, 1])
-    w, h = spec.width, spec.height
-    if w * h > 4_000_000:
-        w, h = w // 4, h // 4
-    grid_w, grid_h = (int(v) for v in rng.integers(2, 6, size=2))
-    field_ = rng.uniform(0, 255, (grid_h, grid_w, 3)).astype(np.uint8)
-    img = Image.fromarray(field_).resize((w, h), Image.BICUBIC)
-
-    draw = ImageDraw.Draw(img)
-    for _ in range(int(rng.integers(3, 12))):
-        x0, x1 = sorted(int(v) for v in rng.integers(-w // 4, w + w // 4, size=2))
-        y0, y1 = sorted(int(v) for v in rng.integers(-h // 4, h + h // 4, size=2))
-        colour = tuple(int(c) for c in rng.integers(0, 256, size=3))
-        kind = int(rng.integers(3))
-        if kind == 0:
-            draw.ellipse((x0, y0, x1, y1), fill=colour)
-        elif kind == 1:
-            draw.rectangle((x0, y0, x1, y1), fill=colour)
-        else:
-            points = [(int(rng.integers(0, w)), int(rng.integers(0, h)))
-                      for _ in range(int(rng.integers(3, 7)))]
-            draw.polygon(points, fill=colour)
-    img = img.filter(ImageFilter.GaussianBlur(float(rng.uniform(1.0, 3.0))))
-    w, h = spec.width, spec.height
-    if img.size != (w, h):
-        img = img.resize((w, h), Image.BICUBIC)
-
-    pixels = np.asarray(img, dtype=np.float32)
-    texture = rng.standard_normal((max(2, h // 12), max(2, w // 12)), dtype=np.float32)
-    texture = np.asarray(Image.fromarray(texture, mode="F").resize((w, h), Image.BICUBIC))
-    pixels += texture[..., None] * 12.0
-    pixels += rng.standard_normal((h, w, 3), dtype=np.float32) * NOISE_SIGMA
-    return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
-
-
-def _write_image(job: tuple[ImageSpec, int, str]) -> int:
-    """Renders and atomically writes one image; returns its size in bytes."""
-    spec, seed, path = job
-    img = render_image(spec, seed)
-    tmp = f"{path}.tmp{os.getpid()}"
-    if spec.ext == "png":
-        img.save(tmp, format="PNG")
-    else:
-        quality = PHOTO_JPEG_QUALITY if spec.width * spec.height > 4_000_000 else JPEG_QUALITY
-        img.save(tmp, format="JPEG", quality=quality)
-    os.replace(tmp, path)
-    return os.path.getsize(path)
-
-
-def generate_dataset(n: int, workdir: Path, seed: int = SEED, photos: bool = False) -> Path:
-    """Creates (or reuses) n images plus a `split,image_uri,label` CSV.
-
-    Args:
-        n: Number of images.
-        workdir: Cache directory; images are shared between dataset sizes.
-        seed: Generator seed.
-        photos: 12 MP phone-camera JPEGs instead of the 160-640 px set.
-
-    Returns:
-        Path of the CSV (absolute image paths).
-    """
-    kind = "photos_" if photos else ""
-    image_dir = workdir / f"{kind}images_v{GENERATOR_VERSION}_s{seed}"
-    image_dir.mkdir(parents=True, exist_ok=True)
-    csv_path = workdir / f"{kind}dataset_v{GENERATOR_VERSION}_s{seed}_n{n}.csv"
-    specs = [image_spec(i, seed, photos) for i in range(n)]
-    paths = [str(image_dir / f"img_{s.index:06d}.{s.ext}") for s in specs]
-    todo = [(s, seed, p) for s, p in zip(specs, paths) if not os.path.exists(p)]
-    if todo:
-        start = time.perf_counter()
-        # Fork is safe here: TensorFlow is not imported yet at this point.
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(os.cpu_count() or 1) as pool:
-            for _ in pool.imap_unordered(_write_image, todo, chunksize=16):
-                pass
-        print(f"generated {len(todo)} images in {time.perf_counter() - start:.1f}s",
-              file=sys.stderr)
-    if not csv_path.exists() or todo:
-        frame = pd.DataFrame({
-            "split": [s.split for s in specs],
-            "image_uri": paths,
-            "label": [s.label for s in specs],
-        })
-        frame.to_csv(csv_path, index=False)
-    return csv_path
-
-
-def describe_dataset(df: pd.DataFrame) -> str:
-    """Returns a one-paragraph summary (counts, formats, sizes) of a dataset."""
-    sizes = np.array([os.path.getsize(p) for p in df["image_uri"]])
-    is_png = df["image_uri"].str.lower().str.endswith(".png").to_numpy()
-    splits = ", ".join(f"{k}={v}" for k, v in df["split"].value_counts().items())
-    jpg_kb = sizes[~is_png].mean() / 1e3 if (~is_png).any() else 0.0
-    png_kb = sizes[is_png].mean() / 1e3 if is_png.any() else 0.0
-    return (f"dataset: {len(df)} images ({splits}); {int((~is_png).sum())} JPEG "
-            f"avg {jpg_kb:.1f} KB, {int(is_png.sum())} PNG avg {png_kb:.1f} KB; "
-            f"total {sizes.sum() / 1e6:.1f} MB, avg {sizes.mean() / 1e3:.1f} KB/image")
 
 
 # --------------------------------------------------------------------------
@@ -348,58 +196,25 @@ def leading_dim(batch: Any) -> int:
 
 def io_floor(ctx: Context, out_dir: Path) -> Outcome:
     """Reads every file and appends its bytes to one output file."""
-    out_dir.mkdir(parents=True)
-    with open(out_dir / "all.bin", "wb") as out:
-        for uri in ctx.df["image_uri"]:
-            with open(uri, "rb") as f:
-                out.write(f.read())
+    recipes.io_floor(ctx.df, out_dir)
     return Outcome(items=len(ctx.df))
 
 
 def tutorial_recipe(ctx: Context, out_dir: Path) -> Outcome:
     """TF tutorial style: one process, one TFRecord file per split."""
-    import tensorflow as tf
-
-    df = ctx.df
-    label_ids = {text: i for i, text in enumerate(sorted(df["label"].unique()))}
-    out_dir.mkdir(parents=True)
-    writers = {split: tf.io.TFRecordWriter(str(out_dir / f"{split.lower()}.tfrecord"))
-               for split in df["split"].unique()}
-    try:
-        for split, uri, label in df[["split", "image_uri", "label"]].itertuples(index=False):
-            with open(uri, "rb") as f:
-                encoded = f.read()
-            example = tf.train.Example(features=tf.train.Features(feature={
-                "image/encoded": tf.train.Feature(
-                    bytes_list=tf.train.BytesList(value=[encoded])),
-                "image/class/label": tf.train.Feature(
-                    int64_list=tf.train.Int64List(value=[label_ids[label]])),
-            }))
-            writers[split].write(example.SerializeToString())
-    finally:
-        for writer in writers.values():
-            writer.close()
-    return Outcome(items=len(df))
+    recipes.tutorial_recipe(ctx.df, out_dir)
+    return Outcome(items=len(ctx.df))
 
 
 def pillow_decode(ctx: Context, out_dir: Path) -> Outcome:
     """Opens and fully decodes every image with Pillow (one process)."""
-    for uri in ctx.df["image_uri"]:
-        with Image.open(uri) as im:
-            im.load()
+    recipes.pillow_decode(ctx.df)
     return Outcome(items=len(ctx.df))
 
 
 def pillow_resize(ctx: Context, out_dir: Path) -> Outcome:
     """Pillow decode, bilinear resize to 224x224, JPEG q90 encode to bytes."""
-    total = 0
-    for uri in ctx.df["image_uri"]:
-        with Image.open(uri) as im:
-            small = im.convert("RGB").resize(IMAGE_SIZE, Image.BILINEAR)
-        buf = io.BytesIO()
-        small.save(buf, format="JPEG", quality=JPEG_QUALITY)
-        total += len(buf.getvalue())
-    return Outcome(items=len(ctx.df), out_bytes=total)
+    return Outcome(items=len(ctx.df), out_bytes=recipes.pillow_resize(ctx.df))
 
 
 def _tutorial_fixture(ctx: Context) -> Path:
@@ -496,6 +311,30 @@ def _lib_load(ctx: Context, records: Path, **options: Any) -> Outcome:
 def lib_load(ctx: Context, out_dir: Path) -> Outcome:
     """load() of records written with the default (kept-as-encoded) write."""
     return _lib_load(ctx, _lib_fixture(ctx, resized=False))
+
+
+def lib_load_autotune(ctx: Context, out_dir: Path) -> Outcome:
+    """lib_load with tf.data's autotuner on, whatever the cores (load() turns it off on few)."""
+    from tfrecorder_lite import loader
+
+    kept = loader._AUTOTUNE_OFF_UP_TO_CORES
+    loader._AUTOTUNE_OFF_UP_TO_CORES = 0
+    try:
+        return _lib_load(ctx, _lib_fixture(ctx, resized=False))
+    finally:
+        loader._AUTOTUNE_OFF_UP_TO_CORES = kept
+
+
+def lib_load_no_autotune(ctx: Context, out_dir: Path) -> Outcome:
+    """lib_load with tf.data's autotuner off, whatever the cores."""
+    from tfrecorder_lite import loader
+
+    kept = loader._AUTOTUNE_OFF_UP_TO_CORES
+    loader._AUTOTUNE_OFF_UP_TO_CORES = 1 << 20
+    try:
+        return _lib_load(ctx, _lib_fixture(ctx, resized=False))
+    finally:
+        loader._AUTOTUNE_OFF_UP_TO_CORES = kept
 
 
 def lib_load_fast_idct(ctx: Context, out_dir: Path) -> Outcome:
@@ -613,6 +452,10 @@ PATHS = (
     BenchPath("lib_load", lib_load, baseline="tfdata_read",
               setup=_kept_records,
               what="load(TRAIN, 224) of kept-encoded records"),
+    BenchPath("lib_load_autotune", lib_load_autotune, baseline="lib_load_no_autotune",
+              setup=_kept_records, what="lib_load, tf.data's autotuner on"),
+    BenchPath("lib_load_no_autotune", lib_load_no_autotune, baseline="lib_load",
+              setup=_kept_records, what="lib_load, tf.data's autotuner off"),
     BenchPath("lib_load_fast_idct", lib_load_fast_idct, baseline="lib_load",
               setup=_kept_records,
               what='lib_load with dct_method="" (fast IDCT)'),
@@ -1033,10 +876,7 @@ def run_set(args: argparse.Namespace, csv_path: Path, lib: Any, lib_error: str |
     """Runs (or profiles) the selected rows over one image set and prints its table."""
     df = pd.read_csv(csv_path)
     print(describe_dataset(df))
-    for uri in df["image_uri"]:  # warm the page cache so the first path is not penalised
-        with open(uri, "rb") as f:
-            f.read()
-    src_bytes = int(sum(os.path.getsize(p) for p in df["image_uri"]))
+    src_bytes = warm_page_cache(df)  # so that the first path is not penalised
     ctx = Context(df=df, workdir=args.workdir, src_bytes=src_bytes, lib=lib, lib_error=lib_error,
                   latency=args.latency)
     try:

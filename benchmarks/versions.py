@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
-import run as bench  # noqa: E402  (the image set of benchmarks/run.py)
+import dataset as bench  # noqa: E402  (the benchmarks' image set)
 
 MODES = {
     "decode": {},

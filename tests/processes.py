@@ -1,8 +1,10 @@
-"""Real subprocesses for crash tests: run one and SIGKILL it at a chosen moment."""
+"""Real subprocesses: run one and SIGKILL it at a chosen moment (crash tests); ask a worker
+process what it has imported."""
 
 import os
 import signal
 import subprocess
+import sys
 import time
 
 
@@ -96,3 +98,8 @@ def wait_for_file(path, timeout=120, poll=0.005):
         time.sleep(poll)
     with open(path) as f:
         return f.read()
+
+
+def loaded_modules():
+    """The names of the modules this process has imported (a joblib task for workers)."""
+    return set(sys.modules)

@@ -1,10 +1,12 @@
 """load(): pipelines per split, batching, shuffling, errors."""
 
+import joblib
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import tfrecorder_lite
+from tfrecorder_lite import loader
 
 
 @pytest.fixture
@@ -27,13 +29,23 @@ def test_batches_are_uint8_rgb_of_the_asked_size(written):
     assert images.dtype == tf.uint8 and labels.dtype == tf.int64
 
 
-def test_pipeline_decodes_on_every_core_without_the_autotuner(written):
+def test_the_autotuner_is_off_on_few_cores_and_on_elsewhere(written, monkeypatch):
+    assert [loader.autotune_enabled(n) for n in (1, 2, 8, 16, 64)] == [False, False, True,
+                                                                       True, True]
     dataset = tfrecorder_lite.load(written, "train", batch_size=5, image_size=(10, 14))
-    assert dataset.options().autotune.enabled is False
+    assert bool(dataset.options().autotune.enabled) is \
+        loader.autotune_enabled(joblib.cpu_count())
+    monkeypatch.setattr(joblib, "cpu_count", lambda: 16)  # a process of 16 usable cores
+    many = tfrecorder_lite.load(written, "train", batch_size=5, image_size=(10, 14))
+    assert many.options().autotune.enabled is not False
+    assert [images.shape[0] for images, _ in many] == [5, 5, 5, 1]
+    monkeypatch.setattr(joblib, "cpu_count", lambda: 2)
+    few = tfrecorder_lite.load(written, "train", batch_size=5, image_size=(10, 14))
+    assert few.options().autotune.enabled is False
     # options set by the user afterwards take precedence, as tf.data merges them
     options = tf.data.Options()
     options.autotune.enabled = True
-    mine = dataset.map(lambda images, labels: (images, labels)).with_options(options)
+    mine = few.map(lambda images, labels: (images, labels)).with_options(options)
     assert mine.options().autotune.enabled is True
     assert [images.shape[0] for images, _ in mine] == [5, 5, 5, 1]
 

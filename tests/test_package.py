@@ -24,6 +24,26 @@ def test_import_registers_accessor_without_tensorflow():
     assert done.stdout.strip() == "False"
 
 
+def test_accessor_registered_when_pandas_is_imported_after_the_library():
+    code = ("import sys, tfrecorder_lite; assert 'pandas' not in sys.modules; "
+            "import pandas as pd; assert hasattr(pd.DataFrame, 'tfrecord'); "
+            "print(pd.__spec__.loader.__class__.__name__, type(tfrecorder_lite.load).__name__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["SourceFileLoader", "function"]
+
+
+def test_a_shard_worker_imports_neither_pandas_nor_tensorflow():
+    """What a process worker unpickles and runs (write_shard, a ShardTask, a Store) loads
+    only the worker's modules."""
+    code = ("import sys, tfrecorder_lite.shard, tfrecorder_lite.storage; "
+            "print(sorted(m for m in ('pandas', 'tensorflow', 'tfrecorder_lite.plan') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
 def test_library_logging_only():
     assert any(isinstance(h, logging.NullHandler)
                for h in logging.getLogger("tfrecorder_lite").handlers)

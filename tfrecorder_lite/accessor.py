@@ -1,8 +1,16 @@
-"""The ``DataFrame.tfrecord`` accessor: it stores the frame and delegates."""
+"""The ``DataFrame.tfrecord`` accessor: it stores the frame and delegates.
+
+It imports only pandas: the modules it delegates to are imported on first use, since it may be
+registered while one of them is being imported (see ``tfrecorder_lite/__init__.py``).
+"""
+
+import importlib
 
 import pandas as pd
 
-from . import conversion, direct, validation
+
+def _module(name):
+    return importlib.import_module(f"tfrecorder_lite.{name}")
 
 
 @pd.api.extensions.register_dataframe_accessor("tfrecord")
@@ -15,13 +23,13 @@ class TFRecordAccessor:
 
     def validate(self, **options):
         """Problems of this table (see :func:`tfrecorder_lite.validation.validate`)."""
-        return validation.validate(self._df, **options)
+        return _module("validation").validate(self._df, **options)
 
     def to_tfrecord(self, output_dir, **options):
         """Write TFRecord shards (see :func:`tfrecorder_lite.conversion.to_tfrecord`)."""
-        return conversion.to_tfrecord(self._df, output_dir, **options)
+        return _module("conversion").to_tfrecord(self._df, output_dir, **options)
 
     def dataset(self, split="TRAIN", **options):
         """A tf.data pipeline straight from this table (see
         :func:`tfrecorder_lite.direct.dataset`)."""
-        return direct.dataset(self._df, split, **options)
+        return _module("direct").dataset(self._df, split, **options)

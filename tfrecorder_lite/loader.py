@@ -113,13 +113,15 @@ def _load_split(store, manifest, split, options, cache_dir):
 
 def decoded_pipeline(tf, records, decode, options, deterministic):
     """Shuffle serialized ``records``, decode them in parallel, batch and prefetch, as the
-    PipelineOptions ``options`` say."""
+    PipelineOptions ``options`` say. tf.data's autotuner stays on, but on machines of few cores
+    (see :func:`autotune_enabled`)."""
     batch_size, drop_remainder = options.batch_size, options.drop_remainder
     if options.shuffle:
         records = records.shuffle(options.shuffle_buffer, seed=options.seed,
                                   reshuffle_each_iteration=True)
     # decoding is CPU-bound: one decoder per core the process may use (affinity, cgroup quota)
-    dataset = records.map(decode, num_parallel_calls=joblib.cpu_count(), deterministic=deterministic)
+    cores = joblib.cpu_count()
+    dataset = records.map(decode, num_parallel_calls=cores, deterministic=deterministic)
     if batch_size and _is_detection(dataset.element_spec):
         # boxes and labels padded with -1, as Keras' bounding-box layers and KerasHub's
         # detectors take them
@@ -133,11 +135,26 @@ def decoded_pipeline(tf, records, decode, options, deterministic):
     elif batch_size:
         # a plain batch: parallel batching only adds threads that compete with the decoders
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    options = tf.data.Options()
-    # With TensorFlow's autotuner on, a core sat partly or wholly idle in about half of the
-    # epochs (this pipeline and a hand-written one alike, 2 cores); with it off, in none.
-    options.autotune.enabled = False
-    return dataset.prefetch(tf.data.AUTOTUNE).with_options(options)
+    dataset = dataset.prefetch(tf.data.AUTOTUNE)
+    if autotune_enabled(cores):
+        return dataset
+    tuning = tf.data.Options()
+    tuning.autotune.enabled = False
+    return dataset.with_options(tuning)
+
+
+# With tf.data's autotuner on, a core sat partly or wholly idle in about half of the epochs
+# (this pipeline and a hand-written one alike), and in none with it off: measured on 2 cores
+# (the 3,000-image set of benchmarks/, 2026-11); see benchmarks/README.md, "load() and tf.data's
+# autotuner", for the rows at 1 and 2 cores. Machines of more cores were not measured: there
+# the autotuner keeps its job of sizing the buffers for the cores left to the training step.
+_AUTOTUNE_OFF_UP_TO_CORES = 2
+
+
+def autotune_enabled(cores):
+    """Whether ``load()`` leaves tf.data's autotuner on, for a process of ``cores`` usable cores:
+    off on machines of few cores, where it was measured to leave cores idle; on elsewhere."""
+    return cores > _AUTOTUNE_OFF_UP_TO_CORES
 
 
 def _is_detection(element_spec):

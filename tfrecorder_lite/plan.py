@@ -22,6 +22,7 @@ from .output.layout import shard_name
 from .output.manifest import FORMAT_VERSION
 from .record import keys
 from .record.features import Boxes, ClassLabel, FeatureSet, ImageFeature
+from .shard import ShardTask
 
 TARGET_SHARD_BYTES = 128 * 2**20
 _RESIZED_BYTES_PER_PIXEL = 0.3  # rough JPEG size estimate used to pick shard counts
@@ -29,43 +30,23 @@ _RESIZED_BYTES_PER_PIXEL = 0.3  # rough JPEG size estimate used to pick shard co
 
 @dataclass(frozen=True)
 class ShardSpec:
-    """One output file: which rows (positions in the table) go into it, in order."""
+    """One output file: which rows (positions in the table) go into it, in order.
+
+    ``source_bytes`` is the size of its rows' image files (without images, an estimate of its
+    records' size): the work it holds, for choosing how to run it (``runners.parallelism``).
+    """
 
     split: str
     index: int
     num_shards: int
     positions: tuple
     compression: str = None
+    source_bytes: int = 0
 
     @property
     def name(self):
         """File name, e.g. ``train-00000-of-00004.tfrecord``."""
         return shard_name(self.split, self.index, self.num_shards, self.compression)
-
-
-@dataclass(frozen=True)
-class ShardTask:
-    """Everything one worker needs to write one shard, and nothing more.
-
-    Attributes:
-        name: the shard's file name.
-        rows: one tuple per record, in writing order: (table position, row label, image path
-            or URL (None without images), values (one per row feature of ``features``: each
-            label field's (id, text), with tuples for multi-label; each extra column's value)).
-        image: ImageOptions, or None for a table without images.
-        compression: None, "GZIP" or "ZLIB".
-        features: the FeatureSet of the records.
-        sha256: also take the shard's sha256 (CRC32C is always taken).
-        threads: threads that prepare this shard's images inside the task.
-    """
-
-    name: str
-    rows: tuple
-    image: ImageOptions
-    compression: str
-    features: FeatureSet
-    sha256: bool = False
-    threads: int = 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -339,7 +320,8 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
             n_bytes = sum(sizes[p] for p in positions)
         count = _shard_count(num_shards, split, len(positions), n_bytes)
         bounds = [len(positions) * i // count for i in range(count + 1)]
-        shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), compression)
+        shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), compression,
+                             sum(sizes[p] for p in positions[a:b]))
                    for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
 
     rejected = tuple(sorted(reasons.items()))

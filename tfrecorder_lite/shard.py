@@ -10,16 +10,42 @@ and writes them. No TensorFlow, and no image bytes go back to the caller: only t
 import json
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from . import storage
-from .images import ImageRejected, prepare_content, read_images
+from .images import ImageOptions, ImageRejected, prepare_content, read_images
 from .output.layout import STATE_DIR, index_name, receipt_name
 from .output.manifest import IndexEntry, Receipt, ShardEntry
 from .record import encoding as example
-from .record.features import RecordRejected
+from .record.features import FeatureSet, RecordRejected
 from .record.framing import RecordWriter, file_digest, index_text
 
 _MAX_CHUNK = 64  # rows read and prepared together (bounds memory; one batch of requests)
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    """Everything one worker needs to write one shard, and nothing more.
+
+    Attributes:
+        name: the shard's file name.
+        rows: one tuple per record, in writing order: (table position, row label, image path
+            or URL (None without images), values (one per row feature of ``features``: each
+            label field's (id, text), with tuples for multi-label; each extra column's value)).
+        image: ImageOptions, or None for a table without images.
+        compression: None, "GZIP" or "ZLIB".
+        features: the FeatureSet of the records.
+        sha256: also take the shard's sha256 (CRC32C is always taken).
+        threads: threads that prepare this shard's images inside the task.
+    """
+
+    name: str
+    rows: tuple
+    image: ImageOptions
+    compression: str
+    features: FeatureSet
+    sha256: bool = False
+    threads: int = 1
 
 
 def write_shard(task, store, on_error="raise"):

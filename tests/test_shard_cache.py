@@ -53,3 +53,20 @@ def test_the_cache_must_be_on_the_local_disk(remote):
     with pytest.raises(SchemaError, match="cache_dir=s3://bucket/cache: the cache must be a "
                                           "local folder"):
         shard_cache.local_copies(store, shards, "s3://bucket/cache")
+
+
+def test_a_tampered_copy_of_the_same_size_is_fetched_again(remote, tmp_path, caplog):
+    """A cached copy rewritten with other bytes of the same length (say, records of other
+    labels) is not used: its CRC32C is checked against metadata.json when load() opens it."""
+    store, shards = remote
+    cache = tmp_path / "cache"
+    paths = shard_cache.local_copies(store, shards, cache)
+    original = open(paths[0], "rb").read()
+    tampered = bytes(b ^ 0xFF for b in original)  # every byte other, the same size
+    with open(paths[0], "wb") as f:
+        f.write(tampered)
+
+    with caplog.at_level("WARNING", logger="tfrecorder_lite.shard_cache"):
+        assert shard_cache.local_copies(store, shards, cache) == paths
+    assert open(paths[0], "rb").read() == original
+    assert "differs from metadata.json (CRC32C); fetching it again" in caplog.text

@@ -8,6 +8,7 @@ unchanged shards are fetched once for every later load. The folder can be delete
 """
 
 import hashlib
+import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -15,6 +16,8 @@ from . import verification
 from .errors import SchemaError, VerifyError
 from .record.framing import FileDigest
 from .storage import Store
+
+logger = logging.getLogger(__name__)
 
 _CHUNK = 8 << 20
 _PARALLEL_DOWNLOADS = 8
@@ -49,12 +52,29 @@ def local_copies(store, shards, cache_dir=None):
     cache.make_dirs()
     names = [copy_name(store, shard) for shard in shards]
     missing = {name: shard for name, shard in zip(names, shards)
-               if cache.size(name) != shard.bytes}
+               if not _cached(cache, name, shard)}
     if missing:
         with ThreadPoolExecutor(min(_PARALLEL_DOWNLOADS, len(missing))) as pool:
             for done in [pool.submit(_download, store, s, cache, n) for n, s in missing.items()]:
                 done.result()
     return [cache.path(name) for name in names]
+
+
+def _cached(cache, name, shard):
+    """Whether the cache holds ``shard``'s bytes as ``name``: its size and CRC32C (its sha256
+    in outputs that list no CRC32C), read back whole, are the manifest's, so that a copy
+    rewritten with other records of the same size is not trusted. A copy that differs is
+    fetched again, with a warning."""
+    size = cache.size(name)
+    if size is None:
+        return False
+    checksums = {"crc32c": shard.crc32c} if shard.crc32c else shard.checksums  # the cheaper
+    if size == shard.bytes and \
+            not cache.digest(name, FileDigest.like(checksums)).mismatches(checksums):
+        return True
+    logger.warning("%s: the cached copy differs from metadata.json (%s); fetching it again",
+                   cache.path(name), "size" if size != shard.bytes else "CRC32C")
+    return False
 
 
 def copy_name(store, shard):

@@ -8,6 +8,7 @@ files, a manifest). Rounds are interleaved and medians reported, since the machi
 
 Usage:
     python benchmarks/detection.py --images 1000 --rounds 5
+    python benchmarks/detection.py --images 1000 --rounds 5 --check header
 """
 
 import argparse
@@ -86,16 +87,18 @@ def recipe(csv, out):
                 writer.write(example.SerializeToString())
 
 
-def library(csv, out):
+def library(csv, out, check="decode"):
     import tfrecorder_lite
 
-    tfrecorder_lite.convert(csv, out, progress=False)
+    tfrecorder_lite.convert(csv, out, progress=False, check=check)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--check", default="decode", choices=["decode", "header"],
+                        help="the library's image check (default: its default, decode)")
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "tfrl_det"))
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -109,14 +112,16 @@ def main():
     boxes = len(pd.read_csv(csv))
     times = {"recipe": [], "library": []}
     for _ in range(args.rounds):
-        for name, run in (("recipe", recipe), ("library", library)):
+        for name, run in (("recipe", recipe),
+                          ("library", lambda c, o: library(c, o, args.check))):
             out = os.path.join(args.workdir, f"out-{name}")
             shutil.rmtree(out, ignore_errors=True)
             started = time.perf_counter()
             run(csv, out)
             times[name].append(time.perf_counter() - started)
     per_round = [r / lib for r, lib in zip(times["recipe"], times["library"])]
-    print(f"{args.images} images, {boxes} boxes, {args.rounds} interleaved rounds")
+    print(f"{args.images} images, {boxes} boxes, {args.rounds} interleaved rounds, "
+          f"library check={args.check}")
     for name, values in times.items():
         print(f"  {name}: median {statistics.median(values):.2f} s "
               f"({', '.join(f'{v:.2f}' for v in values)})")

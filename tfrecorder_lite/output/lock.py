@@ -288,6 +288,9 @@ class FolderLock:
             holder = _read_lease(self._store)
         except _NoLease as exc:
             raise _no_lease_error(self._store, str(exc)) from None
+        except OSError as exc:  # credentials, access, no bucket: the write below meets it
+            logger.debug("cannot read the lock of %s: %s", self._store.url, exc)
+            holder = None  # (and says it in the store's own words); the read-back decides
         if holder is not None and self._holds(holder):
             raise self._error(holder)
         if holder is not None:
@@ -305,9 +308,11 @@ class FolderLock:
         except _NoLease as exc:
             raise _no_lease_error(self._store, str(exc)) from None
         except OSError:
-            if failed is not None:
-                raise failed from None
-            raise
+            if failed is None:
+                raise
+            holder = None
+        if holder is None and failed is not None:  # no lease of anyone's: the write's error
+            raise failed  # (as the store raised it, with its cause: no such bucket, say)
         if holder is None or holder["token"] != self._token:
             raise self._error(holder)
         self.store = FencedStore.around(self._store, Fence(self._store, self._token))

@@ -263,6 +263,8 @@ def test_tasks_check_the_lease_where_they_run(bucket, tmp_path, short_lease):
             return run.stdout.strip()
 
         assert task("a.bin") == "written"
+        lock._stop.set()  # this holder renews no more: no renewal can race the takeover below
+        lock._heartbeat.join()
         _write_lease(bucket)
         assert "was taken over by another conversion (pid 1 on elsewhere" in task("b.bin")
     assert bucket.child("part").list() == ["a.bin"]

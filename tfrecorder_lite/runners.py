@@ -45,11 +45,11 @@ _BYTE_SECONDS = {"header": 2.0e-9, "decode": 14e-9, None: 0.0}
 _ONE_PROCESS_ROWS_PER_SECOND = {"header": 8000.0, "decode": 6000.0, None: 40000.0}
 # Wall seconds from asking for worker processes to their first results: each starts a fresh
 # interpreter and imports joblib and tfrecorder_lite.shard, without pandas or TensorFlow. For 2
-# workers: 0.67-1.53 s, median 1.02 s (benchmarks/worker_start.py; 1.63-2.84 s when workers
-# imported pandas). The model takes the top of that range: with it, the crossover on 2 cores
-# falls between the sizes where cold runs (benchmarks/policy.py, a fresh interpreter each)
-# found threads faster (30,000 rows, 2 rounds of 3) and processes faster (90,000, 3 of 3).
-_WORKER_START_SECONDS = 1.5
+# workers (benchmarks/worker_start.py): 0.67-1.53 s, median 1.02 s, while other work kept the
+# machine busy; 0.34-0.52 s, median 0.40 s, when it was quiet (0.69-1.29 s, median 0.70 s,
+# when workers imported pandas). The busy figure: cold runs of benchmarks/policy.py, busy too,
+# found threads and processes level at 30,000 header rows and processes ahead at 90,000.
+_WORKER_START_SECONDS = 1.0
 # joblib keeps a process pool it started for 300 s after its last task (idle_worker_timeout);
 # a pool started by this process within that time is taken to be still running (no start cost).
 _POOL_KEPT_SECONDS = 240.0

@@ -13,10 +13,11 @@ Writes the image set listed 1, 10 and 30 times over (3,000, 30,000 and 90,000 ro
 Every conversion runs in a fresh interpreter, as a script or the CLI would: worker processes
 start cold, and their start is part of the time. Only the conversion is timed: not the imports
 (the library's modules, or TensorFlow for the recipe) nor reading the table. Rounds are
-interleaved (every table and way once a round, the start rotating); the table gives medians,
-the ratio of medians against the recipe and the median of the same ratio taken within each
-round, and how close each library way came to the floor. The library's ways must write the
-same shards: their CRC32Cs in ``metadata.json`` are compared.
+interleaved: every table and way once a round, in a seeded random order, each after
+``os.sync()`` so that no way pays for what the one before it left to write back. The table
+gives medians, the ratio of medians against the recipe, the median of the same ratio taken
+within each round, and how close each library way came to the floor. The library's ways must
+write the same shards: their CRC32Cs in ``metadata.json`` are compared.
 
 Usage:
     python benchmarks/policy.py --repeats 3                        # 3,000 / 30,000 / 90,000
@@ -30,6 +31,7 @@ import argparse
 import json
 import logging
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -89,8 +91,10 @@ def child(job: dict) -> dict:
 
 
 def run_child(job: dict) -> dict:
-    """Runs ``child(job)`` in a fresh interpreter and removes its output afterwards."""
+    """Runs ``child(job)`` in a fresh interpreter and removes its output afterwards; the disk
+    has written everything before it starts (the recipes leave their bytes to write back)."""
     shutil.rmtree(job["out"], ignore_errors=True)
+    os.sync()
     try:
         done = subprocess.run([sys.executable, __file__, "--child", json.dumps(job)],
                               capture_output=True, text=True,
@@ -147,6 +151,7 @@ def main(argv=None):
     parser.add_argument("--ways", default="recipe,floor," + ",".join(LIBRARY_WAYS))
     parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds")
     parser.add_argument("--workdir", type=Path, default=dataset.DEFAULT_WORKDIR)
+    parser.add_argument("--seed", type=int, default=0, help="of the order of each round")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -166,10 +171,10 @@ def main(argv=None):
     ways = [(w, c) for w in args.ways.split(",")
             for c in (args.checks.split(",") if w in LIBRARY_WAYS else [None])]
     results = {}
+    order = random.Random(args.seed)
     for round_number in range(args.repeats):
         for name, rows, times in tables:
-            start = round_number % len(ways)
-            for way, check in ways[start:] + ways[:start]:
+            for way, check in order.sample(ways, len(ways)):  # no way always follows another
                 job = {"csv": str(csv), "times": times, "way": way, "check": check,
                        "out": str(args.workdir / "policy_out")}
                 outcome = run_child(job)

@@ -516,6 +516,8 @@ def import_library() -> tuple[Any, str | None]:
     sys.path.insert(0, str(REPO_ROOT))
     try:
         import tfrecorder_lite
+        import tfrecorder_lite.conversion  # noqa: F401  (loaded on first use: not timed either)
+        import tfrecorder_lite.loader  # noqa: F401
     except Exception as exc:  # pragma: no cover - reported in the table
         traceback.print_exc()
         return None, _short_error(exc)

@@ -104,7 +104,7 @@ def test_small_header_writes_stay_in_threads_and_large_ones_go_to_processes(two_
     assert _policy(remote) == ("threads", 2, 2 * runners._FETCHING_THREADS_PER_WORKER)
 
 
-def test_more_cores_move_the_header_crossover_down():
+def test_more_cores_move_the_crossover_down():
     def crossover(cores, check="header"):
         """The fewest rows (of 74 KB images, ~1,600 a shard) that processes write sooner."""
         for n in range(1_000, 400_001, 1_000):
@@ -117,8 +117,9 @@ def test_more_cores_move_the_header_crossover_down():
     header = [crossover(cores) for cores in (2, 8, 16, 64)]
     assert None not in header and header == sorted(header, reverse=True)
     assert header[0] > header[-1]
-    decode = [crossover(cores, "decode") for cores in (2, 8, 16, 64)]
-    assert None not in decode
+    # decoding releases the GIL: threads keep up on few cores, not on many
+    decode = [crossover(cores, "decode") for cores in (2, 16, 64)]
+    assert decode[0] is None and decode[1] > decode[2]
 
 
 def test_a_pool_started_lately_costs_no_start(two_cores):

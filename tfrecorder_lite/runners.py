@@ -44,13 +44,12 @@ _BYTE_SECONDS = {"header": 2.0e-9, "decode": 14e-9, None: 0.0}
 # in one thread (160-170 us, nearly all Python around Pillow's decoder). Rows without images:
 # 1 / their CPU, all of it Python.
 _ONE_PROCESS_ROWS_PER_SECOND = {"header": 8000.0, "decode": 6000.0, None: 40000.0}
-# Threads on CPU-bound work that releases the GIL (decoding) still hand the GIL back and forth:
-# decode checks of 30,000 rows in threads took 1.11x the wall time of a warm process pool for
-# the same CPU (1,752 against 1,580 us a row, medians of 5 interleaved rounds).
-_THREADS_SHARE_OF_CORES = 0.9
-# Wall seconds from asking for 2 worker processes to their first results: each starts a fresh
-# interpreter and imports joblib and tfrecorder_lite.shard, without pandas or TensorFlow
-# (0.67-1.53 s, median 1.02 s, in 5 runs; 1.63-2.84 s when workers imported pandas).
+# Wall seconds from asking for worker processes to their first results: each starts a fresh
+# interpreter and imports joblib and tfrecorder_lite.shard, without pandas or TensorFlow. For 2
+# workers (benchmarks/worker_start.py): 0.67-1.53 s, median 1.02 s, while other work kept the
+# machine busy; 0.34-0.52 s, median 0.40 s, when it was quiet (0.69-1.29 s, median 0.70 s,
+# when workers imported pandas). The busy figure: cold runs of benchmarks/policy.py, busy too,
+# found threads and processes level at 30,000 header rows and processes ahead at 90,000.
 _WORKER_START_SECONDS = 1.0
 # joblib keeps a process pool it started for 300 s after its last task (idle_worker_timeout);
 # a pool started by this process within that time is taken to be still running (no start cost).
@@ -134,16 +133,15 @@ def predicted_seconds(work, cores, processes, start_seconds=_WORKER_START_SECOND
     checks and rows without images.
 
     The work's CPU spreads over the cores either way. In threads, all rows share one
-    process's GIL and threads use only part of the cores; each worker process has a GIL of its
-    own, but there are only as many busy ones as there are shard tasks (a task's rows all go
-    through one), and they must start first.
+    process's GIL; each worker process has a GIL of its own, but there are only as many busy
+    ones as there are shard tasks (a task's rows all go through one), and they must start first.
     """
     cpu = work.rows * _ROW_SECONDS[work.check] + work.source_bytes * _BYTE_SECONDS[work.check]
     one_process = _ONE_PROCESS_ROWS_PER_SECOND[work.check]
     if processes:
         spread = work.rows / max(1, min(cores, work.tasks))
         return start_seconds + max(cpu / cores, max(spread, work.largest_task) / one_process)
-    return max(cpu / (cores * _THREADS_SHARE_OF_CORES), work.rows / one_process)
+    return max(cpu / cores, work.rows / one_process)
 
 
 def _start_seconds(workers):

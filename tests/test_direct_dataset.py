@@ -57,11 +57,39 @@ def test_bad_rows_are_skipped_and_reported_or_raised(table, tmp_path):
                                        ("TRAIN", str(broken), "dog", 0.0)], columns=df.columns,
                                       index=["gone", "broken"])])
     dataset = bad.tfrecord.dataset("TRAIN")
-    assert [row for row, _, _ in dataset.rejected] == ["gone"]  # known before any image is read
-    assert len(list(dataset)) == 14
-    assert {row: reason for row, _, reason in dataset.rejected} == {
-        "gone": "file not found", "broken": "truncated JPEG"}
+    # every bad row is known before the dataset is iterated: the table's, then the images'
+    assert [(row, reason) for row, _, reason in dataset.rejected] == [
+        ("gone", "file not found"), ("broken", "truncated JPEG")]
+    assert len(dataset) == 14 and len(list(dataset)) == 14
     with pytest.raises(InvalidRowError, match="file not found"):
         bad.tfrecord.dataset("TRAIN", on_error="raise")
-    with pytest.raises(Exception, match="truncated JPEG"):
-        list(bad.drop(index="gone").tfrecord.dataset("TRAIN", on_error="raise"))
+    with pytest.raises(InvalidRowError, match="truncated JPEG") as raised:
+        bad.drop(index="gone").tfrecord.dataset("TRAIN", on_error="raise")
+    assert raised.value.row == "broken"
+
+
+def test_length_labels_and_rejected_survive_map_and_batch(table):
+    df, root = table
+    bad = pd.concat([df, pd.DataFrame([("TRAIN", str(root / "gone.png"), "cat", 0.0)],
+                                      columns=df.columns, index=["gone"])])
+    dataset, info = bad.tfrecord.dataset("TRAIN", image_size=(8, 8), with_info=True)
+    mapped = dataset.map(lambda image, label: (image, label + 1))
+    assert len(mapped) == info.num_examples == 14
+    assert len(mapped.batch(4)) == 4 and len(mapped.batch(4, drop_remainder=True)) == 3
+    assert info.split == "TRAIN" and info.labels == ["cat", "dog", "owl"]
+    assert [(row, reason) for row, _, reason in info.rejected] == [("gone", "file not found")]
+    assert len(list(mapped)) == 14
+    _, test_info = df.tfrecord.dataset("test", with_info=True)
+    assert test_info.split == "TEST" and test_info.num_examples == 4
+
+
+def test_an_image_that_changes_after_the_check_stops_iteration(table, tmp_path):
+    df, _ = table
+    changing = tmp_path / "changing.png"
+    save(photo(20, 20, seed=9), changing, "PNG")
+    one = pd.DataFrame([("TRAIN", str(changing), "cat", 1.0)], columns=df.columns)
+    dataset = one.tfrecord.dataset("TRAIN")
+    assert len(dataset) == 1
+    changing.write_bytes(b"not an image any more")
+    with pytest.raises(Exception, match="changed"):
+        list(dataset)

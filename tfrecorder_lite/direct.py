@@ -6,6 +6,8 @@ have been are decoded by the same map function as :func:`~tfrecorder_lite.load`:
 written shards changes one line, and gives the same elements.
 """
 
+import dataclasses
+
 import joblib
 
 from . import loader, schema
@@ -24,7 +26,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
             label_map=None, check="header", on_error="skip", base_dir=None, n_jobs=-1,
             storage_options=None, unassigned="reject", split_ratios=None, label_sep=None,
             features=None, label=None, multi_hot=False, box_format="rel_yxyx",
-            box_units="relative"):
+            box_units="relative", with_info=False):
     """A ``tf.data.Dataset`` of one split of the table, read and decoded as ``load()`` would.
 
     Args:
@@ -32,18 +34,25 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
         split: "TRAIN", "VALIDATION" or "TEST".
         check: image checks, as for ``to_tfrecord`` ("header" by default: decoding happens in
             the pipeline anyway).
-        on_error: "skip" bad rows (listed in the returned dataset's ``rejected``), or "raise"
-            an InvalidRowError at the first (while iterating, for an image that fails).
+        on_error: "skip" bad rows (listed in ``rejected``), or "raise" an InvalidRowError
+            at the first.
         n_jobs: threads that read and prepare images.
+        with_info: also return a :class:`TableDatasetInfo` (as ``tfds.load`` does).
         Other arguments: as for ``to_tfrecord`` (table options) and ``load`` (pipeline
         options). ``shuffle=False`` keeps the plan's seeded row order (``seed``).
 
+    Every image of the split is read and checked once before this returns, so the dataset's
+    length is known (``len()`` works, as on ``load()``'s) and the bad rows are all known; the
+    dataset reads the images again each time it is iterated.
+
     Returns:
-        A dataset yielding what ``load(output_dir, split, ...)`` yields for the same options.
-        Its ``labels`` attribute is the label id -> text list (a dict of lists with label
-        levels), and ``rejected`` lists
-        ``(row, path, reason)`` of the split's refused rows: those the table refuses at once,
-        then those whose image fails, as iteration reaches them.
+        A dataset yielding what ``load(output_dir, split, ...)`` yields for the same options,
+        or ``(dataset, info)`` with ``with_info``. The dataset also has ``labels`` and
+        ``rejected`` attributes (as the info has), which ``.map()`` and the like do not keep.
+
+    Raises:
+        InvalidRowError: the first bad row, with ``on_error="raise"``; while iterating, an image
+            that no longer passes its check (it changed since it was checked).
     """
     options = PipelineOptions(batch_size, image_size, shuffle, seed, as_supervised,
                               shuffle_buffer, drop_remainder, channels, dct_method, label,
@@ -75,21 +84,48 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
         raise InvalidRowError(df.index[position], plan.paths[position], reason)
     rejected = [(df.index[p], plan.paths[p], reason) for p, reason in refused]
     task = plan.task(shards[0], df.index, joblib.effective_n_jobs(n_jobs))
+    kept = []
+    for chunk, prepared in prepared_chunks(task, storage_options):  # the check, in threads
+        for row, (record, reason) in zip(chunk, prepared):
+            if record is not None:
+                kept.append(row)
+            elif on_error == "raise":
+                raise InvalidRowError(row[1], row[2], reason)
+            else:
+                rejected.append((row[1], row[2], reason))
+    task = dataclasses.replace(task, rows=tuple(kept))
 
     def records():
         for chunk, prepared in prepared_chunks(task, storage_options):
-            for (_, row, path, *_), (record, info) in zip(chunk, prepared):
-                if record is not None:
-                    yield b"".join(record)
-                elif on_error == "raise":
-                    raise InvalidRowError(row, path, info)
-                else:
-                    rejected.append((row, path, info))
+            for (_, row, path, *_), (record, reason) in zip(chunk, prepared):
+                if record is None:
+                    raise InvalidRowError(row, path, f"{reason} (it passed its check when the "
+                                                     "dataset was made: the image changed)")
+                yield b"".join(record)
 
     decode = loader.decoder(tf, plan.features, options)
     serialized = tf.data.Dataset.from_generator(
-        records, output_signature=tf.TensorSpec((), tf.string))
+        records, output_signature=tf.TensorSpec((), tf.string),
+    ).apply(tf.data.experimental.assert_cardinality(len(kept)))
     out = loader.decoded_pipeline(tf, serialized, decode, options, deterministic=True)
+    info = TableDatasetInfo(wanted, len(kept), plan.labels, tuple(rejected))
     out.rejected = rejected
     out.labels = plan.labels
-    return out
+    return (out, info) if with_info else out
+
+
+@dataclasses.dataclass(frozen=True)
+class TableDatasetInfo:
+    """What ``df.tfrecord.dataset(..., with_info=True)`` says of its dataset.
+
+    Attributes:
+        split: the split's name ("TRAIN", "VALIDATION" or "TEST").
+        num_examples: the examples the dataset yields (before any batching).
+        labels: label id -> text (a list), or with label levels a dict level -> list.
+        rejected: ``(row, path, reason)`` of the split's rows it leaves out.
+    """
+
+    split: str
+    num_examples: int
+    labels: object
+    rejected: tuple

@@ -167,7 +167,8 @@ def _parser():
     r.add_argument("output_dir")
     r.add_argument("--split", help="only this split (default: all)")
     r.add_argument("--num", type=_count, default=64, help="images shown (default: 64)")
-    r.add_argument("--out", default="report.html", help="the HTML file (default: report.html)")
+    r.add_argument("--out", default="report.html",
+                   help="where to save the report: a path or any fsspec URL (default: report.html)")
     _add_storage_options(r)
     return parser
 

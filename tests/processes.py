@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 
@@ -103,3 +104,31 @@ def wait_for_file(path, timeout=120, poll=0.005):
 def loaded_modules():
     """The names of the modules this process has imported (a joblib task for workers)."""
     return set(sys.modules)
+
+
+# A real conversion that waits after its first shard until the file argv[3] exists (it writes
+# argv[3] + ".waiting" when it starts to wait). argv: csv, output folder, gate, and optionally
+# storage options (JSON) and "short-lease" (leases of 0.2 s beats, stale after 2 s).
+PAUSED_AFTER_FIRST_SHARD = textwrap.dedent("""
+    import json, os, sys, time
+    import tfrecorder_lite
+    from tfrecorder_lite import runners
+    from tfrecorder_lite.output import lock
+
+    if "short-lease" in sys.argv[5:]:
+        lock.HEARTBEAT_SECONDS, lock.STALE_SECONDS = 0.2, 2.0
+    real = runners.write_shard
+
+    def gated(task, store, on_error):
+        receipt = real(task, store, on_error)
+        open(sys.argv[3] + ".waiting", "w").close()
+        deadline = time.monotonic() + 120  # never outlive a test that failed before the gate
+        while not os.path.exists(sys.argv[3]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return receipt
+
+    runners.write_shard = gated
+    options = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
+    tfrecorder_lite.convert(sys.argv[1], sys.argv[2], num_shards=4, n_jobs=1, progress=False,
+                            storage_options=options)
+""")

@@ -29,6 +29,7 @@ from tfrecorder_lite.output.layout import LOCK
 from tfrecorder_lite.output.lock import Fence, FencedStore, FolderLock
 from tfrecorder_lite.storage import Store
 from conftest import photo, save
+from processes import PAUSED_AFTER_FIRST_SHARD
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -102,37 +103,13 @@ def _raised(check, timeout=20):
 
 # ============================================================== taken over while writing
 
-PAUSABLE = textwrap.dedent("""
-    # A real conversion (leases of 0.2 s beats, stale after 2 s) that waits after its first
-    # shard until the file argv[3] exists.
-    import json, os, sys, time
-    import tfrecorder_lite
-    from tfrecorder_lite import runners
-    from tfrecorder_lite.output import lock
-
-    lock.HEARTBEAT_SECONDS, lock.STALE_SECONDS = 0.2, 2.0
-    real = runners.write_shard
-
-    def gated(task, store, on_error):
-        receipt = real(task, store, on_error)
-        open(sys.argv[3] + ".waiting", "w").close()
-        deadline = time.monotonic() + 120  # never outlive a test that failed before the gate
-        while not os.path.exists(sys.argv[3]) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return receipt
-
-    runners.write_shard = gated
-    tfrecorder_lite.convert(sys.argv[1], sys.argv[2], num_shards=4, n_jobs=1, progress=False,
-                            storage_options=json.loads(sys.argv[4]))
-""")
-
-
 def test_a_writer_paused_past_its_lease_stops_and_writes_nothing_more(
         bucket, tmp_path, short_lease, caplog):
     a_csv, b_csv = _table_csv(tmp_path, "a"), _table_csv(tmp_path, "b")
     gate = tmp_path / "gate"
-    first = subprocess.Popen([sys.executable, "-c", PAUSABLE, a_csv, bucket.url, str(gate),
-                              json.dumps(bucket.storage_options)], env=_env(), cwd=REPO,
+    first = subprocess.Popen([sys.executable, "-c", PAUSED_AFTER_FIRST_SHARD, a_csv,
+                              bucket.url, str(gate), json.dumps(bucket.storage_options),
+                              "short-lease"], env=_env(), cwd=REPO,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120

@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import textwrap
 import time
 
 import numpy as np
@@ -16,11 +15,12 @@ import pytest
 from PIL import Image
 
 import tfrecorder_lite
-from tfrecorder_lite import OutputExistsError, OutputLockedError, storage
+from tfrecorder_lite import OutputExistsError, OutputLockedError
 from tfrecorder_lite.output import lock as folder_lock
 from tfrecorder_lite.output.layout import LOCK
 from tfrecorder_lite.output.lock import FolderLock
 from tfrecorder_lite.storage import Store
+from processes import PAUSED_AFTER_FIRST_SHARD
 
 CLI = [sys.executable, "-m", "tfrecorder_lite.cli"]
 
@@ -69,27 +69,6 @@ def _labels_of(out):
 
 # ========================================================================= one writer per folder
 
-GATED = textwrap.dedent("""
-    # A real conversion that pauses after its first shard until the file argv[3] exists.
-    import os, sys, time
-    import tfrecorder_lite
-    from tfrecorder_lite import runners
-
-    real = runners.write_shard
-
-    def gated(task, store, on_error):
-        receipt = real(task, store, on_error)
-        open(sys.argv[3] + ".waiting", "w").close()
-        deadline = time.monotonic() + 120  # never outlive a test that failed before the gate
-        while not os.path.exists(sys.argv[3]) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return receipt
-
-    runners.write_shard = gated
-    tfrecorder_lite.convert(sys.argv[1], sys.argv[2], num_shards=4, n_jobs=1, progress=False)
-""")
-
-
 @pytest.fixture
 def start_gated():
     """Starts conversions that hold ``out`` after their first shard until ``gate`` is created;
@@ -97,7 +76,8 @@ def start_gated():
     started = []
 
     def start(csv, out, gate):
-        proc = subprocess.Popen([sys.executable, "-c", GATED, csv, str(out), str(gate)],
+        proc = subprocess.Popen([sys.executable, "-c", PAUSED_AFTER_FIRST_SHARD, csv, str(out),
+                                 str(gate)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         started.append(proc)
         _wait_for(lambda: os.path.exists(f"{gate}.waiting") or proc.poll() is not None)

@@ -77,8 +77,9 @@ def test_report_pictures_decode_with_their_sizes(outputs):
     for image in pngs(page):
         image.load()  # decodes entirely
         assert ImageStat.Stat(image.convert("L")).stddev[0] > 5  # not blank
-    histograms = [image for image in pngs(page)
-                  if image.size in (report.label_histogram_size(2), report.label_histogram_size(1))]
+    histogram_sizes = (report.label_histogram_size(2), report.label_histogram_size(1))
+    histograms = [image for image in pngs(page) if image.size in histogram_sizes]
+    assert len(histograms) == 2
     for image in histograms:  # the bars are drawn
         colors = {color for _, color in image.convert("RGB").getcolors(image.width * image.height)}
         assert (66, 133, 244) in colors

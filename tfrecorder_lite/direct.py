@@ -87,12 +87,13 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     kept = []
     for chunk, prepared in prepared_chunks(task, storage_options):  # the check, in threads
         for row, (record, reason) in zip(chunk, prepared):
+            _, row_label, path, _ = row
             if record is not None:
                 kept.append(row)
             elif on_error == "raise":
-                raise InvalidRowError(row[1], row[2], reason)
+                raise InvalidRowError(row_label, path, reason)
             else:
-                rejected.append((row[1], row[2], reason))
+                rejected.append((row_label, path, reason))
     task = dataclasses.replace(task, rows=tuple(kept))
 
     def records():

@@ -9,7 +9,7 @@ import pytest
 from conftest import photo, save
 from tfrecorder_lite import SchemaError
 from tfrecorder_lite.images.normalize import ImageOptions
-from tfrecorder_lite.write.plan import build_plan
+from tfrecorder_lite.write.plan import plan_table
 
 COLUMNS = {"split_col": "split", "image_col": "image_uri", "label_col": "label"}
 
@@ -30,7 +30,7 @@ def table(splits, labels=None, names=None):
 
 
 def plan_of(df, images, **options):
-    return build_plan(df, **COLUMNS, base_dir=str(images), image=ImageOptions(), **options)
+    return plan_table(df, **COLUMNS, base_dir=str(images), image=ImageOptions(), **options)
 
 
 def positions(plan, split):
@@ -98,7 +98,7 @@ def test_rows_with_problems_are_rejected_before_any_image_is_read(images):
 
 def test_a_file_over_max_image_bytes_is_rejected_naming_the_option(images):
     size = os.path.getsize(images / "5.png")
-    plan = build_plan(table(["TRAIN"] * 6), **COLUMNS, base_dir=str(images),
+    plan = plan_table(table(["TRAIN"] * 6), **COLUMNS, base_dir=str(images),
                       image=ImageOptions(max_bytes=size - 1))
     reasons = dict(plan.rejected)
     assert 5 in reasons

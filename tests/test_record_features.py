@@ -9,11 +9,12 @@ import pytest
 
 from tfrecorder_lite.images.normalize import ImageOptions, StoredImage
 from tfrecorder_lite.output.manifest import read_manifest
-from tfrecorder_lite.write.plan import build_plan
+from tfrecorder_lite.write.plan import plan_table
 from tfrecorder_lite.record.encoding import decode_example, encode_example
 from tfrecorder_lite.record.features import (ClassLabel, Column, FeatureSet, ImageFeature,
                                              parse_spec)
 from tfrecorder_lite.record.framing import iter_records
+from tfrecorder_lite.record.kinds import features_of
 from tfrecorder_lite.record.keys import BYTES, FLOAT, IMAGE_KEYS, INT64
 
 TFDS = "tensorflow_datasets.core.features."
@@ -110,14 +111,14 @@ PLAN_ARGUMENTS = {
 def _plan(kind, table):
     arguments = {"split_col": "split", "image_col": "image_uri", "label_col": "label",
                  "image": ImageOptions(), **PLAN_ARGUMENTS[kind]}
-    return build_plan(table, **arguments)
+    return plan_table(table, **arguments)
 
 
 @pytest.mark.parametrize("kind", sorted(PLAN_ARGUMENTS))
 def test_the_feature_set_of_a_real_output_is_the_one_its_plan_wrote(outputs_of_every_kind, kind):
     out, table = outputs_of_every_kind[kind]
     manifest, _ = read_manifest(out)
-    read = FeatureSet.from_manifest(manifest)
+    read = features_of(manifest)
     planned = _plan(kind, table).features
     assert read == dataclasses.replace(planned, labels=tuple(
         dataclasses.replace(label, column=None) for label in planned.labels))

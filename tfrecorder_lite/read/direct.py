@@ -64,7 +64,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     image = None if image_col is None else image_options(check)
     prepared = prepare(df, table)
     tf = import_tensorflow()
-    df = prepared.frame  # one element per record (per image of a detection table)
+    df = prepared.frame  # one element per record (e.g. per image of a table of boxes)
     plan = build_plan(prepared, write, image, storage_options)
     wanted = pick(split, plan.splits, "this table")
     shards = [s for s in plan.shards if s.split == wanted]

@@ -314,11 +314,11 @@ def verify(output_dir, decode=False, *, storage_options=None):
     Checks both CRCs of each record, that each parses as an Example with the manifest's
     features, that its label ids and texts are metadata.json's labels, each shard's record
     count, size and checksums (CRC32C, and sha256 where metadata.json has it), that its index
-    file lists its records, and a detection record's objects (lists of one length, boxes
-    relative and ordered). Then what metadata.json sums up: each split's ``label_counts``
-    (records per label; boxes per label in a detection output), the image sizes, channels
-    and formats, and the label files (``labels.txt``, ``labels-<level>.txt``,
-    ``label_map.pbtxt``). With ``decode`` also decodes every image with TensorFlow and checks
+    file lists its records, and what each label feature checks of its values (boxes: lists
+    of one length, relative and ordered). Then what metadata.json sums up: each split's
+    ``label_counts`` (per label: records, or what the record kind counts, e.g. boxes), the
+    image sizes, channels and formats, and the label files (``labels.txt``,
+    ``labels-<level>.txt``, the kind's own such as ``label_map.pbtxt``). With ``decode`` also decodes every image with TensorFlow and checks
     its height and width.
 
     Returns:

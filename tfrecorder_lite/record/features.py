@@ -60,7 +60,7 @@ class Feature:
 @dataclass(frozen=True)
 class ImageFeature(Feature):
     """The image: its encoded bytes, format, size, channels and file name (and with
-    ``key_sha256``, the sha256 of the encoded bytes, as the Object Detection API keeps it)."""
+    ``key_sha256``, the sha256 of the encoded bytes, ``image/key/sha256``)."""
 
     key_sha256: bool = False
 

@@ -40,6 +40,6 @@ def label_keys(level=None):
     return f"image/label/{level}", f"image/label/{level}/text"
 
 
-# The image's identity, as the Object Detection API and the TF Model Garden keep it
+# The image's identity, as the TF Model Garden's decoders read it
 SOURCE_ID = "image/source_id"
 KEY_SHA256 = "image/key/sha256"

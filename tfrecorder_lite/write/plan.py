@@ -87,8 +87,8 @@ class WritePlan:
     record_kind: object = None
 
     def table_rows(self, position):
-        """The table positions a planned row stands for: itself, or all rows of an image of a
-        detection table."""
+        """The table positions a planned row stands for: itself, or all the rows its table kind
+        grouped into it (the boxes of one image)."""
         return self.members[position] if self.members is not None else (position,)
 
     def planned_labels(self, index):
@@ -96,7 +96,7 @@ class WritePlan:
         return index if self.members is None else index[[rows[0] for rows in self.members]]
 
     def planned_position(self, row):
-        """The planned row (image of a detection table) that table position ``row`` is in."""
+        """The planned row (a record) that table position ``row`` is in."""
         if self.members is None:
             return row
         return next(i for i, rows in enumerate(self.members) if row in rows)

@@ -18,7 +18,8 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
                 overwrite=False, n_jobs=-1, progress=True, base_dir=None, sha256=False,
                 storage_options=None, max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject",
                 split_ratios=None, label_sep=None, features=None, box_units="relative",
-                box_columns=None, runner=None, pipeline_options=None):
+                box_columns=None, runner=None, pipeline_options=None, mask_col=None,
+                mask_labels=None, mask_colors=None, ignore_value=255, allow_lossy_masks=False):
     """Write the table's images as TFRecord shards per split, with a manifest.
 
     Args:
@@ -73,10 +74,21 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             top left) or "pixels" (divided by the image's size when it is written).
         box_columns: a detection table's per-box columns (default: those named is_crowd,
             iscrowd, difficult, truncated, occluded, area, group_of, weight, depiction).
+        mask_col: a segmentation table's mask column (default: ``mask_uri`` when the table
+            has it): one mask file per image, the image's size.
+        mask_labels: the label of each class id of the masks (id = position); default: the
+            colour table's labels, or the ids themselves.
+        mask_colors: ``{(r, g, b): label}`` (or ``"#rrggbb"`` keys) for colour masks; a
+            label None marks the ignore value.
+        ignore_value: the class id of pixels to ignore (default 255), kept as it is, or None.
+        allow_lossy_masks: take JPEG and WebP masks (refused by default: lossy compression
+            changes class ids near edges).
 
     A table with the columns ``xmin, ymin, xmax, ymax`` is a detection table: one row per box,
     written as one record per image with the Object Detection API's keys (see
-    ``tfrecorder_lite.table.detection``).
+    ``tfrecorder_lite.table.detection``). A table with a ``mask_uri`` column (or ``mask_col``)
+    is a semantic segmentation table: one record per row, its mask written as a single-channel
+    PNG of class ids with the TF Model Garden's keys (see ``tfrecorder_lite.table.segmentation``).
 
     Returns:
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).
@@ -94,7 +106,8 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             without apache-beam installed, before anything is written.
     """
     table = TableOptions(split_col, image_col, label_col, label_map, label_sep, features,
-                         unassigned, split_ratios, box_units, box_columns, base_dir)
+                         unassigned, split_ratios, box_units, box_columns, base_dir, mask_col,
+                         mask_colors, mask_labels, ignore_value, allow_lossy_masks)
     write = WriteOptions(num_shards, compression, shuffle, seed, sha256, on_error, overwrite,
                          n_jobs, progress)
     image = image_options(check, image_size, image_format, max_image_bytes)

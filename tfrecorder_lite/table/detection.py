@@ -39,6 +39,11 @@ class DetectionTable:
         return options.image_col is not None and is_detection_table(df)
 
     @staticmethod
+    def table_label_col(options):
+        """The label column(s) the table must have."""
+        return options.label_col
+
+    @staticmethod
     def prepare(df, options):
         """``(records frame, members, refused, used columns, ImageTable)``: one row per
         image."""

@@ -1,8 +1,9 @@
 """The kinds of table, decided once: which kind a table is, and the table as that kind plans it.
 
-A kind of table is one module (``table/classification.py``, ``table/detection.py``): which
-tables it recognizes, how it groups their rows into records, the label features it gives them,
-its own problems for ``validate()``, and its RecordKind (``record/kinds.py``). Every door
+A kind of table is one module (``table/classification.py``, ``table/detection.py``,
+``table/segmentation.py``): which tables it recognizes, how it groups their rows into records,
+the label features it gives them, its own problems for ``validate()``, and its RecordKind
+(``record/kinds.py``). Every door
 (``to_tfrecord``, ``df.tfrecord.dataset``, ``validate``) goes through :func:`prepare`, so the
 same table and options give the same records and the same problems everywhere.
 """
@@ -11,10 +12,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from . import classification, detection, schema
+from . import classification, detection, schema, segmentation
 
 #: the table kinds, the first that recognizes a table wins (classification takes any table)
-KINDS = (detection.KIND, classification.KIND)
+KINDS = (detection.KIND, segmentation.KIND, classification.KIND)
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,9 +62,11 @@ def prepare(df, options, check_labels=True):
         SchemaError: missing columns, bad per-kind columns or labels no record can hold, before
             any file is read.
     """
-    schema.check_columns(df, options.split_col, options.image_col, options.label_col)
+    if not isinstance(df, pd.DataFrame):
+        schema.check_columns(df, options.split_col, options.image_col, options.label_col)
     options = options.of_frame(df)
     kind = kind_of(df, options)
+    schema.check_columns(df, options.split_col, options.image_col, kind.table_label_col(options))
     frame, members, refused, used, details = kind.prepare(df, options)
     if check_labels:
         kind.check_labels(df, options)

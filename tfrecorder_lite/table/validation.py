@@ -47,7 +47,9 @@ def _where(df, position, image_col, splits):
 def validate(df, *, split_col="split", image_col="image_uri", label_col="label", label_map=None,
              check="header", base_dir=None, n_jobs=-1, storage_options=None,
              max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject", split_ratios=None,
-             label_sep=None, features=None, box_units="relative", box_columns=None):
+             label_sep=None, features=None, box_units="relative", box_columns=None,
+             mask_col=None, mask_labels=None, mask_colors=None, ignore_value=255,
+             allow_lossy_masks=False):
     """Report every problem of the table, one row per problem.
 
     Checks columns, split values, labels (also labels that differ only in case or spaces,
@@ -65,7 +67,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         max_image_bytes: larger image files are reported ("file too large") without being read.
         unassigned, split_ratios: as in ``to_tfrecord``: rows without a split are problems, or
             are given one (and then checked for leakage in it).
-        label_sep, features, box_units, box_columns: as in ``to_tfrecord``. Each kind of
+        label_sep, features, box_units, box_columns, mask_col, mask_labels, mask_colors,
+            ignore_value, allow_lossy_masks: as in ``to_tfrecord``. Each kind of
             table adds its own checks (a per-box table: its boxes; see ``table/kinds.py``).
 
     Returns:
@@ -77,7 +80,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
     """
     prepared = prepare(df, TableOptions(
         split_col, image_col, label_col, label_map, label_sep, features, unassigned,
-        split_ratios, box_units, box_columns, base_dir), check_labels=False)
+        split_ratios, box_units, box_columns, base_dir, mask_col, mask_colors, mask_labels,
+        ignore_value, allow_lossy_masks), check_labels=False)
     kind, table = prepared.kind, prepared.options
     assignment = table.assignment
     problems = schema.row_problems(df, split_col, image_col, kind.label_column(table),

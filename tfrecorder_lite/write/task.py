@@ -123,7 +123,7 @@ def prepare_records(rows, image_options, features, storage_options=None):
         and ``(format, height, width, channels, label ids)``, or ``(None, reason)``.
     """
     kinds = features.kinds()
-    label_count = len(features.labels)
+    labels = features.labels
     out = []
     if image_options is None:
         contents = [None] * len(rows)
@@ -139,12 +139,12 @@ def prepare_records(rows, image_options, features, storage_options=None):
                 continue
             image = (stored, storage.basename(path))
             info = (stored.format, stored.height, stored.width, stored.channels)
-        info += (tuple(value[0] for value in values[:label_count]),)  # label id(s) to count
         try:
             record = features.encode(image, values)
         except RecordRejected as exc:
             out.append((None, str(exc)))
             continue
+        info += (tuple(label.counted(record) for label in labels),)  # what label_counts count
         out.append((example.encode_example_chunks(record, kinds), info))
     return out
 
@@ -178,8 +178,8 @@ class ShardSink:
             return
         self._batch.append(record)
         fmt, height, width, channels, label_ids = info
-        for counts, ids in zip(self.labels, label_ids):
-            counts.update(ids if isinstance(ids, tuple) else (ids,))
+        for counts, ids in zip(self.labels, label_ids):  # an id, ids, or id -> amount
+            counts.update(ids if isinstance(ids, (tuple, list, dict)) else (ids,))
         if fmt is None:  # a record without an image
             return
         self.formats[fmt] += 1

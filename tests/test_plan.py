@@ -122,7 +122,8 @@ def test_a_task_carries_its_shard_rows_only(images):
     plan = plan_of(df, images, num_shards=2, shuffle=False)
     task = plan.task(plan.shards[1], df.index, threads=3)
     assert task.name == "train-00001-of-00002.tfrecord" and task.threads == 3
-    assert [(p, label, os.path.basename(path), values) for p, label, path, values in task.rows] \
+    assert [(p, label, os.path.basename(path), values)
+            for p, label, path, values, _ in task.rows] \
         == [(3, "r3", "3.png", ((0, "cat"),)), (4, "r4", "4.png", ((1, "dog"),)),
             (5, "r5", "5.png", ((2, "owl"),))]
     assert task.features is plan.features and task.image == plan.image

@@ -144,7 +144,7 @@ def test_records_without_images_are_what_the_feature_set_encodes(outputs_of_ever
     for shard in plan.shards:
         task = plan.task(shard, table.index)
         expected = [encode_example(features.encode(None, values), features.kinds())
-                    for _, _, _, values in task.rows]
+                    for _, _, _, values, _ in task.rows]
         assert expected and _records(out, shard.name) == expected
 
 
@@ -158,7 +158,7 @@ def test_label_keys_of_real_records_are_what_the_feature_set_encodes(outputs_of_
         task = plan.task(shard, table.index)
         records = _records(out, shard.name)
         assert len(records) == len(task.rows) > 0
-        for record, (_, _, path, values) in zip(records, task.rows):
+        for record, (_, _, path, values, _) in zip(records, task.rows):
             found = decode_example(record)
             assert found["image/filename"][1] == [os.path.basename(path).encode()]
             for label, value in zip(features.labels, values):

@@ -80,7 +80,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     kept = []
     for chunk, prepared in prepared_chunks(task, storage_options):  # the check, in threads
         for row, (record, reason) in zip(chunk, prepared):
-            _, row_label, path, _ = row
+            _, row_label, path, *_ = row
             if record is not None:
                 kept.append(row)
             elif on_error == "raise":

@@ -128,7 +128,7 @@ class Boxes(ClassLabel):
                         for column, kind in self.box_columns})
         return entries
 
-    def encode(self, value, image=None):
+    def encode(self, value, image=None, files=()):
         """``value``: ``(class ids, class texts, source id, boxes, *per-box column values)``,
         boxes as ``(xmin, ymin, xmax, ymax)``."""
         ids, texts, source_id, boxes, *columns = value

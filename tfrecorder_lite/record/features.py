@@ -42,9 +42,10 @@ class Feature:
         """Record key -> kind (BYTES, INT64 or FLOAT) of what :meth:`encode` gives."""
         return {key: spec["dtype"] for key, spec in self.describe().items()}
 
-    def encode(self, value, image=None):
+    def encode(self, value, image=None, files=()):
         """Record key -> value(s) of this feature for one row's ``value`` (``image``: the
-        row's ``(StoredImage, file name)``, or None).
+        row's ``(StoredImage, file name)``, or None; ``files``: the bytes of the row's other
+        files, in the order of its table kind's file columns).
 
         Raises:
             RecordRejected: the row cannot be written, with the reason.
@@ -68,7 +69,7 @@ class ImageFeature(Feature):
         keys = {**IMAGE_KEYS, **({KEY_SHA256: BYTES} if self.key_sha256 else {})}
         return {key: {"dtype": kind, "shape": []} for key, kind in keys.items()}
 
-    def encode(self, value, image=None):
+    def encode(self, value, image=None, files=()):
         """``value``: ``(StoredImage, file name)``."""
         stored, filename = value
         record = {ENCODED: stored.encoded, FORMAT: stored.format, HEIGHT: stored.height,
@@ -164,7 +165,7 @@ class ClassLabel(Feature):
         return {id_key: {"dtype": INT64, "shape": shape},
                 text_key: {"dtype": BYTES, "shape": shape}}
 
-    def encode(self, value, image=None):
+    def encode(self, value, image=None, files=()):
         """``value``: ``(id, text)``, or tuples of ids and texts (multi-label)."""
         id_key, text_key = self.keys
         return {id_key: value[0], text_key: value[1]}
@@ -242,7 +243,7 @@ class Column(Feature):
     def kinds(self):
         return {self.name: self.kind}
 
-    def encode(self, value, image=None):
+    def encode(self, value, image=None, files=()):
         return {self.name: value}
 
 
@@ -279,12 +280,12 @@ class FeatureSet:
             kinds.update(feature.kinds())
         return kinds
 
-    def encode(self, image, values):
+    def encode(self, image, values, files=()):
         """Record key -> value for one row: ``image`` is ``(StoredImage, file name)`` or None,
-        ``values`` one value per row feature."""
+        ``values`` one value per row feature, ``files`` the bytes of the row's other files."""
         record = {} if image is None else self.image.encode(image)
         for feature, value in zip(self.row_features, values):
-            record.update(feature.encode(value, image))
+            record.update(feature.encode(value, image, files))
         return record
 
     def tfds(self, image_size=None):

@@ -64,13 +64,14 @@ class SegmentationMask(ClassLabel):
         return MaskOptions(len(self.vocabulary) if self.bounded else None, self.colors,
                            self.ignore_value, self.allow_lossy)
 
-    def encode(self, value, image=None):
-        """``value``: ``(source id, the mask file's bytes)``; ``image``: the row's
-        ``(StoredImage, file name)``. A mask is checked against the image as it was read; an
-        image resized as it is written takes its mask resized by nearest neighbour."""
+    def encode(self, value, image=None, files=()):
+        """``value``: the image's source id; ``image``: the row's ``(StoredImage, file
+        name)``; ``files``: the mask file's bytes. A mask is checked against the image as it
+        was read; an image resized as it is written takes its mask resized by nearest
+        neighbour."""
         from ..images import masks
 
-        source_id, data = value
+        source_id, (data,) = value, files
         stored = image[0]
         size = stored.source_size or (stored.height, stored.width)
         try:

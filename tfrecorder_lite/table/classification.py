@@ -27,6 +27,11 @@ class ClassificationTable:
         return df, None, {}, set(), None
 
     @staticmethod
+    def file_columns(options):
+        """The columns of each record's other files, beside its image (none)."""
+        return ()
+
+    @staticmethod
     def check_labels(df, options):
         """SchemaError for labels no record can hold (fractional numbers), before any I/O."""
         schema.check_label_values(df, options.label_col, options.label_map, options.label_sep)

@@ -53,6 +53,11 @@ class DetectionTable:
             {"boxes", *table.box_columns}, table
 
     @staticmethod
+    def file_columns(options):
+        """The columns of each record's other files, beside its image (none)."""
+        return ()
+
+    @staticmethod
     def check_labels(df, options):
         """Box labels are checked per image by ``label_fields`` (a label map may lack one)."""
 

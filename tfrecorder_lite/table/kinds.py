@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from . import classification, detection, schema, segmentation
+from ..errors import SchemaError
 
 #: the table kinds, the first that recognizes a table wins (classification takes any table)
 KINDS = (detection.KIND, segmentation.KIND, classification.KIND)
@@ -29,6 +30,7 @@ class PreparedTable:
         members: per record, the table positions it stands for (None: each row is a record).
         refused: ``{record position: reason}`` of records the kind refuses by the table alone.
         used: the columns the kind consumes beside split, image and label (no extra columns).
+        files: the columns of each record's other files (e.g. a mask), read beside its image.
         details: what the kind keeps of the table for itself (e.g. a detection ImageTable).
     """
 
@@ -38,6 +40,7 @@ class PreparedTable:
     members: tuple
     refused: dict
     used: set
+    files: tuple = ()
     details: object = None
 
     def rows_of(self, rejected):
@@ -68,6 +71,11 @@ def prepare(df, options, check_labels=True):
     kind = kind_of(df, options)
     schema.check_columns(df, options.split_col, options.image_col, kind.table_label_col(options))
     frame, members, refused, used, details = kind.prepare(df, options)
+    files = tuple(kind.file_columns(options))
+    missing = [column for column in files if column not in frame.columns]
+    if missing:
+        raise SchemaError(f"missing file column(s) {missing}: found {list(df.columns)}")
     if check_labels:
         kind.check_labels(df, options)
-    return PreparedTable(kind, options, frame, members, refused, used, details)
+    return PreparedTable(kind, options, frame, members, refused, set(used) | set(files), files,
+                         details)

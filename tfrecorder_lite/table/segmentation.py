@@ -56,6 +56,11 @@ class SegmentationTable:
         return df, None, refused, {column}, column
 
     @staticmethod
+    def file_columns(options):
+        """The columns of each record's other files, beside its image: the mask."""
+        return (options.mask_col or MASK_COLUMN,)
+
+    @staticmethod
     def check_labels(df, options):
         """The labels are the masks' class ids, checked as each mask is read."""
 
@@ -72,18 +77,12 @@ class SegmentationTable:
 
     @staticmethod
     def label_fields(prepared, options, refused):
-        """``(label fields, per row: ((source id, mask cell),))``."""
+        """``(label fields, per row: (source id,))``: the mask's bytes come with the row."""
         field = mask_field(options)
         frame = prepared.frame
         source_ids = frame["image_id"].astype(str).tolist() if "image_id" in frame.columns \
             else [str(p) for p in range(len(frame))]
-        cells = frame[prepared.details].tolist()
-        return (field,), tuple(((s, c),) for s, c in zip(source_ids, cells))
-
-    @staticmethod
-    def source_columns(prepared):
-        """The columns of files read beside the image: the mask."""
-        return (prepared.details,)
+        return (field,), tuple((s,) for s in source_ids)
 
     @staticmethod
     def image_feature():

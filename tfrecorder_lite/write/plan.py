@@ -68,6 +68,9 @@ class WritePlan:
         fingerprint: sha256 of everything above plus the image files' sizes and times.
         assignment: the split shares rows without a split were given, or None.
         members: per planned row, the table positions it stands for (None: itself).
+        files: per planned row, the paths of its other files (one per ``file_columns``), or
+            None when records have none.
+        file_columns: the columns of those files (e.g. a mask's).
         record_kind: the RecordKind of the records (``record/kinds.py``).
     """
 
@@ -85,6 +88,8 @@ class WritePlan:
     assignment: tuple = None
     members: tuple = None
     record_kind: object = None
+    files: tuple = None
+    file_columns: tuple = ()
 
     def table_rows(self, position):
         """The table positions a planned row stands for: itself, or all the rows its table kind
@@ -120,10 +125,11 @@ class WritePlan:
 
     def task(self, shard, row_labels, threads=1):
         """The ShardTask of ``shard``: its rows only (``row_labels``: the table's index)."""
-        rows = tuple((p, row_labels[p], self.paths[p], (*self.label_values[p], *self.extras[p]))
+        rows = tuple((p, row_labels[p], self.paths[p], (*self.label_values[p], *self.extras[p]),
+                      self.files[p] if self.files is not None else ())
                      for p in shard.positions)
         return ShardTask(shard.name, rows, self.image, self.compression, self.features,
-                         self.sha256, threads)
+                         self.sha256, threads, self.file_columns)
 
 
 def _shard_count(requested, split, n_rows, n_bytes):
@@ -177,6 +183,12 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
     else:
         paths, sizes = _stat_images(df[image_col].tolist(), reasons, table.base_dir, image,
                                     storage_options, fingerprint)
+    files = None
+    for column in prepared.files:  # each record's other files: resolved and checked alike
+        found, more = _stat_images(df[column].tolist(), reasons, table.base_dir,
+                                   image or ImageOptions(), storage_options, fingerprint, column)
+        files = [(*previous, path) for previous, path in zip(files or [()] * len(df), found)]
+        sizes = [a + b for a, b in zip(sizes, more)]
 
     label_fields, label_values = kind.label_fields(prepared, table, reasons)
     shards, present = [], []
@@ -229,19 +241,22 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
         compression=compression, rejected=rejected, splits=tuple(present),
         fingerprint=fingerprint.hexdigest(), sha256=write.sha256, assignment=assignment,
         members=prepared.members, record_kind=kind.record,
+        files=None if files is None else tuple(files), file_columns=prepared.files,
     )
 
 
 _ROW_BYTES = 64  # rough record size without images, beside its values (picks shard counts)
 
 
-def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint):
-    """Resolve and stat every image of rows not in ``reasons`` (which takes the refused ones).
+def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint, column=None):
+    """Resolve and stat every image of rows not in ``reasons`` (which takes the refused ones;
+    with ``column``, the file column a refused row's reason names).
 
     Returns:
         ``(paths, sizes)`` per row; each found file's path, size and time go to ``fingerprint``.
     """
     paths, sizes, to_stat = [], [0] * len(uris), []
+    refused_before = set(reasons)
     for position, uri in enumerate(uris):
         path = None if pd.isna(uri) else str(uri)  # reported as is if refused
         if position not in reasons:
@@ -267,6 +282,9 @@ def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint):
             sizes[position] = stat[0]
             identities.append(f"{paths[position]}\0{stat[0]}\0{stat[1]}\n")
     fingerprint.update("".join(identities).encode())
+    if column is not None:  # say which of the row's files it is
+        for position in set(reasons) - refused_before:
+            reasons[position] = f"{column}: {reasons[position]}"
     return paths, sizes
 
 

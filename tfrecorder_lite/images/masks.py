@@ -180,6 +180,18 @@ def _unknown_ids(counts, options):
             f"{ignore})")
 
 
+def resized(mask, size, ignore_value=DEFAULT_IGNORE):
+    """The PreparedMask ``mask`` resized by nearest neighbour to ``(height, width)`` (its ids
+    are never interpolated; an id may vanish when its pixels do), its pixels counted again."""
+    ids = np.asarray(Image.fromarray(decode_ids(mask.encoded), "L").resize(
+        (size[1], size[0]), Image.Resampling.NEAREST))
+    counts = np.bincount(ids.ravel(), minlength=256)
+    present = [i for i in np.flatnonzero(counts).tolist() if i != ignore_value]
+    ignored = int(counts[ignore_value]) if ignore_value is not None else 0
+    return PreparedMask(encode_ids(ids), tuple(present), tuple(int(counts[i]) for i in present),
+                        ignored)
+
+
 def encode_ids(ids):
     """A single-channel 8-bit PNG of a uint8 ``[H, W]`` array."""
     buffer = io.BytesIO()

@@ -290,8 +290,10 @@ def decoder(tf, features, options, ratios=(), spec=None):
                                       options.dct_method)
         if as_supervised:
             return image, label_of(parsed, image)
-        if target is not None:
-            return {**parsed, "image": image, **label_of(parsed, image)}
+        if target is not None:  # a dict of outputs (boxes, labels), or one (a mask)
+            found = label_of(parsed, image)
+            return {**parsed, "image": image,
+                    **(found if isinstance(found, dict) else {target.name: found})}
         return {**parsed, "image": image}
 
     return decode

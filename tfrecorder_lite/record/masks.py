@@ -51,6 +51,11 @@ class SegmentationMask(ClassLabel):
     def keys(self):
         return MASK_LABEL, MASK_TEXT
 
+    @property
+    def name(self):
+        """The mask's name in ``load(..., as_supervised=False)``'s dicts."""
+        return "mask"
+
     def describe(self):
         return {SOURCE_ID: {"dtype": BYTES, "shape": []},
                 MASK_ENCODED: {"dtype": BYTES, "shape": []},

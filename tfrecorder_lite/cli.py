@@ -139,6 +139,8 @@ def _parser():
                                    "(default: from its name, e.g. instances_val2017.json)")
     c.add_argument("--image-dir", help="the images of a COCO .json file, a path or a URL "
                                        "(default: the file's folder)")
+    c.add_argument("--include-masks", action="store_true",
+                   help="a COCO .json file's instance masks too (image/object/mask)")
     c.add_argument("--box-units", choices=["relative", "pixels"], default="relative",
                    help="a detection table's coordinates: fractions of the image, or pixels")
     c.add_argument("--mask-col", metavar="COL",
@@ -225,6 +227,7 @@ def _convert(args):
         overwrite=args.overwrite, n_jobs=args.jobs, progress=not args.no_progress,
         sha256=args.sha256, encoding=args.encoding, base_dir=args.base_dir, task=args.task,
         split=args.split, image_dir=args.image_dir,
+        **({"include_masks": True} if args.include_masks else {}),
         max_image_bytes=args.max_image_bytes, unassigned=args.unassigned,
         split_ratios=args.split_ratios, box_units=args.box_units, runner=args.runner,
         pipeline_options=args.pipeline_options, mask_col=args.mask_col,

@@ -143,6 +143,30 @@ def test_bad_rows_are_rejected_whole_with_their_reason(tmp_path):
     assert allowed.counts == {"TRAIN": 1}
 
 
+def test_validate_lists_every_bad_mask_with_its_reason(tmp_path):
+    df, _ = _table(tmp_path, "ids", n=4)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    small = save(Image.fromarray(np.zeros((5, 7), np.uint8), "L"), bad / "small.png")
+    seven = _ids(20, 28, 0)
+    seven[0:2, 5:8] = 7
+    seven = save(Image.fromarray(seven, "L"), bad / "seven.png")
+    image = df["image_uri"][0]  # 20x28
+    rows = pd.DataFrame([("TRAIN", image, small), ("TRAIN", image, seven),
+                         ("TRAIN", image, str(bad / "gone.png")), ("TRAIN", image, " ")],
+                        columns=df.columns, index=list("abcd"))
+    problems = pd.concat([df, rows]).tfrecord.validate(mask_labels=LABELS)
+    problems = problems[~problems["problem"].str.startswith(("duplicate", "train/test"))]
+    assert list(problems["row"]) == list("abcd")
+    assert set(problems["column"]) == {"mask_uri"}
+    reasons = list(problems["problem"])
+    assert "mask is 5x7 pixels (height x width), its image 20x28" in reasons[0]
+    assert "class id 7 (6 pixels) is not a label" in reasons[1]
+    assert reasons[2].startswith("mask_uri: ") and "not found" in reasons[2]
+    assert reasons[3] == "no mask (mask_uri is empty)"
+    assert df.tfrecord.validate(mask_labels=LABELS).empty
+
+
 def test_an_unknown_colour_is_named_with_its_pixel_count(tmp_path):
     df, _ = _table(tmp_path, "rgb", n=2)
     rgb = np.asarray(Image.open(df["mask_uri"][0]).convert("RGB")).copy()

@@ -12,7 +12,9 @@ from .kinds import prepare
 from ..errors import UnsupportedURLError
 from ..options import TableOptions
 from ..images.normalize import (
-    DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images)
+    DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images,
+    unreadable_reason)
+from ..record.features import RecordRejected
 
 
 def inspect_images(items, options, storage_options=None):
@@ -29,6 +31,32 @@ def inspect_images(items, options, storage_options=None):
     return out
 
 
+def inspect_files(items, options, storage_options, prepared, values):
+    """Check each row's other files (e.g. its mask) against its image as its record would be
+    (a joblib task); ``items``: ``(position, image path, other files' paths)``, ``values``: the
+    row values of the kind's label fields. Returns ``(position, problem or None)`` of the rows
+    whose image is fine (the image check reports the others)."""
+    paths = [path for _, image, files in items for path in (image, *files)]
+    contents = iter(read_images(paths, options, storage_options))
+    out = []
+    for position, image, files in items:
+        content, found = next(contents), [next(contents) for _ in files]
+        try:
+            stored = prepare_content(content, options)
+        except ImageRejected:
+            continue
+        problem = next((f"{column}: {unreadable_reason(c)}" for column, c in
+                        zip(prepared.files, found) if isinstance(c, Exception)), None)
+        if problem is None:
+            try:
+                for field, value in zip(values[0], values[1][position]):
+                    field.encode(value, (stored, storage.basename(image)), tuple(found))
+            except RecordRejected as exc:
+                problem = str(exc)
+        out.append((position, problem))
+    return out
+
+
 def _row_hashes(df):
     """A hash of each row's cells (lists, which pandas cannot hash, by their text)."""
     lists = [c for c in df.columns if df[c].dtype == object and
@@ -38,6 +66,34 @@ def _row_hashes(df):
         for column in lists:
             df[column] = df[column].map(repr)
     return pd.util.hash_pandas_object(df, index=False)
+
+
+def _file_problems(df, prepared, paths, check, base_dir, n_jobs, storage_options, max_bytes):
+    """validate()'s problems of each row's other files (a kind's file columns, e.g. a mask),
+    for the rows of ``paths`` (position -> image path) that the kind does not refuse."""
+    column = prepared.files[0]
+    problems, items = [], []
+    for position, image in paths.items():
+        row = df.index[position]
+        if position in prepared.refused:
+            continue
+        try:
+            files = tuple(storage.resolve(df[c].iloc[position], base_dir) for c in prepared.files)
+        except UnsupportedURLError as exc:
+            problems.append((row, column, df[column].iloc[position], str(exc)))
+            continue
+        items.append((position, image, files))
+    values = prepared.kind.label_fields(prepared, prepared.options, {})
+    options = ImageOptions(check=check, max_bytes=max_bytes)
+    size = max(1, min(64, len(items) // 16))
+    results = joblib.Parallel(n_jobs=n_jobs, prefer="threads")(
+        joblib.delayed(inspect_files)(items[i:i + size], options, storage_options, prepared,
+                                      values)
+        for i in range(0, len(items), size))
+    for position, problem in (r for chunk in results for r in chunk):
+        if problem:
+            problems.append((df.index[position], column, df[column].iloc[position], problem))
+    return problems
 
 
 def _where(df, position, image_col, splits):
@@ -56,7 +112,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
     and fractional numbers, which would each be a class),
     extra columns and paths; with ``check`` ("header" or "decode") also opens every image, and
     reports rows whose image bytes equal another row's (train/test leakage across splits,
-    duplicates within one) and rows identical to another.
+    duplicates within one) and rows identical to another. A row's other files (a mask) are
+    read and checked against its image as its record would be, with the same reasons.
 
     Args:
         df: the table; the column and label options are those of ``to_tfrecord``.
@@ -135,6 +192,9 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
                               f"{_where(df, other, image_col, splits)}"))
             else:
                 first_with[digest] = position
+    if check is not None and items and prepared.files:
+        found += _file_problems(df, prepared, dict(items), check, base_dir, n_jobs,
+                                storage_options, max_image_bytes)
     order = {row: i for i, row in enumerate(df.index)}
     found.sort(key=lambda p: order.get(p[0], -1))
     return schema.problems_frame(found)

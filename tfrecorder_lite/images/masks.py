@@ -98,39 +98,60 @@ def prepare_mask(data, size, options=MaskOptions()):
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError,
             Image.DecompressionBombError) as exc:
         raise MaskRejected(f"mask cannot be read: {type(exc).__name__}: {exc}") from None
-    if options.colors is not None:
-        ids = _colour_ids(mask, options.colors, options.ignore_value)
+    kept = options.colors is None and mask_format == "PNG" and mask.mode == "L"
+    if kept:  # already a single-channel PNG of ids
+        ids = mask
+    elif options.colors is not None:
+        ids = Image.fromarray(_colour_ids(mask, options.colors, options.ignore_value), "L")
     else:
         ids = _class_ids(mask)
-    counts = np.bincount(ids.ravel(), minlength=256)
+    counts = id_counts(ids, options.num_labels, options.ignore_value)
     problem = _unknown_ids(counts, options)
     if problem:
         raise MaskRejected(problem)
-    kept = options.colors is None and mask_format == "PNG" and mask.mode == "L" and \
-        not mask.info.get("transparency")
-    encoded = data if kept else encode_ids(ids)
+    encoded = data if kept else _encode(ids)
     present = [i for i in np.flatnonzero(counts).tolist() if i != options.ignore_value]
     ignored = int(counts[options.ignore_value]) if options.ignore_value is not None else 0
     return PreparedMask(encoded, tuple(present), tuple(int(counts[i]) for i in present),
                         ignored)
 
 
+_FEW_LABELS = 32  # up to this many labels, each is counted apart (faster than a histogram)
+
+
+def id_counts(ids, num_labels=None, ignore_value=DEFAULT_IGNORE):
+    """The pixels of each of the 256 ids of an "L" image of class ids (a numpy array of 256).
+
+    With few labels, each label and the ignore value is counted apart, and the whole histogram
+    is taken only when they do not add up to every pixel (an unknown id)."""
+    if num_labels is not None and num_labels <= _FEW_LABELS:
+        pixels = np.asarray(ids).ravel()
+        counts = np.zeros(256, dtype=np.int64)
+        for i in {*range(num_labels), *(() if ignore_value is None else (ignore_value,))}:
+            counts[i] = np.count_nonzero(pixels == i)
+        if int(counts.sum()) == pixels.size:
+            return counts
+    return np.array(ids.histogram())
+
+
 def _class_ids(mask):
-    """The uint8 ``[H, W]`` class ids of a mask that holds ids (or palette indexes)."""
+    """The "L" image of the class ids of a mask that holds ids (or palette indexes)."""
+    if mask.mode == "L":
+        return mask
     if mask.mode not in _ID_MODES:
         raise MaskRejected(f"mask is a {mask.mode} image: a mask of class ids is single-channel "
                            "(L), palette (P) or 1-bit; a colour mask needs mask_colors")
+    if mask.mode == "P":  # the indexes, not the palette's colours
+        return Image.frombytes("L", mask.size, mask.tobytes())
     ids = np.asarray(mask)
-    if ids.dtype != np.uint8:
-        if ids.dtype == bool:
-            return ids.astype(np.uint8)
-        high = int(ids.max(initial=0))
-        if high > 255 or int(ids.min(initial=0)) < 0:
-            value = high if high > 255 else int(ids.min())
-            pixels = int((ids == value).sum())
-            raise MaskRejected(f"mask class id {value} ({pixels} pixels) is outside 0 to 255")
-        ids = ids.astype(np.uint8)
-    return ids
+    if ids.dtype == bool:
+        return Image.fromarray(ids.astype(np.uint8), "L")
+    high = int(ids.max(initial=0))
+    if high > 255 or int(ids.min(initial=0)) < 0:
+        value = high if high > 255 else int(ids.min())
+        pixels = int((ids == value).sum())
+        raise MaskRejected(f"mask class id {value} ({pixels} pixels) is outside 0 to 255")
+    return Image.fromarray(ids.astype(np.uint8), "L")
 
 
 def _colour_ids(mask, colors, ignore_value):
@@ -183,19 +204,24 @@ def _unknown_ids(counts, options):
 def resized(mask, size, ignore_value=DEFAULT_IGNORE):
     """The PreparedMask ``mask`` resized by nearest neighbour to ``(height, width)`` (its ids
     are never interpolated; an id may vanish when its pixels do), its pixels counted again."""
-    ids = np.asarray(Image.fromarray(decode_ids(mask.encoded), "L").resize(
-        (size[1], size[0]), Image.Resampling.NEAREST))
-    counts = np.bincount(ids.ravel(), minlength=256)
+    ids = Image.fromarray(decode_ids(mask.encoded), "L").resize((size[1], size[0]),
+                                                                Image.Resampling.NEAREST)
+    counts = id_counts(ids)
     present = [i for i in np.flatnonzero(counts).tolist() if i != ignore_value]
     ignored = int(counts[ignore_value]) if ignore_value is not None else 0
-    return PreparedMask(encode_ids(ids), tuple(present), tuple(int(counts[i]) for i in present),
+    return PreparedMask(_encode(ids), tuple(present), tuple(int(counts[i]) for i in present),
                         ignored)
 
 
 def encode_ids(ids):
     """A single-channel 8-bit PNG of a uint8 ``[H, W]`` array."""
+    return _encode(Image.fromarray(np.ascontiguousarray(ids, dtype=np.uint8), "L"))
+
+
+def _encode(image):
+    """The PNG of an "L" image."""
     buffer = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(ids, dtype=np.uint8), "L").save(buffer, "PNG")
+    image.save(buffer, "PNG")
     return buffer.getvalue()
 
 

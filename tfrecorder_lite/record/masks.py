@@ -99,6 +99,7 @@ class SegmentationMask(ClassLabel):
         """What is wrong with a written mask, or None: not a single-channel PNG, another size
         than its image, ids that are no label, ids or pixel counts its record does not list."""
         import numpy as np
+        from PIL import Image
 
         from ..images.masks import decode_ids
 
@@ -110,7 +111,7 @@ class SegmentationMask(ClassLabel):
         if ids.shape != tuple(size):
             return (f"its mask is {ids.shape[0]}x{ids.shape[1]} pixels, its image "
                     f"{size[0]}x{size[1]}")
-        counts = np.bincount(ids.ravel(), minlength=256)
+        counts = np.array(Image.fromarray(ids, "L").histogram())
         present = [i for i in np.flatnonzero(counts).tolist() if i != self.ignore_value]
         unknown = [i for i in present if i >= len(self.vocabulary)]
         if unknown:

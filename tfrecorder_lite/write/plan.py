@@ -18,6 +18,7 @@ from .. import storage
 from ..errors import SchemaError, UnsupportedURLError
 from ..images.normalize import ImageOptions, unreadable_reason
 from ..table.splits import SPLITS, canonical
+from ..formats import DEFAULT
 from ..output.layout import shard_name
 from ..output.manifest import FORMAT_VERSION
 from ..record import keys
@@ -71,6 +72,7 @@ class WritePlan:
         files: per planned row, the paths of its other files (one per ``file_columns``), or
             None when records have none.
         file_columns: the columns of those files (e.g. a mask's).
+        file_format: the shard files' format (``formats``; TFRecord).
         record_kind: the RecordKind of the records (``record/kinds.py``).
     """
 
@@ -90,6 +92,7 @@ class WritePlan:
     record_kind: object = None
     files: tuple = None
     file_columns: tuple = ()
+    file_format: object = DEFAULT
 
     def table_rows(self, position):
         """The table positions a planned row stands for: itself, or all the rows its table kind
@@ -129,7 +132,7 @@ class WritePlan:
                       self.files[p] if self.files is not None else ())
                      for p in shard.positions)
         return ShardTask(shard.name, rows, self.image, self.compression, self.features,
-                         self.sha256, threads, self.file_columns)
+                         self.sha256, threads, self.file_columns, self.file_format.name)
 
 
 def _shard_count(requested, split, n_rows, n_bytes):

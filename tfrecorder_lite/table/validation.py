@@ -8,6 +8,7 @@ import pandas as pd
 
 from . import columns, schema
 from .. import storage
+from .files import stat_files
 from .kinds import prepare
 from ..errors import UnsupportedURLError
 from ..options import TableOptions
@@ -192,9 +193,23 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
                               f"{_where(df, other, image_col, splits)}"))
             else:
                 first_with[digest] = position
-    if check is not None and items and prepared.files:
-        found += _file_problems(df, prepared, dict(items), check, base_dir, n_jobs,
-                                storage_options, max_image_bytes)
+    if check is not None:  # each row's other files (e.g. a mask): there, and not too large
+        skipped = {position: "" for position, row in enumerate(df.index)
+                   if row in bad_rows or row in identical}
+        skipped.update({position: "" for position, _ in
+                        prepared.rows_of(prepared.refused.items())})
+        unusable = set()
+        for column in prepared.files:
+            refused = dict(skipped)
+            stat_files(df[column].tolist(), refused, base_dir, max_image_bytes, storage_options,
+                       column=column)
+            found += [(df.index[position], column, df[column].iloc[position], reason)
+                      for position, reason in refused.items() if reason]
+            unusable.update(position for position, reason in refused.items() if reason)
+        if items and prepared.files:  # then read, and checked against the row's image
+            found += _file_problems(df, prepared, {p: path for p, path in items
+                                                   if p not in unusable}, check, base_dir,
+                                    n_jobs, storage_options, max_image_bytes)
     order = {row: i for i, row in enumerate(df.index)}
     found.sort(key=lambda p: order.get(p[0], -1))
     return schema.problems_frame(found)

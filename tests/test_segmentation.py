@@ -290,6 +290,23 @@ def _serialized(record):
     return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
 
 
+@pytest.mark.slow  # starts TensorFlow Datasets
+def test_tensorflow_datasets_reads_the_masks(tmp_path):
+    import tensorflow_datasets as tfds
+    df, truth = _table(tmp_path, "palette", n=6)
+    df.tfrecord.to_tfrecord(tmp_path / "out", progress=False, mask_labels=LABELS)
+    builder = tfds.builder_from_directory(str(tmp_path / "out"))
+    label = builder.info.features["image/segmentation/class/label"].feature
+    assert label.names == LABELS
+    seen = 0
+    for split in ("train", "validation", "test"):
+        for example in builder.as_dataset(split=split):
+            ids = truth[example["image/filename"].numpy().decode()]
+            assert np.array_equal(example[MASK].numpy()[..., 0], ids)
+            seen += 1
+    assert seen == len(df)
+
+
 def test_verify_catches_a_mask_that_disagrees_with_its_record():
     from tfrecorder_lite.images.masks import encode_ids
     from tfrecorder_lite.record.masks import SegmentationMask

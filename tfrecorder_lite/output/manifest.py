@@ -476,7 +476,7 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
                  f"compression {compression}, {manifest.rejected} rejected",
                  f"formats: {formats}" + (f" {more[0]}" if more else "")]
     counted = kind_of(manifest.task).counted
-    unit = "" if counted in ("records", "boxes") else f" {counted}"
+    unit = "" if counted == "records" else f" {counted}"
     for split, info in manifest.splits.items():
         size = human_size(sum(shard.bytes for shard in info.shards))
         lines.append(f"{split}: {info.num_examples} examples in {len(info.shards)} "

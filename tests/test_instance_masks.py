@@ -167,3 +167,21 @@ def test_the_model_garden_decoder_reads_the_masks(tmp_path):
                 assert np.array_equal(ours.astype(np.uint8), theirs)
             read += 1
     assert read == 3
+
+
+def test_inspect_tints_each_instance_mask():
+    from tfrecorder_lite.images.masks import encode_ids
+    from tfrecorder_lite.record.boxes import Boxes
+
+    mask = np.zeros((20, 20), np.uint8)
+    mask[5:15, 5:15] = 1
+    thumbnail = Image.new("RGB", (40, 40), (128, 128, 128))
+    values = {f"image/object/bbox/{name}": ("float", [value]) for name, value in
+              (("xmin", 0.05), ("ymin", 0.05), ("xmax", 0.95), ("ymax", 0.95))}
+    values.update({"image/object/class/label": ("int64", [1]),
+                   "image/object/class/text": ("bytes", [b"cat"]),
+                   "image/object/mask": ("bytes", [encode_ids(mask)])})
+    Boxes(vocabulary=("", "cat"), masks=True).draw(thumbnail, values, None)
+    pixels = np.asarray(thumbnail)
+    assert (pixels[20, 20] != 128).any()  # inside the mask: tinted
+    assert (pixels[8, 20] == 128).all()  # inside the box, outside the mask: as it was

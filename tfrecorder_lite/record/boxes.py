@@ -6,6 +6,7 @@ written, its label map (``label_map.pbtxt``) and its metadata.json entry (:data:
 Plain Python (a shard task imports it); TensorFlow only in ``decode``, Pillow only in ``draw``.
 """
 
+import io
 import itertools
 import numbers
 from dataclasses import dataclass
@@ -215,11 +216,18 @@ class Boxes(ClassLabel):
         return padding
 
     def draw(self, thumbnail, values, font):
-        """Draw the record's boxes, each with its label, on its thumbnail."""
-        from PIL import ImageDraw
+        """Draw the record's boxes, each with its label (and its instance mask, translucent),
+        on its thumbnail."""
+        from PIL import Image, ImageDraw
 
         if BBOX_KEYS[0] not in values:
             return
+        ids = values.get(OBJECT_LABEL, (None, []))[1]
+        for encoded, number in zip(values.get(OBJECT_MASK, (None, []))[1], ids):
+            mask = Image.open(io.BytesIO(encoded)).convert("L").resize(
+                thumbnail.size, Image.Resampling.NEAREST)
+            colour = Image.new("RGB", thumbnail.size, _BOX_COLOURS[number % len(_BOX_COLOURS)])
+            thumbnail.paste(colour, (0, 0), mask.point([0] + [_MASK_ALPHA] * 255))
         draw = ImageDraw.Draw(thumbnail)
         width, height = thumbnail.size
         boxes = zip(*(values[key][1] for key in BBOX_KEYS))
@@ -316,6 +324,7 @@ def _decode_masks(tf, parsed, image_size):
     return tf.ensure_shape(tf.cast(masks, tf.uint8), (None, *image_size))
 
 
+_MASK_ALPHA = 110  # of 255: an instance mask's opacity
 _BOX_COLOURS = ((230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30, 180))
 
 

@@ -94,6 +94,7 @@ class TableOptions:
                               f"{self.allow_lossy_masks!r}")
         if self.mask_col is not None and not isinstance(self.mask_col, str):
             raise SchemaError(f"mask_col must be a column name, not {self.mask_col!r}")
+        segmentation.mask_field(self)  # labels, colours and ignore value agree
         object.__setattr__(self, "assignment", split_assignment(
             self.unassigned, self.split_ratios, self.split_col))
 

@@ -50,7 +50,6 @@ class SegmentationTable:
                               f"{list(df.columns)}")
         if column in (options.split_col, options.image_col):
             raise SchemaError(f"mask_col {column!r} is also the split or image column")
-        mask_field(options)  # SchemaError for options that cannot name the labels
         cells = df[column].tolist()
         refused = {p: f"no mask ({column} is empty)" for p, cell in enumerate(cells)
                    if not isinstance(cell, str) or not cell.strip()}

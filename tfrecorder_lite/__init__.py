@@ -23,7 +23,8 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 _LAZY = {  # public name -> the module that defines it
     "ConversionResult": "writer", "convert": "conversion", "inspect": "report",
     "load": "loader", "read_coco": "detection_sources", "read_metadata": "output.manifest",
-    "read_voc": "detection_sources", "to_tfrecord": "conversion", "validate": "validation",
+    "read_vertex": "table.vertex", "read_voc": "detection_sources", "read_yolo": "table.yolo",
+    "to_coco": "read.coco_export", "to_tfrecord": "conversion", "validate": "validation",
     "verify": "verification",
 }
 
@@ -31,8 +32,8 @@ __all__ = [
     "ConversionResult", "InvalidRowError", "ManifestError", "MissingDependencyError",
     "OutputExistsError", "OutputLockedError", "SchemaError", "TFRecorderError",
     "UnsupportedURLError", "VerifyError",
-    "__version__", "convert", "inspect", "load", "read_coco", "read_metadata", "read_voc",
-    "to_tfrecord", "validate", "verify",
+    "__version__", "convert", "inspect", "load", "read_coco", "read_metadata", "read_vertex",
+    "read_voc", "read_yolo", "to_coco", "to_tfrecord", "validate", "verify",
 ]
 
 

@@ -1,0 +1,1 @@
+"""Tables: every source (CSV, folders, COCO, VOC, AutoML, Vertex AI, YOLO) read into the table of its task."""

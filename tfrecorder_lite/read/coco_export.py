@@ -5,10 +5,11 @@ image: ``id`` (the record's ``image/source_id`` when every record's is a distinc
 from 1, as outputs converted from a COCO file keep COCO's image ids; else the records numbered
 from 1 in the shards' order), ``file_name`` (``image/filename``), ``width`` and ``height``
 of the stored image. Each box is one annotation: ``bbox`` ``[x, y, width, height]`` in pixels
-of the stored image, ``category_id`` (the record's class id: COCO's category ids when converted from COCO),
-``iscrowd`` (``image/object/is_crowd``, else 0) and ``area`` (``image/object/area`` when the
-record holds it and the images were stored as they came, else the box's area). Categories are
-the output's labels (id -> name), the background id 0 left out. No record kind writes masks
+of the stored image, ``category_id`` (the record's class id: COCO's category ids when
+converted from COCO), ``iscrowd`` (``image/object/is_crowd``, else 0) and ``area``
+(``image/object/area`` when the record holds it and the images were stored as they came, else
+the box's area). Categories are the output's labels (id -> name), the background id 0 left
+out. No record kind writes masks
 yet, so annotations carry no ``segmentation``.
 """
 
@@ -48,8 +49,8 @@ def to_coco(output_dir, split, path, *, storage_options=None):
     store = Store(output_dir, storage_options)
     manifest, _ = read_manifest(store)
     if manifest.task != "detection":
-        raise SchemaError(f"{store.url} is a {manifest.task or 'classification'} output; COCO "
-                          "instances are exported from a detection output (boxes)")
+        raise SchemaError(f"{redact(store.url)} is a {manifest.task or 'classification'} "
+                          "output; COCO instances are exported from a detection output (boxes)")
     name = splits.pick(split, manifest.splits, store.url)
     images, annotations = [], []
     for shard in manifest.splits[name].shards:
@@ -91,7 +92,7 @@ def _annotations(record, image, position, stored, first_id):
     crowd = record.get(object_key("is_crowd"), [])
     areas = record.get(object_key("area"), []) if stored == "encoded" else []
     annotations = []
-    for i, (xmin, ymin, xmax, ymax) in enumerate(zip(*(record[key] for key in BBOX_KEYS))):
+    for i, (xmin, ymin, xmax, ymax) in enumerate(zip(*(record.get(key, []) for key in BBOX_KEYS))):
         box = [xmin * width, ymin * height, (xmax - xmin) * width, (ymax - ymin) * height]
         area = areas[i] if i < len(areas) and math.isfinite(areas[i]) else box[2] * box[3]
         annotations.append({"id": first_id + i, "image_id": position,

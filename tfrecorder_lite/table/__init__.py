@@ -1,1 +1,2 @@
-"""Tables: every source (CSV, folders, COCO, VOC, AutoML, Vertex AI, YOLO) read into the table of its task."""
+"""Tables: each source (CSV, folders, COCO, VOC, AutoML, Vertex AI, YOLO) read into the
+table of its task."""

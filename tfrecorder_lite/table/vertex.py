@@ -30,18 +30,17 @@ in the table, where the detection checks reject its image whole with the box nam
 import csv
 import io
 import json
-import logging
 import math
 
 import pandas as pd
 
-from .. import detection_sources, splits, storage
+from .. import detection_sources, redaction, splits, storage
 from ..detection_sources import BOX_COLUMNS
 from ..errors import SchemaError
 from .paths import confined
 from .problems import refuse
 
-logger = logging.getLogger(__name__)
+logger = redaction.logger(__name__)  # its records may name URLs
 
 ML_USE = "aiplatform.googleapis.com/ml_use"
 _BOX_FIELDS = ("xMin", "yMin", "xMax", "yMax")
@@ -155,8 +154,9 @@ class _Lines:
             return data.decode("utf-8").removeprefix("\ufeff")
         except UnicodeDecodeError as exc:
             line = data.count(b"\n", 0, exc.start) + 1
-            raise SchemaError(f"{self.name}: line {line} is not UTF-8 (byte "
-                              f"0x{data[exc.start]:02x}); Vertex AI files are UTF-8") from None
+            raise SchemaError(redaction.redact(
+                f"{self.name}: line {line} is not UTF-8 (byte 0x{data[exc.start]:02x}); "
+                "Vertex AI files are UTF-8")) from None
 
     def _problem(self, number, field, reason):
         self.problems.append((number, f"line {number}: {field}{': ' if field else ''}{reason}"))
@@ -378,9 +378,9 @@ class _Lines:
                     records.append((line, fields))
                 line = reader.line_num + 1
         except csv.Error as exc:
-            raise SchemaError(f"{self.name}: line {line}: {exc}") from None
+            raise SchemaError(redaction.redact(f"{self.name}: line {line}: {exc}")) from None
         if not records:
-            raise SchemaError(f"{self.name} is empty")
+            raise SchemaError(redaction.redact(f"{self.name} is empty"))
         rows = []
         for number, fields in records:
             if is_vertex_csv(fields):

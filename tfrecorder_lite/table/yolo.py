@@ -24,6 +24,7 @@ import os
 import posixpath
 
 from .. import detection_sources, storage
+from ..redaction import redact
 from ..detection_sources import BOX_COLUMNS
 from ..errors import SchemaError
 from .paths import confined
@@ -66,11 +67,11 @@ def read_yolo(folder, *, storage_options=None, allow_outside=False):
     else:
         root, yaml_path = path, find_yaml(path, storage_options)
         if yaml_path is None:
-            raise SchemaError(f"{path} has no data.yaml: a YOLO folder names its classes and "
-                              "image folders there (names:, train:, val:)")
+            raise SchemaError(redact(f"{path} has no data.yaml: a YOLO folder names its classes "
+                                     "and image folders there (names:, train:, val:)"))
     config = _config(yaml_path, storage_options)
     names = _names(config, yaml_path)
-    reader = _Reader(root, yaml_path, names, storage_options, allow_outside)
+    reader = _Reader(root, yaml_path, names, storage_options, allow_outside, config.get("path"))
     images = reader.images(config)
     rows, lines = reader.rows(images)
     table = detection_sources._table(rows, ["split", "image_uri", "label", *BOX_COLUMNS])
@@ -86,12 +87,13 @@ def _config(yaml_path, storage_options):
     try:
         config = yaml.safe_load(storage.read_bytes(yaml_path, storage_options))
     except FileNotFoundError:
-        raise SchemaError(f"{yaml_path} not found") from None
+        raise SchemaError(redact(f"{yaml_path} not found")) from None
     except yaml.YAMLError as exc:
-        raise SchemaError(f"{yaml_path} is not YAML: {' '.join(str(exc).split())}") from None
+        why = " ".join(str(exc).split())
+        raise SchemaError(redact(f"{yaml_path} is not YAML: {why}")) from None
     if not isinstance(config, dict):
-        raise SchemaError(f"{yaml_path}: expected a mapping (names:, train:, val:), not "
-                          f"{type(config).__name__}")
+        raise SchemaError(redact(f"{yaml_path}: expected a mapping (names:, train:, val:), "
+                                 f"not {type(config).__name__}"))
     return config
 
 
@@ -101,8 +103,8 @@ def _names(config, yaml_path):
     if isinstance(names, list):
         names = dict(enumerate(names))
     if not isinstance(names, dict) or not names:
-        raise SchemaError(f"{yaml_path}: names: expected the class names, a list or "
-                          f"{{id: name}}, not {names!r}")
+        raise SchemaError(redact(f"{yaml_path}: names: expected the class names, a list or "
+                                 f"{{id: name}}, not {names!r}"))
     checked, problems = {}, []
     for class_id, name in names.items():
         if isinstance(class_id, bool) or not isinstance(class_id, int) or class_id < 0:
@@ -133,8 +135,8 @@ def label_path(image):
 class _Reader:
     """The images and label files of one YOLO folder; problems gathered, then raised."""
 
-    def __init__(self, root, yaml_path, names, storage_options, allow_outside):
-        self.root, self.yaml_path, self.names = root, yaml_path, names
+    def __init__(self, root, yaml_path, names, storage_options, allow_outside, path=None):
+        self.root, self.yaml_path, self.names, self.path = root, yaml_path, names, path
         self.options, self.allow_outside = storage_options, allow_outside
         self.yaml_name = storage.basename(yaml_path)
         self.problems, self.label_dirs = [], []
@@ -159,7 +161,9 @@ class _Reader:
                 continue
             if storage.is_dir(path, self.options) or _is_file(path, self.options):
                 return path
-        self.problems.append(refused or f"{where}: {entry} does not exist in {self.root}")
+        hint = f" (data.yaml's path: {self.path!r} is not followed: name the dataset's folder " \
+            "itself)" if self.path else ""
+        self.problems.append(refused or f"{where}: {entry} does not exist in {self.root}{hint}")
         return None
 
     def images(self, config):

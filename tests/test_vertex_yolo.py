@@ -392,3 +392,36 @@ def test_the_command_line_converts_a_yolo_folder(tmp_path, capsys):
     assert cli.main(["convert", str(root), str(tmp_path / "out2"), "--no-progress",
                      "--task", "classification"]) == 2
     assert "does not apply to a YOLO folder" in capsys.readouterr().err
+
+
+def test_a_yolo_folder_and_a_vertex_file_read_from_urls_give_the_local_records(tmp_path):
+    import fsspec
+
+    root = yolo_folder(tmp_path / "yolo")
+    fs = fsspec.filesystem("memory")
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            fs.pipe(f"memory://formats-test/yolo/{os.path.relpath(path, root)}",
+                    open(path, "rb").read())
+    local = tfrecorder_lite.read_yolo(root)
+    remote = tfrecorder_lite.read_yolo("memory://formats-test/yolo")
+    assert remote.image_uri.tolist() == [
+        "memory://formats-test/yolo/" + os.path.relpath(p, root) for p in local.image_uri]
+    pd.testing.assert_frame_equal(remote.drop(columns="image_uri"),
+                                  local.drop(columns="image_uri"))
+    tfrecorder_lite.convert("memory://formats-test/yolo", tmp_path / "from-url", **OPTIONS)
+    tfrecorder_lite.convert(root, tmp_path / "from-disk", **OPTIONS)
+    assert records_by_file(tmp_path / "from-url") == records_by_file(tmp_path / "from-disk")
+    exported = tfrecorder_lite.to_coco(tmp_path / "from-url", "TRAIN",
+                                       "memory://formats-test/instances.json")
+    assert json.loads(fs.cat("memory://formats-test/instances.json")) == exported
+
+    fs.pipe("memory://formats-test/yolo/boxes.jsonl", "\n".join(
+        line(f"images/train/im{i}.jpg", "training", boundingBoxAnnotations=[
+            {"displayName": "car", "xMin": 0.1, "yMin": 0.1, "xMax": 0.5, "yMax": 0.5}])
+        for i in range(3)).encode() + b"\n" + line("../../escape.jpg", "test").encode())
+    with pytest.raises(SchemaError, match=r"line 4: imageGcsUri: '\.\./\.\./escape\.jpg' "
+                                          r"leads outside memory://formats-test/yolo"):
+        tfrecorder_lite.read_vertex("memory://formats-test/yolo/boxes.jsonl")
+    fs.rm("memory://formats-test", recursive=True)

@@ -194,7 +194,7 @@ class _Reader:
             labels = label_path(posixpath.join(path, "x.jpg") if storage.is_remote(path)
                                 else os.path.join(path, "x.jpg"))
             self.label_dirs.append(storage.parent(labels))
-            return [uri for parts, uri in storage.walk_files(path, self.options)
+            return [_below(path, parts) for parts, _ in storage.walk_files(path, self.options)
                     if os.path.splitext(parts[-1])[1].lower() in _IMAGE_EXTENSIONS]
         try:
             text = storage.read_bytes(path, self.options).decode("utf-8")
@@ -280,11 +280,17 @@ class _Reader:
         for folder in dict.fromkeys(self.label_dirs):
             if not storage.is_dir(folder, self.options):
                 continue
-            for parts, path in storage.walk_files(folder, self.options):
+            for parts, _ in storage.walk_files(folder, self.options):
+                path = _below(folder, parts)
                 if parts[-1].endswith(".txt") and parts[-1] != "classes.txt" and \
                         path not in claimed:
                     self.problems.append(f"{self._relative(path)}: a label file without its "
                                          "image (no image of that name in the images folder)")
+
+
+def _below(folder, parts):
+    """The path or URL of ``parts`` below ``folder``, spelled as ``folder`` is."""
+    return storage.resolve("/".join(parts), base=folder)
 
 
 def _is_file(path, storage_options):

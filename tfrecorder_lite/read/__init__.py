@@ -1,1 +1,2 @@
-"""Readers of an output folder: they depend on the manifest and the record format only."""
+"""Reading an output: load(), the table's dataset(), verify, inspect, the shard cache, COCO
+export."""

@@ -17,7 +17,7 @@ import json
 import math
 import re
 
-from .. import splits, storage
+from .. import storage
 from ..errors import SchemaError
 from ..output.manifest import read_manifest
 from ..redaction import redact
@@ -26,6 +26,7 @@ from ..record.framing import iter_records
 from ..record.keys import (BBOX_KEYS, FILENAME, HEIGHT, OBJECT_LABEL, SOURCE_ID, WIDTH,
                            object_key)
 from ..storage import Store
+from ..table.splits import pick
 
 _WHOLE = re.compile(r"^-?\d+$")
 
@@ -51,7 +52,7 @@ def to_coco(output_dir, split, path, *, storage_options=None):
     if manifest.task != "detection":
         raise SchemaError(f"{redact(store.url)} is a {manifest.task or 'classification'} "
                           "output; COCO instances are exported from a detection output (boxes)")
-    name = splits.pick(split, manifest.splits, store.url)
+    name = pick(split, manifest.splits, store.url)
     images, annotations = [], []
     for shard in manifest.splits[name].shards:
         with store.open_read(shard.name) as f:

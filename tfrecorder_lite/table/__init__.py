@@ -1,2 +1,1 @@
-"""Tables: each source (CSV, folders, COCO, VOC, AutoML, Vertex AI, YOLO) read into the
-table of its task."""
+"""The table stage: sources, kinds of tables, labels, splits, columns, validate()."""

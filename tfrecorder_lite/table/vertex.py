@@ -34,8 +34,9 @@ import math
 
 import pandas as pd
 
-from .. import detection_sources, redaction, splits, storage
-from ..detection_sources import BOX_COLUMNS
+from . import detection_sources, splits
+from .. import redaction, storage
+from .detection_sources import BOX_COLUMNS
 from ..errors import SchemaError
 from .paths import confined
 from .problems import refuse

@@ -23,10 +23,11 @@ import math
 import os
 import posixpath
 
-from .. import detection_sources, storage
-from ..redaction import redact
-from ..detection_sources import BOX_COLUMNS
+from . import detection_sources
+from .. import storage
 from ..errors import SchemaError
+from ..redaction import redact
+from .detection_sources import BOX_COLUMNS
 from .paths import confined
 from .problems import refuse
 

@@ -7,9 +7,9 @@ import os
 
 import pandas as pd
 
-from . import detection_sources, labels, redaction, schema, storage
-from .table import vertex, yolo
-from .errors import SchemaError
+from . import detection_sources, labels, schema, vertex, yolo
+from .. import redaction, storage
+from ..errors import SchemaError
 
 logger = redaction.logger(__name__)  # its records may name URLs
 
@@ -26,7 +26,7 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
     Args:
         source: a DataFrame, or the path or URL of a CSV file, of a COCO annotations file
             (``.json``), of a Vertex AI import file (JSON Lines, or a CSV whose rows start
-            with the image: see ``table.vertex``), of a YOLO folder (holding ``data.yaml``) or
+            with the image: see ``vertex``), of a YOLO folder (holding ``data.yaml``) or
             its ``data.yaml``, of a Pascal VOC folder (``Annotations/`` and ``JPEGImages/``), or
             of an image folder laid out ``SPLIT/LABEL/FILE``. Detection sources give the
             per-box table (see ``detection_sources``).

@@ -425,3 +425,25 @@ def test_a_yolo_folder_and_a_vertex_file_read_from_urls_give_the_local_records(t
                                           r"leads outside memory://formats-test/yolo"):
         tfrecorder_lite.read_vertex("memory://formats-test/yolo/boxes.jsonl")
     fs.rm("memory://formats-test", recursive=True)
+
+
+def test_yolo_image_lists_resolve_against_their_folder_and_stay_in_the_dataset(tmp_path):
+    root = yolo_folder(tmp_path / "yolo")
+    (root / "lists").mkdir()
+    (root / "lists" / "train.txt").write_text("../images/train/im0.jpg\n"
+                                              "../images/train/im1.jpg\n")
+    (root / "lists" / "val.txt").write_text("../images/val/im7.jpg\n../images/train/im0.jpg\n")
+    (root / "data.yaml").write_text("train: lists/train.txt\nval: lists/val.txt\n"
+                                    "names: [car, person, bike]\n")
+    with pytest.raises(SchemaError, match=r"images.train.im0\.jpg is listed in train and in "
+                                          r"val; an image belongs to one split, once"):
+        tfrecorder_lite.read_yolo(root)
+    (root / "lists" / "val.txt").write_text("../images/val/im7.jpg\n../../outside.jpg\n")
+    with pytest.raises(SchemaError, match=r"lists.val\.txt line 2: '\.\./\.\./outside\.jpg' "
+                                          r"leads outside"):
+        tfrecorder_lite.read_yolo(root)
+    (root / "lists" / "val.txt").write_text("../images/val/im7.jpg\n")
+    table = tfrecorder_lite.read_yolo(root)
+    assert table.drop_duplicates("image_uri").image_uri.tolist() == [
+        str(root / "images" / "train" / "im0.jpg"), str(root / "images" / "train" / "im1.jpg"),
+        str(root / "images" / "val" / "im7.jpg")]

@@ -21,20 +21,22 @@ def is_inside(uri, root):
     return uri == root or uri.startswith(root.rstrip("/") + "/")
 
 
-def confined(name, root, where, allow_outside=False, how="allow_outside=True"):
-    """The path or URL ``name`` (as an annotation file writes it) resolved against ``root``.
+def confined(name, root, where, allow_outside=False, how="allow_outside=True", base=None):
+    """The path or URL ``name`` (as an annotation file writes it) resolved against ``base``
+    (default ``root``), which must lead into ``root``.
 
     Args:
-        name: the path as the file writes it (relative to ``root``, or absolute, or a URL).
+        name: the path as the file writes it (relative to ``base``, or absolute, or a URL).
         root: the folder the user named (path or URL).
         where: what names it, for the error: ``"data.yaml: val"``, ``"line 3: imageGcsUri"``.
         allow_outside: accept a path that leads outside ``root``.
         how: the words that say how to allow it.
+        base: the folder relative names start from, inside ``root`` (an image list's folder).
 
     Raises:
         SchemaError: ``name`` leads outside ``root`` and ``allow_outside`` is False.
     """
-    path = storage.resolve(name, base=root)
+    path = storage.resolve(name, base=root if base is None else base)
     if not allow_outside and not is_inside(path, root):
         raise SchemaError(f"{where}: {name!r} leads outside {root}, the folder given; "
                           f"annotation files may name files inside it only. Move the files "

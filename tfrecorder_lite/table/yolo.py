@@ -179,10 +179,12 @@ class _Reader:
                 if path is None:
                     continue
                 for image in self._listed(key, path):
-                    if split_of.setdefault(image, key) != key:
-                        self.problems.append(f"{self._relative(image)} is in {split_of[image]} "
-                                             f"and {key}; an image belongs to one split")
+                    if image in split_of:
+                        self.problems.append(f"{self._relative(image)} is listed in "
+                                             f"{split_of[image]} and in {key}; an image "
+                                             "belongs to one split, once")
                         continue
+                    split_of[image] = key
                     images.append((split, image))
         if not any(config.get(key) for key in SPLIT_KEYS):
             self.problems.append(f"{self.yaml_name}: names no train, val or test images")
@@ -208,8 +210,8 @@ class _Reader:
             if not name:
                 continue
             try:
-                images.append(confined(name, folder, f"{self._relative(path)} line {number}",
-                                       self.allow_outside))
+                images.append(confined(name, self.root, f"{self._relative(path)} line {number}",
+                                       self.allow_outside, base=folder))
             except SchemaError as exc:
                 self.problems.append(str(exc))
         return images

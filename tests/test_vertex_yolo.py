@@ -254,10 +254,10 @@ def test_vertex_image_paths_stay_in_the_files_folder_unless_allowed(folder):
         "\n" + line("gs://bucket/in-the-cloud.jpg", "test",
                     classificationAnnotation={"displayName": "x"}))
     with pytest.raises(SchemaError, match=r"line 1: imageGcsUri: '\.\./outside\.jpg' leads "
-                                          r"outside .*allow_outside=True") as caught:
+                                          r"outside .*allow_outside_paths=True") as caught:
         tfrecorder_lite.read_vertex(folder / "sub" / "a.jsonl")
     assert "line 2: imageGcsUri" in str(caught.value)  # an absolute path too
-    table = tfrecorder_lite.read_vertex(folder / "sub" / "a.jsonl", allow_outside=True)
+    table = tfrecorder_lite.read_vertex(folder / "sub" / "a.jsonl", allow_outside_paths=True)
     assert table.image_uri.tolist() == [str(outside), str(outside),
                                         "gs://bucket/in-the-cloud.jpg"]
 

@@ -21,7 +21,8 @@ def is_inside(uri, root):
     return uri == root or uri.startswith(root.rstrip("/") + "/")
 
 
-def confined(name, root, where, allow_outside=False, how="allow_outside=True", base=None):
+def confined(name, root, where, allow_outside_paths=False, how="allow_outside_paths=True",
+             base=None):
     """The path or URL ``name`` (as an annotation file writes it) resolved against ``base``
     (default ``root``), which must lead into ``root``.
 
@@ -29,15 +30,15 @@ def confined(name, root, where, allow_outside=False, how="allow_outside=True", b
         name: the path as the file writes it (relative to ``base``, or absolute, or a URL).
         root: the folder the user named (path or URL).
         where: what names it, for the error: ``"data.yaml: val"``, ``"line 3: imageGcsUri"``.
-        allow_outside: accept a path that leads outside ``root``.
+        allow_outside_paths: accept a path that leads outside ``root``.
         how: the words that say how to allow it.
         base: the folder relative names start from, inside ``root`` (an image list's folder).
 
     Raises:
-        SchemaError: ``name`` leads outside ``root`` and ``allow_outside`` is False.
+        SchemaError: ``name`` leads outside ``root`` and ``allow_outside_paths`` is False.
     """
     path = storage.resolve(name, base=root if base is None else base)
-    if not allow_outside and not is_inside(path, root):
+    if not allow_outside_paths and not is_inside(path, root):
         raise SchemaError(f"{where}: {name!r} leads outside {root}, the folder given; "
                           f"annotation files may name files inside it only. Move the files "
                           f"there, or pass {how} if you trust this file")

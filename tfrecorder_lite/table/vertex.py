@@ -84,14 +84,14 @@ def starts_with_image(data, encoding="utf-8"):
     return False
 
 
-def read_vertex(path_or_url, *, storage_options=None, allow_outside=False):
+def read_vertex(path_or_url, *, storage_options=None, allow_outside_paths=False):
     """The table of a Vertex AI image dataset import or export file (JSON Lines or CSV).
 
     Args:
         path_or_url: the file's path or URL (``.jsonl``, ``.csv``; told apart by content).
         storage_options: fsspec options for a remote file.
-        allow_outside: accept image paths that are neither ``gs://`` URLs nor inside the
-            file's folder (``../``, absolute local paths, other URLs).
+        allow_outside_paths: accept image paths that are neither ``gs://`` URLs nor inside
+            the file's folder (``../``, absolute local paths, other URLs).
 
     Returns:
         A DataFrame: ``split, image_uri, label`` (classification; multi-label: lists of
@@ -103,21 +103,21 @@ def read_vertex(path_or_url, *, storage_options=None, allow_outside=False):
         SchemaError: naming every malformed line (up to ten) and its field.
     """
     path = storage.resolve(path_or_url)
-    return vertex_table(storage.read_bytes(path, storage_options), path, allow_outside)
+    return vertex_table(storage.read_bytes(path, storage_options), path, allow_outside_paths)
 
 
-def vertex_table(data, path, allow_outside=False):
+def vertex_table(data, path, allow_outside_paths=False):
     """The table of a Vertex AI file's bytes (see :func:`read_vertex`); ``path``: where they
     were read, for messages and the folder relative image paths stay in."""
-    reader = _Lines(path, storage.parent(path), allow_outside)
+    reader = _Lines(path, storage.parent(path), allow_outside_paths)
     return reader.jsonl(data) if is_jsonl(data) else reader.csv(data)
 
 
 class _Lines:
     """The lines of one Vertex AI file, read into rows; problems gathered, then raised."""
 
-    def __init__(self, name, folder, allow_outside):
-        self.name, self.folder, self.allow_outside = name, folder, allow_outside
+    def __init__(self, name, folder, allow_outside_paths):
+        self.name, self.folder, self.allow_outside_paths = name, folder, allow_outside_paths
         self.problems, self.dropped = [], set()
 
     # ------------------------------------------------------------------ JSON Lines
@@ -214,7 +214,7 @@ class _Lines:
             return value
         try:
             return confined(value, self.folder, f"{self.name}: line {number}: {field}",
-                            self.allow_outside)
+                            self.allow_outside_paths)
         except SchemaError as exc:
             self.problems.append((number, str(exc).removeprefix(f"{self.name}: ")))
             return None

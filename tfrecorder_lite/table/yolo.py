@@ -47,15 +47,15 @@ def find_yaml(folder, storage_options=None):
     return None
 
 
-def read_yolo(folder, *, storage_options=None, allow_outside=False):
+def read_yolo(folder, *, storage_options=None, allow_outside_paths=False):
     """The per-box table of a YOLO dataset folder (Ultralytics' layout; see the module).
 
     Args:
         folder: the dataset's folder (path or URL) holding ``data.yaml``, or the path of the
             ``.yaml`` file itself.
         storage_options: fsspec options for a remote folder.
-        allow_outside: accept ``data.yaml`` entries and image lists that name files outside
-            the folder.
+        allow_outside_paths: accept ``data.yaml`` entries and image lists that name files
+            outside the folder.
 
     Raises:
         SchemaError: no ``data.yaml``, or naming every malformed entry, label file and line
@@ -72,7 +72,8 @@ def read_yolo(folder, *, storage_options=None, allow_outside=False):
                                      "and image folders there (names:, train:, val:)"))
     config = _config(yaml_path, storage_options)
     names = _names(config, yaml_path)
-    reader = _Reader(root, yaml_path, names, storage_options, allow_outside, config.get("path"))
+    reader = _Reader(root, yaml_path, names, storage_options, allow_outside_paths,
+                     config.get("path"))
     images = reader.images(config)
     rows, lines = reader.rows(images)
     table = detection_sources._table(rows, ["split", "image_uri", "label", *BOX_COLUMNS])
@@ -136,9 +137,9 @@ def label_path(image):
 class _Reader:
     """The images and label files of one YOLO folder; problems gathered, then raised."""
 
-    def __init__(self, root, yaml_path, names, storage_options, allow_outside, path=None):
+    def __init__(self, root, yaml_path, names, storage_options, allow_outside_paths, path=None):
         self.root, self.yaml_path, self.names, self.path = root, yaml_path, names, path
-        self.options, self.allow_outside = storage_options, allow_outside
+        self.options, self.allow_outside_paths = storage_options, allow_outside_paths
         self.yaml_name = storage.basename(yaml_path)
         self.problems, self.label_dirs = [], []
 
@@ -156,7 +157,7 @@ class _Reader:
         refused = None
         for candidate in candidates:
             try:
-                path = confined(candidate, self.root, where, self.allow_outside)
+                path = confined(candidate, self.root, where, self.allow_outside_paths)
             except SchemaError as exc:
                 refused = refused or str(exc)
                 continue
@@ -211,7 +212,7 @@ class _Reader:
                 continue
             try:
                 images.append(confined(name, self.root, f"{self._relative(path)} line {number}",
-                                       self.allow_outside, base=folder))
+                                       self.allow_outside_paths, base=folder))
             except SchemaError as exc:
                 self.problems.append(str(exc))
         return images

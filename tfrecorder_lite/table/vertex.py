@@ -362,8 +362,9 @@ class _Lines:
     def _lined(self, table, numbers, what=None):
         """``table`` with each row's line in ``attrs["csv_lines"]`` (numbers of a CSV file,
         else text such as ``"JSON line 3 of export.jsonl"``, as errors show it)."""
+        where = f" of {storage.basename(self.name)}"
         table.attrs["csv_lines"] = numbers if what is None else [
-            f"{what} {n} of {storage.basename(self.name)}" for n in numbers]
+            f"{what} {n}{where}" for n in numbers]
         return table
 
     # ------------------------------------------------------------------ CSV
@@ -407,6 +408,8 @@ class _Lines:
 def _coordinate(value):
     """A box coordinate as a float; NaN when missing or no number (the detection checks name
     it, and reject the image)."""
+    if type(value) is float:  # noqa: E721 (the common case, bool aside)
+        return value
     if isinstance(value, bool):
         return math.nan
     try:

@@ -23,8 +23,8 @@ from ..output.manifest import read_manifest
 from ..redaction import redact
 from ..record.encoding import decode_example
 from ..record.framing import iter_records
-from ..record.keys import (BBOX_KEYS, FILENAME, HEIGHT, OBJECT_LABEL, SOURCE_ID, WIDTH,
-                           object_key)
+from ..record.boxes import BBOX_KEYS, OBJECT_LABEL, object_key
+from ..record.keys import FILENAME, HEIGHT, SOURCE_ID, WIDTH
 from ..storage import Store
 from ..table.splits import pick
 

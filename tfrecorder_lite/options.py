@@ -99,11 +99,12 @@ class TableOptions:
             self.unassigned, self.split_ratios, self.split_col))
 
     def of_frame(self, df):
-        """These options for ``df``: a ``label_map`` it carries in ``df.attrs`` (``read_coco``
-        keeps COCO's category ids there) when none is given."""
-        if self.label_map is None and df.attrs.get("label_map") is not None:
-            return dataclasses.replace(self, label_map=df.attrs["label_map"])
-        return self
+        """These options for ``df``: a ``label_map`` or ``mask_colors`` it carries in
+        ``df.attrs`` (``read_coco`` keeps COCO's category ids there, ``read_vertex`` the
+        colours of its masks) when none is given."""
+        given = {name: df.attrs[name] for name in ("label_map", "mask_colors")
+                 if getattr(self, name) is None and df.attrs.get(name) is not None}
+        return dataclasses.replace(self, **given) if given else self
 
 
 @dataclass(frozen=True, eq=False)

@@ -133,7 +133,8 @@ def prepare_records(rows, image_options, features, storage_options=None, file_co
 
     Returns:
         One ``(record, info)`` per row: the record's chunks (see ``encode_example_chunks``)
-        and ``(format, height, width, channels, label ids)``, or ``(None, reason)``.
+        and ``(format, height, width, channels, what each label feature counts)``, or
+        ``(None, reason)``.
     """
     kinds = features.kinds()
     labels = features.labels

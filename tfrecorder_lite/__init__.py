@@ -21,18 +21,19 @@ from .errors import (
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {  # public name -> the module that defines it
-    "ConversionResult": "writer", "convert": "conversion", "inspect": "report",
+    "BackupAndRestore": "read.resume", "ConversionResult": "writer", "convert": "conversion",
+    "data_source": "read.data_source", "inspect": "report",
     "load": "loader", "read_coco": "detection_sources", "read_metadata": "output.manifest",
     "read_voc": "detection_sources", "to_tfrecord": "conversion", "validate": "validation",
     "verify": "verification",
 }
 
 __all__ = [
-    "ConversionResult", "InvalidRowError", "ManifestError", "MissingDependencyError",
-    "OutputExistsError", "OutputLockedError", "SchemaError", "TFRecorderError",
-    "UnsupportedURLError", "VerifyError",
-    "__version__", "convert", "inspect", "load", "read_coco", "read_metadata", "read_voc",
-    "to_tfrecord", "validate", "verify",
+    "BackupAndRestore", "ConversionResult", "InvalidRowError", "ManifestError",
+    "MissingDependencyError", "OutputExistsError", "OutputLockedError", "SchemaError",
+    "TFRecorderError", "UnsupportedURLError", "VerifyError",
+    "__version__", "convert", "data_source", "inspect", "load", "read_coco", "read_metadata",
+    "read_voc", "to_tfrecord", "validate", "verify",
 ]
 
 

@@ -109,6 +109,23 @@ def read_files(fs, paths, storage_options=None, max_bytes=None):
         else v for p, v in zip(paths, found)])
 
 
+def read_ranges(fs, requests):
+    """Byte ranges of files of ``fs``, fetched concurrently (ranged reads).
+
+    Args:
+        fs: the fsspec filesystem.
+        requests: ``(url, start, end)`` triples (``end`` excluded).
+
+    Returns:
+        One item per request: its bytes, or the exception reading it raised.
+    """
+    if fs.async_impl:
+        found = _gather(fs, lambda r: fs._cat_file(r[0], start=r[1], end=r[2]), requests)
+    else:
+        found = [_call(fs.cat_file, url, start=start, end=end) for url, start, end in requests]
+    return _explained(fs, [r[0] for r in requests], found)
+
+
 def _identity(info):
     """A token that changes whenever the object's content does (generation, ETag or mtime)."""
     for key in ("generation", "ETag", "etag", "mtime", "LastModified", "last_modified"):

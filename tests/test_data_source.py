@@ -7,6 +7,8 @@ import json
 import os
 import pickle
 import shutil
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -257,3 +259,20 @@ def test_remote_outputs_agree_read_by_ranges(outputs, store_name, request):
         src = tfrecorder_lite.data_source(url, "TRAIN", storage_options=store.options)
         local = tfrecorder_lite.data_source(outputs[kind], "TRAIN")
         assert src.read_serialized(range(len(src))) == local.read_serialized(range(len(src)))
+
+
+@pytest.mark.slow  # starts Grain's and PyTorch's worker processes
+@pytest.mark.parametrize("loader", ["grain", "torch"])
+def test_grain_and_torch_read_every_record_once_per_epoch_with_2_workers(outputs, loader):
+    out = outputs["classification"]
+    script = os.path.join(os.path.dirname(__file__), "training_readers.py")
+    done = subprocess.run([sys.executable, script, loader, str(out), "2"], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    epochs = json.loads(done.stdout.strip().splitlines()[-1])
+    src = tfrecorder_lite.data_source(out, "TRAIN")
+    expected = sorted(src[i]["image/filename"].decode() for i in range(len(src)))
+    assert len(epochs) == 2
+    for names in epochs:
+        assert sorted(names) == expected  # every record exactly once
+    assert epochs[0] != epochs[1] and epochs[0] != expected  # shuffled, anew each epoch

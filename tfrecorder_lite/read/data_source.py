@@ -76,7 +76,7 @@ def data_source(output_dir, split, *, storage_options=None, decode_image=False, 
     manifest, _ = read_manifest(store)
     split = pick(split, manifest.splits)
     check_uncompressed(store, manifest)
-    return DataSource(store, split, manifest.splits[split].shards, _value_specs(manifest),
+    return DataSource(store, split, manifest.splits[split].shards, value_specs(manifest),
                       decode_image and manifest.image is not None, channels, block_size,
                       cache_bytes)
 
@@ -91,7 +91,7 @@ def check_uncompressed(store, manifest, what="data_source()"):
             "load(shuffle=True)")
 
 
-def _value_specs(manifest):
+def value_specs(manifest):
     """Record key -> ``(kind, shape)`` of every feature of the output."""
     features = FeatureSet.from_manifest(manifest).describe()
     return {key: (spec["dtype"], tuple(spec["shape"])) for key, spec in features.items()}

@@ -21,11 +21,12 @@ from .errors import (
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {  # public name -> the module that defines it
-    "BackupAndRestore": "read.resume", "ConversionResult": "writer", "convert": "conversion",
-    "data_source": "read.data_source", "inspect": "report",
-    "load": "loader", "read_coco": "detection_sources", "read_metadata": "output.manifest",
-    "read_voc": "detection_sources", "to_tfrecord": "conversion", "validate": "validation",
-    "verify": "verification",
+    "BackupAndRestore": "read.resume", "ConversionResult": "write.driver",
+    "convert": "conversion", "data_source": "read.data_source", "inspect": "read.report",
+    "load": "read.loader", "read_coco": "table.detection_sources",
+    "read_metadata": "output.manifest", "read_voc": "table.detection_sources",
+    "to_tfrecord": "conversion", "validate": "table.validation",
+    "verify": "read.verification",
 }
 
 __all__ = [

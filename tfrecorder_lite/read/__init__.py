@@ -1,1 +1,2 @@
-"""Readers of an output folder: pipelines, random access, and the order records are read in."""
+"""Reading an output: load(), random access by index and the global order, the table's
+dataset(), verify, inspect, the shard cache."""

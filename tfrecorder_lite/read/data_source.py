@@ -32,7 +32,7 @@ from ..record.features import FeatureSet
 from ..record.framing import RecordError, file_digest, iter_records, masked_crc
 from ..record.keys import BYTES, ENCODED, FLOAT, INT64
 from ..redaction import redact
-from ..splits import pick
+from ..table.splits import pick
 from ..storage import Store, read_many
 
 logger = logging.getLogger(__name__)

@@ -13,9 +13,9 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 from . import verification
-from .errors import SchemaError, VerifyError
-from .record.framing import FileDigest
-from .storage import Store
+from ..errors import SchemaError, VerifyError
+from ..record.framing import FileDigest
+from ..storage import Store
 
 logger = logging.getLogger(__name__)
 

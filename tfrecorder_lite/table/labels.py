@@ -8,8 +8,8 @@ several. pandas only, no I/O.
 import numpy as np
 import pandas as pd
 
-from .record import keys
-from .errors import SchemaError
+from ..record import keys
+from ..errors import SchemaError
 
 _LISTS = (list, tuple, set, frozenset, np.ndarray)
 _SCALARS = {"string", "bytes", "integer", "floating", "mixed-integer-float", "boolean", "empty"}

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .record.boxes import BOX_COLUMNS, box_problem
-from .errors import SchemaError
+from ..record.boxes import BOX_COLUMNS, box_problem
+from ..errors import SchemaError
 
 BOX_UNITS = ("relative", "pixels")
 PER_BOX = ("is_crowd", "iscrowd", "difficult", "truncated", "occluded", "area", "group_of",

@@ -11,15 +11,15 @@ import os
 import joblib
 
 from . import shard_cache, verification
-from .errors import SchemaError
-from .options import PipelineOptions
-from .output.manifest import read_manifest
-from .record.features import FeatureSet, ImageFeature, parse_spec
-from .splits import pick
-from .storage import Store
-from .read import data_source, indexed
-from .read.data_source import check_uncompressed
-from .record.tensorflow import import_tensorflow
+from . import data_source, indexed
+from ..errors import SchemaError
+from ..options import PipelineOptions
+from ..output.manifest import read_manifest
+from ..record.features import FeatureSet, ImageFeature, parse_spec
+from ..table.splits import pick
+from ..storage import Store
+from ..record.tensorflow import import_tensorflow
+from .data_source import check_uncompressed
 
 
 

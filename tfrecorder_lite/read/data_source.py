@@ -134,6 +134,11 @@ class DataSource:
     def __len__(self):
         return self.num_records
 
+    @property
+    def is_local(self):
+        """True when the shards are on the local disk."""
+        return self._store.is_local
+
     def __getitem__(self, index):
         return self.read([index])[0]
 

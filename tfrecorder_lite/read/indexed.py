@@ -19,6 +19,8 @@ from ..errors import SchemaError
 from .order import GlobalOrder, check_hosts
 
 _READ_GROUP = 64  # records read per call into Python
+# groups read at once: remote reads wait on the store, and more groups in flight hide it
+_GROUPS_IN_FLIGHT = {True: 2, False: 4}  # by "the store is local"
 _NO_END = np.iinfo(np.int64).max
 
 
@@ -72,7 +74,7 @@ def records(tf, source, order, position):
 
     dataset = tf.data.Dataset.range(1).flat_map(positions).batch(_READ_GROUP).map(
         lambda group: tf.py_function(read, [group], tf.string),
-        num_parallel_calls=2, deterministic=True).unbatch()
+        num_parallel_calls=_GROUPS_IN_FLIGHT[source.is_local], deterministic=True).unbatch()
     options = tf.data.Options()
     options.experimental_symbolic_checkpoint = True
     options.experimental_external_state_policy = \

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -104,22 +105,37 @@ def raw_sequential(out):
     return epoch(dataset.prefetch(tf.data.AUTOTUNE))
 
 
+def cpu_seconds():
+    """CPU seconds this process has used (user and system, every thread)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def rounds(rows, repeats):
-    """Time each row of ``rows`` (name -> function) once per round; name -> [seconds]."""
-    times = {name: [] for name in rows}
+    """Time each row of ``rows`` (name -> function) once per round.
+
+    Returns:
+        ``(times, cpu)``: name -> [wall seconds], name -> [CPU seconds of this process].
+    """
+    times, cpu = {name: [] for name in rows}, {name: [] for name in rows}
     for r in range(repeats):
         for name, run in rows.items():
+            before = cpu_seconds()
             times[name].append(run(r))
-            print(f"round {r}: {name}: {times[name][-1]:.2f} s", file=sys.stderr)
-    return times
+            cpu[name].append(cpu_seconds() - before)
+            print(f"round {r}: {name}: {times[name][-1]:.2f} s, CPU {cpu[name][-1]:.2f} s",
+                  file=sys.stderr)
+    return times, cpu
 
 
-def report(title, times, base, head):
+def report(title, measured, base, head):
     """Lines of a table: each row's median, and the speed of ``head`` against ``base``."""
+    times, cpu = measured
     lines = [title]
     for name, seconds in times.items():
         lines.append(f"  {name}: median {statistics.median(seconds):.2f} s "
-                     f"({', '.join(f'{s:.2f}' for s in seconds)})")
+                     f"({', '.join(f'{s:.2f}' for s in seconds)}); CPU median "
+                     f"{statistics.median(cpu[name]):.2f} s")
     per_round = [b / h for b, h in zip(times[base], times[head])]
     ratio = statistics.median(times[base]) / statistics.median(times[head])
     lines.append(f"  {head} speed / {base} speed: {ratio:.2f}x of medians, per round "
@@ -162,24 +178,25 @@ def main(argv=None):
         path.read_bytes()
     lines = [f"{args.images} images, TRAIN {len(tfrecorder_lite.data_source(out, 'TRAIN'))} "
              f"records, {args.repeats} rounds; load average {os.getloadavg()[0]:.2f}"]
-    times = rounds({"load(shuffle=True)": lambda r: decoded_epoch(out, True, r),
+    measured = rounds({"load(shuffle=True)": lambda r: decoded_epoch(out, True, r),
                     'load(shuffle="global")': lambda r: decoded_epoch(out, "global", r)},
                    args.repeats)
-    lines += report("one epoch of TRAIN, decoded to 224x224, batches of 64:", times,
+    lines += report("one epoch of TRAIN, decoded to 224x224, batches of 64:", measured,
                     "load(shuffle=True)", 'load(shuffle="global")')
-    times = rounds({"tf.data sequential raw read": lambda r: raw_sequential(out),
+    measured = rounds({"tf.data sequential raw read": lambda r: raw_sequential(out),
                     "data_source random order": lambda r: random_access(out, r)}, args.repeats)
-    lines += report("every record of the set, parsed, no decode:", times,
+    lines += report("every record of the set, parsed, no decode:", measured,
                     "tf.data sequential raw read", "data_source random order")
     if not args.skip_remote:
         server, rows = remote_rows(out, args)
         try:
-            times = rounds(rows, args.repeats)
+            measured = rounds(rows, args.repeats)
         finally:
             server.stop()
         lines += report(f"from the GCS emulator, {args.latency * 1000:.0f} ms a request, one "
-                        "epoch of TRAIN as above:", times, "load() sequential",
+                        "epoch of TRAIN as above:", measured, "load() sequential",
                         'load(shuffle="global")')
+    lines.append(f"load average at the end {os.getloadavg()[0]:.2f}")
     print("\n".join(lines))
 
 

@@ -50,11 +50,6 @@ def outputs(tmp_path_factory):
         for kind in ("classification", "multi", "detection")}
 
 
-def _numpy(value):
-    value = value.numpy()
-    return value
-
-
 def _same(a, b):
     if isinstance(a, bytes) or isinstance(b, bytes):
         return a == b
@@ -70,7 +65,7 @@ def _key(record):
 def test_every_record_agrees_with_load(outputs, kind):
     out = outputs[kind]
     src = tfrecorder_lite.data_source(out, "train", decode_image=True)
-    loaded = [{k: _numpy(v) for k, v in r.items()}
+    loaded = [{k: v.numpy() for k, v in r.items()}
               for r in tfrecorder_lite.load(out, "TRAIN", as_supervised=False)]
     assert len(src) == len(loaded) == json.load(open(os.path.join(out, "metadata.json")))[
         "splits"]["TRAIN"]["num_examples"]
@@ -254,6 +249,18 @@ def test_remote_outputs_agree_read_by_ranges(outputs, store_name, request):
     assert [r["image/encoded"] for r in pickle.loads(pickle.dumps(src)).read(order[:5])] == \
         [local[i]["image/encoded"] for i in order[:5]]
     assert src._cached <= 3 * 4096
+    # threads sharing one source: a block being fetched by one is awaited by the others
+    shared = tfrecorder_lite.data_source(url, "TRAIN", storage_options=store.options,
+                                         block_size=4096)
+    expected = local.read_serialized(order)
+    found = [None] * 4
+    threads = [threading.Thread(target=lambda t=t: found.__setitem__(
+        t, shared.read_serialized(order))) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert found == [expected] * 4
     for kind in ("classification", "multi"):
         url = store.upload(outputs[kind], store.new_bucket() + "/records")
         src = tfrecorder_lite.data_source(url, "TRAIN", storage_options=store.options)

@@ -259,3 +259,11 @@ def test_backup_and_restore_needs_an_endless_dataset_read_by_index(sorted_output
                     tfrecorder_lite.load(sorted_output, "TRAIN", shuffle="global", seed=1)):
         with pytest.raises(SchemaError, match="epochs=None"):
             tfrecorder_lite.BackupAndRestore(str(tmp_path), dataset, save_freq=1)
+
+
+def test_the_table_pipeline_has_no_global_shuffle(tmp_path):
+    table = pd.DataFrame([("TRAIN", save(photo(8, 8, seed=i), tmp_path / f"{i}.png", "PNG"),
+                           "a") for i in range(2)], columns=["split", "image_uri", "label"])
+    with pytest.raises(SchemaError, match="shuffle must be one of \\(False, True\\), not "
+                                          "'global'"):
+        table.tfrecord.dataset("TRAIN", shuffle="global")

@@ -118,10 +118,11 @@ class DataSource:
         self._lock = threading.Lock()
         self._blocks = collections.OrderedDict()  # (shard, block) -> bytes, oldest first
         self._cached = 0
+        self._fetching = {}  # (shard, block) -> Event set once its fetch has ended
 
     def __getstate__(self):  # the cache and lock stay behind; the index goes along
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("_lock", "_blocks", "_cached")}
+                if k not in ("_lock", "_blocks", "_cached", "_fetching")}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -210,35 +211,36 @@ class DataSource:
         return data[12:-4]
 
     def _remote_ranges(self, shards, starts, sizes):
-        """Records of remote shards, from cached blocks; the missing blocks are fetched at
-        once, one ranged read per run of consecutive blocks of a shard."""
+        """Records of remote shards, from cached blocks. The missing blocks are fetched at
+        once, one ranged read per run of consecutive blocks of a shard; a block another
+        thread is fetching already is awaited, not fetched again."""
         size = self._block_size
-        wanted = sorted({(int(s), b) for s, start, n in zip(shards, starts, sizes)
-                         for b in range(int(start) // size, (int(start + n) - 1) // size + 1)})
+        spans = [(int(s), int(start), int(start + n)) for s, start, n in zip(shards, starts, sizes)]
+        wanted = sorted({(s, b) for s, start, end in spans
+                         for b in range(start // size, (end - 1) // size + 1)})
         with self._lock:
             have = {key: self._blocks[key] for key in wanted if key in self._blocks}
-        missing = [key for key in wanted if key not in have]
-        runs = []  # (shard, first block, last block)
-        for shard, block in missing:
-            if runs and runs[-1][0] == shard and runs[-1][2] == block - 1:
-                runs[-1][2] = block
-            else:
-                runs.append([shard, block, block])
-        ends = [s.bytes for s in self._shards]
-        found = self._store.read_ranges([
-            (self._shards[shard].name, first * size, min((last + 1) * size, ends[shard]))
-            for shard, first, last in runs])
+            awaited = {key: self._fetching[key] for key in wanted
+                       if key not in have and key in self._fetching}
+            mine = [key for key in wanted if key not in have and key not in awaited]
+            for key in mine:
+                self._fetching[key] = threading.Event()
         errors = {}
-        for (shard, first, last), data in zip(runs, found):
-            for block in range(first, last + 1):
-                if isinstance(data, Exception):
-                    errors[(shard, block)] = data
-                else:
-                    have[(shard, block)] = data[(block - first) * size:(block - first + 1) * size]
-        self._remember({key: have[key] for key in missing if key in have})
+        try:
+            self._fetch(mine, have, errors)
+        finally:
+            with self._lock:
+                for key in mine:
+                    self._fetching.pop(key).set()
+        for key, done in awaited.items():
+            done.wait()
+        with self._lock:  # what the other threads fetched (unless already evicted)
+            have.update({key: self._blocks[key] for key in awaited if key in self._blocks})
+        again = [key for key in awaited if key not in have]
+        if again:  # failed or evicted: fetch them here
+            self._fetch(again, have, errors)
         out = []
-        for shard, start, n in zip(shards, starts, sizes):
-            shard, start, end = int(shard), int(start), int(start + n)
+        for shard, start, end in spans:
             blocks = range(start // size, (end - 1) // size + 1)
             error = next((errors[(shard, b)] for b in blocks if (shard, b) in errors), None)
             if error is not None:
@@ -247,6 +249,30 @@ class DataSource:
             data = b"".join(have[(shard, b)] for b in blocks)
             out.append(data[start - blocks[0] * size:end - blocks[0] * size])
         return out
+
+    def _fetch(self, keys, have, errors):
+        """Fetch the blocks ``keys`` (sorted ``(shard, block)``) into ``have`` and the cache,
+        one ranged read per run of consecutive blocks; failures go to ``errors``."""
+        size, runs = self._block_size, []  # (shard, first block, last block)
+        for shard, block in keys:
+            if runs and runs[-1][0] == shard and runs[-1][2] == block - 1:
+                runs[-1][2] = block
+            else:
+                runs.append([shard, block, block])
+        found = self._store.read_ranges([
+            (self._shards[shard].name, first * size,
+             min((last + 1) * size, self._shards[shard].bytes))
+            for shard, first, last in runs])
+        fetched = {}
+        for (shard, first, last), data in zip(runs, found):
+            for block in range(first, last + 1):
+                if isinstance(data, Exception):
+                    errors[(shard, block)] = data
+                else:
+                    fetched[(shard, block)] = \
+                        data[(block - first) * size:(block - first + 1) * size]
+        have.update(fetched)
+        self._remember(fetched)
 
     def _remember(self, blocks):
         with self._lock:

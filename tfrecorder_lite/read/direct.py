@@ -59,6 +59,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
                               shuffle_buffer, drop_remainder, channels, dct_method, label,
                               multi_hot, box_format)
     one_of("on_error", on_error, ON_ERROR)
+    one_of("shuffle", shuffle, (False, True))  # "global" reads written records by index
     tf = import_tensorflow()
 
     schema.check_columns(df, split_col, image_col, label_col)

@@ -16,7 +16,7 @@ BackupAndRestore` does, from its backup).
 import numpy as np
 
 from ..errors import SchemaError
-from .order import GlobalOrder, check_hosts
+from .order import GlobalOrder, check_hosts, host_share
 
 _READ_GROUP = 64  # records read per call into Python
 # groups read at once: remote reads wait on the store, and more groups in flight hide it
@@ -86,8 +86,8 @@ def count(position):
     """Records one iterator of a fresh dataset yields on this host (None: endless)."""
     if position.stop is None:
         return None
-    return len(range(position.next_start + position.host_index, position.stop,
-                     position.num_hosts))
+    return len(host_share(position.next_start, position.stop, position.num_hosts,
+                          position.host_index))
 
 
 def global_order(num_records, shuffle, seed):
@@ -126,10 +126,7 @@ def input_position(num_records, shuffle, seed, start, epochs, batch_size, num_ho
             raise SchemaError("pass input_context or num_hosts and host_index, not both")
         num_hosts, host_index = input_context.num_input_pipelines, \
             input_context.input_pipeline_id
-    try:
-        num_hosts, host_index = check_hosts(num_hosts, host_index)
-    except ValueError as exc:
-        raise SchemaError(str(exc)) from None
+    num_hosts, host_index = check_hosts(num_hosts, host_index)
     if shuffle == "global" and num_hosts > 1 and seed is None:
         raise SchemaError(f"shuffle='global' on {num_hosts} hosts needs a seed (the same on "
                           "every host), so that they share one global order")

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import SchemaError
+
 _ROUNDS = 6
 _MASK64 = (1 << 64) - 1
 
@@ -93,7 +95,7 @@ class GlobalOrder:
         """The record index (manifest order) of each global position (an int array)."""
         positions = np.asarray(positions, dtype=np.int64)
         if positions.size and positions.min() < 0:
-            raise ValueError(f"global positions are not negative: {positions.min()}")
+            raise SchemaError(f"global positions are not negative: {positions.min()}")
         n = self.num_records
         epochs, offsets = np.divmod(positions, n)
         if not self.shuffle:
@@ -104,31 +106,23 @@ class GlobalOrder:
             out[chosen] = permute(offsets[chosen], n, self.seed, int(epoch))
         return out
 
-    def epoch_end(self, position):
-        """The first global position of the epoch after the one ``position`` is in."""
-        return (position // self.num_records + 1) * self.num_records
 
-
-def host_positions(start, stop, num_hosts=1, host_index=0):
-    """The global positions host ``host_index`` of ``num_hosts`` reads, from ``start`` on.
-
-    Returns:
-        A range (``stop`` None: unbounded, as ``(first, step)`` for a caller that counts on).
-    """
-    first = start + host_index
-    return (first, num_hosts) if stop is None else range(first, stop, num_hosts)
+def host_share(start, stop, num_hosts=1, host_index=0):
+    """The global positions in ``[start, stop)`` that host ``host_index`` of ``num_hosts``
+    reads: ``start + host_index``, then every ``num_hosts``-th."""
+    return range(start + host_index, stop, num_hosts)
 
 
 def check_hosts(num_hosts, host_index):
     """``(num_hosts, host_index)`` checked: ints, ``0 <= host_index < num_hosts``.
 
     Raises:
-        ValueError: naming the values and what is allowed.
+        SchemaError: naming the values and what is allowed.
     """
     for name, value in (("num_hosts", num_hosts), ("host_index", host_index)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise ValueError(f"{name} must be an int, not {value!r}")
+            raise SchemaError(f"{name} must be an int, not {value!r}")
     if num_hosts < 1 or not 0 <= host_index < num_hosts:
-        raise ValueError(f"host_index must be in [0, num_hosts), and num_hosts at least 1: "
-                         f"got num_hosts={num_hosts}, host_index={host_index}")
+        raise SchemaError(f"host_index must be in [0, num_hosts), and num_hosts at least 1: "
+                          f"got num_hosts={num_hosts}, host_index={host_index}")
     return int(num_hosts), int(host_index)

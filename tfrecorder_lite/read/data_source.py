@@ -28,7 +28,7 @@ from ..errors import SchemaError, VerifyError
 from ..output.layout import index_name
 from ..output.manifest import read_manifest
 from ..record.encoding import decode_example
-from ..record.features import FeatureSet
+from ..record.kinds import features_of
 from ..record.framing import RecordError, file_digest, iter_records, masked_crc
 from ..record.keys import BYTES, ENCODED, FLOAT, INT64
 from ..redaction import redact
@@ -93,7 +93,7 @@ def check_uncompressed(store, manifest, what="data_source()"):
 
 def value_specs(manifest):
     """Record key -> ``(kind, shape)`` of every feature of the output."""
-    features = FeatureSet.from_manifest(manifest).describe()
+    features = features_of(manifest).describe()
     return {key: (spec["dtype"], tuple(spec["shape"])) for key, spec in features.items()}
 
 

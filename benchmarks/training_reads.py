@@ -11,7 +11,7 @@ Three comparisons, each round timing its two rows back to back (medians and per-
    against the sequential ``load()`` of the same store (which copies the shards first; each
    round copies them afresh), one epoch of TRAIN as in 1.
 
-    python benchmarks/training_reads.py --images 3000 --repeats 3
+    python benchmarks/training_reads.py --images 3000 --repeats 5 [--rows shuffle,random]
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -36,6 +37,7 @@ os.environ["NO_GCE_CHECK"] = "True"
 os.environ["GCE_METADATA_HOST"] = os.environ["GCE_METADATA_IP"] = "127.0.0.1:9"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import joblib  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -50,7 +52,8 @@ def parse_args(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--latency", type=float, default=0.02, help="seconds per request")
     parser.add_argument("--workdir", type=Path, default=bench.DEFAULT_WORKDIR)
-    parser.add_argument("--skip-remote", action="store_true")
+    parser.add_argument("--rows", default="shuffle,random,remote",
+                        help="comparisons to run, of shuffle, random, remote")
     return parser.parse_args(argv)
 
 
@@ -78,13 +81,16 @@ def decoded_epoch(out, shuffle, seed, **options):
 
 
 def random_access(out, seed):
-    """Seconds to read every record of every split through data_source(), in random order."""
+    """Seconds to read every record of every split through data_source(), in random order,
+    64 records a call, on as many threads as the process may use cores (as a loader's
+    workers would; tf.data's row runs its reads and parses on as many)."""
     start = time.perf_counter()
-    for split in ("TRAIN", "VALIDATION", "TEST"):
-        src = tfrecorder_lite.data_source(out, split)
-        order = np.random.default_rng(seed).permutation(len(src))
-        for i in range(0, len(order), 64):
-            src.__getitems__(order[i:i + 64])
+    with ThreadPoolExecutor(joblib.cpu_count()) as pool:
+        for split in ("TRAIN", "VALIDATION", "TEST"):
+            src = tfrecorder_lite.data_source(out, split)
+            order = np.random.default_rng(seed).permutation(len(src))
+            list(pool.map(src.__getitems__, [order[i:i + 64]
+                                             for i in range(0, len(order), 64)]))
     return time.perf_counter() - start
 
 
@@ -101,7 +107,7 @@ def raw_sequential(out):
     files = tf.data.Dataset.from_tensor_slices(paths)
     dataset = files.interleave(tf.data.TFRecordDataset, cycle_length=len(paths),
                                num_parallel_calls=len(paths)).map(
-        lambda r: tf.io.parse_single_example(r, spec), num_parallel_calls=os.cpu_count())
+        lambda r: tf.io.parse_single_example(r, spec), num_parallel_calls=joblib.cpu_count())
     return epoch(dataset.prefetch(tf.data.AUTOTUNE))
 
 
@@ -178,16 +184,20 @@ def main(argv=None):
         path.read_bytes()
     lines = [f"{args.images} images, TRAIN {len(tfrecorder_lite.data_source(out, 'TRAIN'))} "
              f"records, {args.repeats} rounds; load average {os.getloadavg()[0]:.2f}"]
-    measured = rounds({"load(shuffle=True)": lambda r: decoded_epoch(out, True, r),
-                    'load(shuffle="global")': lambda r: decoded_epoch(out, "global", r)},
-                   args.repeats)
-    lines += report("one epoch of TRAIN, decoded to 224x224, batches of 64:", measured,
-                    "load(shuffle=True)", 'load(shuffle="global")')
-    measured = rounds({"tf.data sequential raw read": lambda r: raw_sequential(out),
-                    "data_source random order": lambda r: random_access(out, r)}, args.repeats)
-    lines += report("every record of the set, parsed, no decode:", measured,
-                    "tf.data sequential raw read", "data_source random order")
-    if not args.skip_remote:
+    chosen = args.rows.split(",")
+    if "shuffle" in chosen:
+        measured = rounds({"load(shuffle=True)": lambda r: decoded_epoch(out, True, r),
+                           'load(shuffle="global")': lambda r: decoded_epoch(out, "global", r)},
+                          args.repeats)
+        lines += report("one epoch of TRAIN, decoded to 224x224, batches of 64:", measured,
+                        "load(shuffle=True)", 'load(shuffle="global")')
+    if "random" in chosen:
+        measured = rounds({"tf.data sequential raw read": lambda r: raw_sequential(out),
+                           "data_source random order": lambda r: random_access(out, r)},
+                          args.repeats)
+        lines += report("every record of the set, parsed, no decode:", measured,
+                        "tf.data sequential raw read", "data_source random order")
+    if "remote" in chosen:
         server, rows = remote_rows(out, args)
         try:
             measured = rounds(rows, args.repeats)

@@ -18,6 +18,8 @@ _IMAGE_EXTENSIONS = {
     ".ppm", ".pgm", ".pbm", ".pnm", ".ico", ".tga", ".jp2", ".j2k",
 }
 
+TASKS = detection_sources.TASKS  # how a CSV that its shape does not tell may be read
+
 
 def read_source(source, *, split_col="split", image_col="image_uri", label_col="label",
                 encoding="utf-8", storage_options=None, task=None, split=None, image_dir=None):
@@ -35,8 +37,8 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
         split, image_dir: a COCO file's split (default: from its name) and image folder
             (default: the file's folder); see ``detection_sources.read_coco``.
     """
-    if task not in (None, *detection_sources.TASKS):
-        raise SchemaError(f"task must be one of {detection_sources.TASKS} or None, not {task!r}")
+    if task not in (None, *TASKS):
+        raise SchemaError(f"task must be one of {TASKS} or None, not {task!r}")
     if isinstance(source, pd.DataFrame):
         _refuse_options("a DataFrame", split=split, image_dir=image_dir, task=task)
         return source, None

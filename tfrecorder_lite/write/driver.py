@@ -226,7 +226,7 @@ def _finish(plan, df, store, receipts):
         splits=splits, rejected=len(rejected),
         rejected_rows=tuple(position for position, _ in rejected),
         fingerprint=plan.fingerprint, created_by=f"tfrecorder_lite {__version__}",
-        task=kind.task(plan.features),
+        task=kind.task(plan.features), file_format=plan.file_format.name,
         kind_fields=kind.manifest_entry(plan.features, {
             split: entry.label_counts for split, entry in splits.items()}),
         split_assignment={

@@ -29,7 +29,8 @@ from ..output.layout import index_name
 from ..output.manifest import read_manifest
 from ..record.encoding import decode_example
 from ..record.kinds import features_of
-from ..record.framing import RecordError, file_digest, iter_records, masked_crc
+from ..formats.tfrecord import TFRECORD
+from ..record.framing import RecordError, file_digest, masked_crc
 from ..record.keys import BYTES, ENCODED, FLOAT, INT64
 from ..redaction import redact
 from ..table.splits import pick
@@ -82,7 +83,11 @@ def data_source(output_dir, split, *, storage_options=None, decode_image=False, 
 
 
 def check_uncompressed(store, manifest, what="data_source()"):
-    """Raise SchemaError when the output's shards are compressed (no random access)."""
+    """Raise SchemaError when the output's shards cannot be read by offset: compressed, or of
+    a format other than TFRecord (whose framing this module checks)."""
+    if manifest.format is not TFRECORD:
+        raise SchemaError(f"{store.url} is written in format {manifest.format.name!r}: {what} "
+                          f"reads {TFRECORD.name} shards by offset only")
     if manifest.compression:
         raise SchemaError(
             f"{store.url} is written with compression={manifest.compression!r}: records of a "
@@ -402,7 +407,7 @@ def _scan_shard(store, shard):
     sizes = []
     try:
         with store.open_read(shard.name) as f:
-            for data in iter_records(f, None, shard.bytes):
+            for data in TFRECORD.records(f, None, shard.bytes):
                 sizes.append(len(data))
     except RecordError as exc:
         raise VerifyError(f"{store.path(shard.name)}: {exc}") from None

@@ -4,7 +4,7 @@ The pipeline counts global positions (:mod:`~tfrecorder_lite.read.order`) with
 ``tf.data.Dataset.range``, turns each group of positions into record indexes and reads those
 records through a :class:`~tfrecorder_lite.read.data_source.DataSource`. Every element is a
 pure function of its position, so tf.data's symbolic checkpoints save an iterator as the
-position it has reached (a few hundred bytes, whatever the split's size) and restore it
+position it has reached (its size does not grow with the split's) and restore it
 exactly; the reads run in a ``tf.py_function``, which holds no state, so the checkpoint policy
 for it is IGNORE.
 

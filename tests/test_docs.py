@@ -220,6 +220,8 @@ def test_the_options_page_lists_every_option_and_flag():
                  "df.tfrecord.dataset": [direct.dataset], "validate": [tfrecorder_lite.validate],
                  "inspect": [tfrecorder_lite.inspect],
                  "verify": [tfrecorder_lite.verify, tfrecorder_lite.read_metadata],
+                 "read_vertex": [tfrecorder_lite.read_vertex, tfrecorder_lite.read_yolo,
+                                 tfrecorder_lite.to_coco],
                  "data_source": [tfrecorder_lite.data_source],
                  "BackupAndRestore": [tfrecorder_lite.BackupAndRestore]}
     missing = []

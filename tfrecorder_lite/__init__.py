@@ -24,8 +24,9 @@ _LAZY = {  # public name -> the module that defines it
     "BackupAndRestore": "read.resume", "ConversionResult": "write.driver",
     "convert": "conversion", "data_source": "read.data_source", "inspect": "read.report",
     "load": "read.loader", "read_coco": "table.detection_sources",
-    "read_metadata": "output.manifest", "read_voc": "table.detection_sources",
-    "to_tfrecord": "conversion", "validate": "table.validation",
+    "read_metadata": "output.manifest", "read_vertex": "table.vertex",
+    "read_voc": "table.detection_sources", "read_yolo": "table.yolo",
+    "to_coco": "read.coco_export", "to_tfrecord": "conversion", "validate": "table.validation",
     "verify": "read.verification",
 }
 
@@ -34,7 +35,7 @@ __all__ = [
     "MissingDependencyError", "OutputExistsError", "OutputLockedError", "SchemaError",
     "TFRecorderError", "UnsupportedURLError", "VerifyError",
     "__version__", "convert", "data_source", "inspect", "load", "read_coco", "read_metadata",
-    "read_voc", "to_tfrecord", "validate", "verify",
+    "read_vertex", "read_voc", "read_yolo", "to_coco", "to_tfrecord", "validate", "verify",
 ]
 
 

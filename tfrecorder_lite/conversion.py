@@ -116,7 +116,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
 
 def convert(source, output_dir, **options):
     """Convert a DataFrame, a CSV file, an image folder (``SPLIT/LABEL/FILE``), a COCO
-    annotations file or a Pascal VOC folder.
+    annotations file, a Pascal VOC folder, a Vertex AI import file or a YOLO folder.
 
     ``source`` and ``output_dir`` are local paths or fsspec URLs. Relative image paths in a CSV
     resolve against the CSV's folder (a URL for a remote CSV) unless ``base_dir`` is given. Takes

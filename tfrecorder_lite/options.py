@@ -120,6 +120,11 @@ class WriteOptions:
             raise SchemaError(f"num_shards must be a positive integer, a dict split -> positive "
                               f"integer or None, not {shards!r}")
 
+    @property
+    def raises(self):
+        """Whether the first row that cannot be written stops the run (``on_error="raise"``)."""
+        return self.on_error == "raise"
+
 
 @dataclass(frozen=True)
 class LoadOptions:

@@ -231,6 +231,17 @@ def test_the_table_dataset_gives_what_load_gives(tmp_path):
         assert np.array_equal(mask_a.numpy(), mask_b.numpy())
 
 
+def test_data_source_gives_the_same_records(tmp_path):
+    df, truth = _table(tmp_path, "rgb")
+    df.tfrecord.to_tfrecord(tmp_path / "out", progress=False, mask_colors=COLOURS)
+    source = tfrecorder_lite.data_source(tmp_path / "out", "TRAIN")
+    assert len(source) == 8
+    for i in range(len(source)):
+        record = source[i]
+        mask = Image.open(io.BytesIO(record[MASK]))
+        assert np.array_equal(np.asarray(mask), truth[record["image/filename"].decode()])
+
+
 def test_a_keras_model_trains_a_step_on_load(tmp_path):
     keras = pytest.importorskip("keras")
     df, _ = _table(tmp_path, "ids")

@@ -23,6 +23,7 @@ from ..output.layout import shard_name
 from ..output.manifest import FORMAT_VERSION
 from ..record import keys
 from ..record.features import Boxes, ClassLabel, FeatureSet, ImageFeature
+from .row_columns import LabelColumns, TextColumn
 from .task import ShardTask
 
 TARGET_SHARD_BYTES = 128 * 2**20
@@ -59,8 +60,9 @@ class WritePlan:
             multi, vocabulary; its columns: Column with name, kind, shape, column dtype,
             missing).
         shards: every ShardSpec, split by split.
-        paths, label_values, extras: per table position (label_values: one (id, text) per
-            label field; extras: tuple of values, one per column).
+        paths, label_values, extras: per table position (paths: a TextColumn; label_values:
+            one (id, text) per label field, a LabelColumns unless labels are lists or boxes;
+            extras: tuple of values, one per column).
         image: ImageOptions, or None for a table without images.
         rejected: (position, reason) of rows refused before any image was read.
         splits: splits present in the table, in TRAIN, VALIDATION, TEST order.
@@ -70,7 +72,7 @@ class WritePlan:
 
     features: FeatureSet
     shards: tuple
-    paths: tuple
+    paths: TextColumn
     label_values: tuple
     extras: tuple
     image: ImageOptions
@@ -116,8 +118,16 @@ class WritePlan:
 
     def task(self, shard, row_labels, threads=1):
         """The ShardTask of ``shard``: its rows only (``row_labels``: the table's index)."""
-        rows = tuple((p, row_labels[p], self.paths[p], (*self.label_values[p], *self.extras[p]))
-                     for p in shard.positions)
+        positions = shard.positions
+        values = self.label_values.take(positions) if isinstance(self.label_values, LabelColumns) \
+            else [self.label_values[p] for p in positions]
+        extras = [self.extras[p] for p in positions]
+        by_position = isinstance(row_labels, pd.RangeIndex) and row_labels.start == 0 and \
+            row_labels.step == 1  # each row's label is its position: one int for both
+        rows = tuple((p, p if by_position else row_labels[p], path,
+                      (*labels_, *more) if more else labels_)
+                     for p, path, labels_, more in zip(positions, self.paths.take(positions),
+                                                       values, extras))
         return ShardTask(shard.name, rows, self.image, self.compression, self.features,
                          self.sha256, threads)
 
@@ -161,17 +171,23 @@ def _label_text(value):
 
 
 def _label_fields(df, label_col, label_map, label_sep, refused):
-    """``(label fields, per row: one (id, text) per field)``; rows in ``refused`` take no id."""
+    """``(label fields, per row: one (id, text) per field)``; rows in ``refused`` take no id.
+    The rows' values are LabelColumns, unless the field holds lists of labels (multi-label)."""
     fields, per_field = [], []
     for column, level in labels.label_columns(label_col):
         elements, positions, multi = labels.elements(df[column],
                                                      label_sep if level is None else None)
         ids, vocabulary = _label_ids(elements, schema.level_map(label_map, level),
                                      [int(p) in refused for p in positions])
-        texts = [vocabulary[i] if i >= 0 else "" for i in ids]
         fields.append(ClassLabel(level, multi, vocabulary, column))
-        per_field.append(zip(*labels.row_values(ids, texts, positions, len(df), multi)))
-    return tuple(fields), tuple(zip(*per_field)) if per_field else ()
+        per_field.append((ids, positions))
+    if not any(f.multi for f in fields):
+        return tuple(fields), LabelColumns([ids for ids, _ in per_field],
+                                           [f.vocabulary for f in fields])
+    rows = [zip(*labels.row_values(ids, [f.vocabulary[i] if i >= 0 else "" for i in ids],
+                                   positions, len(df), f.multi))
+            for f, (ids, positions) in zip(fields, per_field)]
+    return tuple(fields), tuple(zip(*rows))
 
 
 def _box_fields(images, label_col, label_map, detection, units, refused):
@@ -283,7 +299,6 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
     for row, _column, _value, problem in problems.itertuples(index=False):
         reasons.setdefault(positions_of[row], problem)
 
-    splits = splits.tolist()
     used = schema.used_columns(split_col, image_col, label_col)
     if detection:
         used |= {"boxes", *detection.box_columns}
@@ -293,12 +308,12 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
     compression = compression and compression.upper()
     fingerprint = hashlib.sha256()
     if image_col is None:
-        image, paths = None, (None,) * len(df)
-        sizes = [_ROW_BYTES + sum(len(v) * 8 if isinstance(v, list) else 8 for v in values)
-                 for values in extras]
+        image, paths = None, TextColumn([[None] * len(df)])
+        sizes = np.array([_ROW_BYTES + sum(len(v) * 8 if isinstance(v, list) else 8
+                                           for v in values) for values in extras], dtype=np.int64)
     else:
-        paths, sizes = _stat_images(df[image_col].tolist(), reasons, base_dir, image,
-                                    storage_options, fingerprint)
+        paths, sizes = _stat_images(df[image_col], reasons, base_dir, image, storage_options,
+                                    fingerprint)
 
     if detection:
         label_fields, label_values = _box_fields(df, label_col, label_map, detection, box_units,
@@ -306,11 +321,13 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
     else:
         label_fields, label_values = _label_fields(df, label_col, label_map, label_sep, reasons)
     shards, present = [], []
+    refused = np.zeros(len(splits), dtype=bool)
+    refused[list(reasons)] = True
     for split_number, split in enumerate(SPLITS):
-        positions = np.array([p for p, s in enumerate(splits) if s == split and p not in reasons],
-                             dtype=np.int64)
-        if not any(s == split for s in splits):
+        in_split = splits.eq(split).to_numpy(dtype=bool)
+        if not in_split.any():
             continue
+        positions = np.flatnonzero(in_split & ~refused).astype(np.int64)
         present.append(split)
         if shuffle and len(positions):
             rng = np.random.default_rng([seed, split_number])
@@ -318,11 +335,11 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         if image is not None and image.size is not None:
             n_bytes = len(positions) * image.size[0] * image.size[1] * 3 * _RESIZED_BYTES_PER_PIXEL
         else:
-            n_bytes = sum(sizes[p] for p in positions)
+            n_bytes = int(sizes[positions].sum())
         count = _shard_count(num_shards, split, len(positions), n_bytes)
         bounds = [len(positions) * i // count for i in range(count + 1)]
         shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), compression,
-                             sum(sizes[p] for p in positions[a:b]))
+                             int(sizes[positions[a:b]].sum()))
                    for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
 
     rejected = tuple(sorted(reasons.items()))
@@ -342,7 +359,7 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         **({"sha256": True} if sha256 else {}),
         **({"assignment": assignment} if assignment else {}),
         "shards": [(s.name, s.positions) for s in shards],
-        "label_ids": [v[0][0] for v in label_values] if single else label_values,
+        "label_ids": _label_ids_described(label_values, single),
         "extras": extras,
         **({"detection": {"units": box_units, "members": detection.members}}
            if detection else {}),
@@ -351,7 +368,7 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
     return WritePlan(
         features=FeatureSet(None if image is None else ImageFeature(key_sha256=bool(detection)),
                             label_fields, extra),
-        shards=tuple(shards), paths=tuple(paths),
+        shards=tuple(shards), paths=paths,
         label_values=label_values, extras=tuple(extras), image=image,
         compression=compression, rejected=rejected, splits=tuple(present),
         fingerprint=fingerprint.hexdigest(), sha256=sha256, assignment=assignment,
@@ -362,36 +379,63 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
 _ROW_BYTES = 64  # rough record size without images, beside its values (picks shard counts)
 
 
+def _label_ids_described(label_values, single):
+    """What the fingerprint takes of the rows' labels: one label field's ids, else the
+    values."""
+    if isinstance(label_values, LabelColumns):
+        return label_values.ids[0].tolist() if single else list(label_values)
+    return [v[0][0] for v in label_values] if single else label_values
+
+
+_STAT_CHUNK = 1 << 16  # local files stat'ed at a time: per-row results are kept only that long
+
+
 def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint):
     """Resolve and stat every image of rows not in ``reasons`` (which takes the refused ones).
 
+    Local files are taken a chunk at a time; when any row names a remote file, all at once
+    (so that each folder holding many of them is listed once).
+
     Returns:
-        ``(paths, sizes)`` per row; each found file's path, size and time go to ``fingerprint``.
+        ``(paths, sizes)``: each row's path or URL (a TextColumn: None for an empty cell) and
+        file size (an int64 array); each found file's path, size and time go to
+        ``fingerprint``.
     """
-    paths, sizes, to_stat = [], [0] * len(uris), []
-    for position, uri in enumerate(uris):
-        path = None if pd.isna(uri) else str(uri)  # reported as is if refused
-        if position not in reasons:
-            try:
-                path = storage.resolve(uri, base_dir)
-            except UnsupportedURLError as exc:
-                reasons[position] = str(exc)
+    n = len(uris)
+    remote = (base_dir is not None and storage.is_remote(base_dir)) or \
+        bool(uris.astype("string").str.contains("://", regex=False).fillna(False).any())
+    step = max(1, n if remote else _STAT_CHUNK)
+    sizes, chunks, flags = np.zeros(n, dtype=np.int64), [], None
+    for start in range(0, n, step):
+        chunk = uris.iloc[start:start + step].tolist()
+        paths, to_stat = [], []
+        for offset, uri in enumerate(chunk):
+            path = None if pd.isna(uri) else str(uri)  # reported as is if refused
+            if start + offset not in reasons:
+                try:
+                    path = storage.resolve(uri, base_dir)
+                except UnsupportedURLError as exc:
+                    reasons[start + offset] = str(exc)
+                else:
+                    to_stat.append(offset)
+            paths.append(path)
+        found = storage.stat_many([paths[i] for i in to_stat], storage_options)
+        identities = []
+        for offset, stat in zip(to_stat, found):
+            position = start + offset
+            if isinstance(stat, Exception):
+                reasons[position] = unreadable_reason(stat)
+                if isinstance(stat, FileNotFoundError):
+                    reasons[position] += storage.relative_path_hint(chunk[offset], paths[offset],
+                                                                    base_dir)
+            elif stat[0] > image.max_bytes:
+                reasons[position] = unreadable_reason(
+                    storage.too_large(paths[offset], stat[0], image.max_bytes))
             else:
-                to_stat.append(position)
-        paths.append(path)
-    found = storage.stat_many([paths[p] for p in to_stat], storage_options)
-    identities = []
-    for position, stat in zip(to_stat, found):
-        if isinstance(stat, Exception):
-            reasons[position] = unreadable_reason(stat)
-            if isinstance(stat, FileNotFoundError):
-                reasons[position] += storage.relative_path_hint(uris[position], paths[position],
-                                                                base_dir)
-        elif stat[0] > image.max_bytes:
-            reasons[position] = unreadable_reason(
-                storage.too_large(paths[position], stat[0], image.max_bytes))
-        else:
-            sizes[position] = stat[0]
-            identities.append(f"{paths[position]}\0{stat[0]}\0{stat[1]}\n")
-    fingerprint.update("".join(identities).encode())
-    return paths, sizes
+                sizes[position] = stat[0]
+                identities.append(f"{paths[offset]}\0{stat[0]}\0{stat[1]}\n")
+        fingerprint.update("".join(identities).encode())
+        if remote:
+            flags = [p is not None and storage.is_remote(p) for p in paths]
+        chunks.append(TextColumn.compact(paths))  # the chunk's strings are freed here
+    return TextColumn(chunks, flags), sizes

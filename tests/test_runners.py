@@ -15,7 +15,7 @@ from tfrecorder_lite.write import runners
 from tfrecorder_lite.images.normalize import ImageOptions
 from tfrecorder_lite.storage import is_remote
 from tfrecorder_lite.write.plan import ShardSpec
-from tfrecorder_lite.write.row_columns import TextColumn
+from tfrecorder_lite.table.row_columns import TextColumn
 from conftest import photo, save
 from processes import loaded_modules
 

@@ -1,5 +1,6 @@
 """Checks of the table itself (columns, splits, labels, paths as text); pandas only, no I/O."""
 
+import functools
 import hashlib
 import re
 
@@ -145,6 +146,19 @@ def label_text(value):
         return str(value)
     text = str(value).strip()
     return text.split(".")[0].lstrip("+") or "0" if _INTEGRAL_TEXT.match(text) else text
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_label_text(kind, value):
+    return label_text(value)
+
+
+def cached_label_text(value):
+    """``label_text``, made once per label (labels repeat from row to row)."""
+    try:
+        return _cached_label_text(type(value), value)  # the type keeps True apart from 1
+    except TypeError:  # an unhashable cell
+        return label_text(value)
 
 
 def max_label_id(n_rows):

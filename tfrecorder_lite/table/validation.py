@@ -8,8 +8,9 @@ import pandas as pd
 
 from . import columns, schema
 from .. import storage
-from .detection import image_table, is_detection_table
+from .kinds import prepare
 from ..errors import UnsupportedURLError
+from ..options import TableOptions
 from ..images.normalize import (
     DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images)
 
@@ -127,7 +128,7 @@ def _where(df, position, image_col, splits):
 def validate(df, *, split_col="split", image_col="image_uri", label_col="label", label_map=None,
              check="header", base_dir=None, n_jobs=-1, storage_options=None,
              max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject", split_ratios=None,
-             label_sep=None, features=None, box_units="relative"):
+             label_sep=None, features=None, box_units="relative", box_columns=None):
     """Report every problem of the table, one row per problem.
 
     Checks columns, split values, labels (also labels that differ only in case or spaces,
@@ -145,8 +146,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         max_image_bytes: larger image files are reported ("file too large") without being read.
         unassigned, split_ratios: as in ``to_tfrecord``: rows without a split are problems, or
             are given one (and then checked for leakage in it).
-        label_sep, features, box_units: as in ``to_tfrecord``. A detection table (with
-            ``xmin, ymin, xmax, ymax`` columns) also gets its boxes checked.
+        label_sep, features, box_units, box_columns: as in ``to_tfrecord``. Each kind of
+            table adds its own checks (a per-box table: its boxes; see ``table/kinds.py``).
 
     Returns:
         A DataFrame with columns row, column, value, problem (empty when the table is clean).
@@ -155,21 +156,17 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         SchemaError: when a required column is missing, or an extra column cannot be stored
             exactly (``to_tfrecord`` refuses the same).
     """
-    assignment = schema.split_assignment(unassigned, split_ratios, split_col)
-    detection = image_col is not None and is_detection_table(df)
-    problems = schema.row_problems(df, split_col, image_col, None if detection else label_col,
-                                   label_map, assignment, label_sep)
+    prepared = prepare(df, TableOptions(
+        split_col, image_col, label_col, label_map, label_sep, features, unassigned,
+        split_ratios, box_units, box_columns, base_dir), check_labels=False)
+    kind, table = prepared.kind, prepared.options
+    assignment = table.assignment
+    problems = schema.row_problems(df, split_col, image_col, kind.label_column(table),
+                                   table.label_map, assignment, label_sep)
     found = list(problems.itertuples(index=False, name=None))
-    if detection:  # boxes: every row of an image with a bad box, with the box named
-        table = image_table(df, split_col, image_col, label_col, box_units)
-        found += [(df.index[row], None, None, reason)
-                  for row, reason in table.rows_of(table.refused.items())]
-        found += schema.label_spellings(df, label_col)
-    else:
-        columns.extra_columns(df, schema.used_columns(split_col, image_col, label_col),
-                              features)  # SchemaError: unstorable
-        found += schema.label_spellings(df, label_col, label_sep)
-        found += schema.fractional_labels(df, label_col, label_map, label_sep)
+    columns.extra_columns(prepared.frame, schema.used_columns(split_col, image_col, label_col) |
+                          prepared.used, features)  # SchemaError: unstorable
+    found += kind.problems(df, prepared)
     bad_rows = set(problems["row"])
     splits = schema.table_splits(df, split_col, image_col, assignment).tolist()
 

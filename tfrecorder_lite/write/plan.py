@@ -5,7 +5,6 @@ same table, options and seed give the same shards whatever the parallelism.
 """
 
 import dataclasses
-import functools
 import hashlib
 import json
 import math
@@ -22,9 +21,11 @@ from ..table.splits import SPLITS, canonical
 from ..output.layout import shard_name
 from ..output.manifest import FORMAT_VERSION
 from ..record import keys
-from ..record.features import Boxes, ClassLabel, FeatureSet, ImageFeature
-from .row_columns import LabelColumns, TextColumn
+from ..record.features import FeatureSet
+from ..table.row_columns import LabelColumns, TextColumn
 from .task import ShardTask
+from ..options import table_and_write
+from ..table.kinds import prepare
 
 TARGET_SHARD_BYTES = 128 * 2**20
 _RESIZED_BYTES_PER_PIXEL = 0.3  # rough JPEG size estimate used to pick shard counts
@@ -68,6 +69,11 @@ class WritePlan:
         splits: splits present in the table, in TRAIN, VALIDATION, TEST order.
         fingerprint: sha256 of everything above plus the image files' sizes and times.
         assignment: the split shares rows without a split were given, or None.
+        members: per planned row, the table positions it stands for (None: itself).
+        files: per planned row, the paths of its other files (one per ``file_columns``), or
+            None when records have none.
+        file_columns: the columns of those files (e.g. a mask's).
+        record_kind: the RecordKind of the records (``record/kinds.py``).
     """
 
     features: FeatureSet
@@ -83,10 +89,13 @@ class WritePlan:
     sha256: bool = False
     assignment: tuple = None
     members: tuple = None
+    record_kind: object = None
+    files: tuple = None
+    file_columns: tuple = ()
 
     def table_rows(self, position):
-        """The table positions a planned row stands for: itself, or all rows of an image of a
-        detection table."""
+        """The table positions a planned row stands for: itself, or all the rows its table kind
+        grouped into it (the boxes of one image)."""
         return self.members[position] if self.members is not None else (position,)
 
     def planned_labels(self, index):
@@ -94,7 +103,7 @@ class WritePlan:
         return index if self.members is None else index[[rows[0] for rows in self.members]]
 
     def planned_position(self, row):
-        """The planned row (image of a detection table) that table position ``row`` is in."""
+        """The planned row (a record) that table position ``row`` is in."""
         if self.members is None:
             return row
         return next(i for i, rows in enumerate(self.members) if row in rows)
@@ -122,139 +131,16 @@ class WritePlan:
         values = self.label_values.take(positions) if isinstance(self.label_values, LabelColumns) \
             else [self.label_values[p] for p in positions]
         extras = [self.extras[p] for p in positions]
+        files = [()] * len(positions) if self.files is None else \
+            [self.files[p] for p in positions]
         by_position = isinstance(row_labels, pd.RangeIndex) and row_labels.start == 0 and \
             row_labels.step == 1  # each row's label is its position: one int for both
         rows = tuple((p, p if by_position else row_labels[p], path,
-                      (*labels_, *more) if more else labels_)
-                     for p, path, labels_, more in zip(positions, self.paths.take(positions),
-                                                       values, extras))
+                      (*labels_, *more) if more else labels_, other)
+                     for p, path, labels_, more, other in zip(
+                         positions, self.paths.take(positions), values, extras, files))
         return ShardTask(shard.name, rows, self.image, self.compression, self.features,
-                         self.sha256, threads)
-
-
-def _label_ids(values, label_map, skip):
-    """Return (ids per label as a list, id -> text tuple).
-
-    Blank labels and those marked in ``skip`` get id -1: a label only rejected rows carry
-    takes no id (unless ``label_map`` gives it one).
-    """
-    skip = [a or b for a, b in zip(
-        skip, (values.isna() | values.astype("string").str.strip().eq("").fillna(True)).tolist())]
-    cells = values.tolist()  # plain Python values: iterating the Series is slower
-    if label_map is not None:
-        mapping = schema.label_map_ids(label_map)
-        found = [None if b else schema.lookup_label(mapping, v) for v, b in zip(cells, skip)]
-        ids = [-1 if i is None else i for i in found]
-        texts = [""] * (max(mapping.values(), default=-1) + 1)
-        for text, i in mapping.items():
-            texts[i] = schema.label_text(text)
-        return ids, tuple(texts)
-    if schema.is_integer_labels(values):
-        ids = [-1 if b or v < 0 else int(v) for v, b in zip(cells, skip)]
-        return ids, tuple(str(i) for i in range(max(ids, default=-1) + 1))
-    text = [None if b else _label_text(v) for v, b in zip(cells, skip)]
-    index = {t: i for i, t in enumerate(sorted({t for t in text if t is not None}))}
-    return [-1 if t is None else index[t] for t in text], tuple(index)
-
-
-@functools.lru_cache(maxsize=4096)
-def _cached_label_text(kind, value):
-    return schema.label_text(value)
-
-
-def _label_text(value):
-    """``schema.label_text``, made once per label (labels repeat from row to row)."""
-    try:
-        return _cached_label_text(type(value), value)  # the type keeps True apart from 1
-    except TypeError:  # an unhashable cell
-        return schema.label_text(value)
-
-
-def _label_fields(df, label_col, label_map, label_sep, refused):
-    """``(label fields, per row: one (id, text) per field)``; rows in ``refused`` take no id.
-    The rows' values are LabelColumns, unless the field holds lists of labels (multi-label)."""
-    fields, per_field = [], []
-    for column, level in labels.label_columns(label_col):
-        elements, positions, multi = labels.elements(df[column],
-                                                     label_sep if level is None else None)
-        ids, vocabulary = _label_ids(elements, schema.level_map(label_map, level),
-                                     [int(p) in refused for p in positions])
-        fields.append(ClassLabel(level, multi, vocabulary, column))
-        per_field.append((ids, positions))
-    if not any(f.multi for f in fields):
-        return tuple(fields), LabelColumns([ids for ids, _ in per_field],
-                                           [f.vocabulary for f in fields])
-    rows = [zip(*labels.row_values(ids, [f.vocabulary[i] if i >= 0 else "" for i in ids],
-                                   positions, len(df), f.multi))
-            for f, (ids, positions) in zip(fields, per_field)]
-    return tuple(fields), tuple(zip(*rows))
-
-
-def _box_fields(images, label_col, label_map, detection, units, refused):
-    """``(label fields, per image: one Boxes value)`` of a detection table's images; an image
-    with a label its label map lacks is refused (added to ``refused``)."""
-    cells = images[label_col].tolist()
-    if label_map is not None:
-        mapping = schema.label_map_ids(label_map)
-        if isinstance(label_map, (list, tuple)):  # a list of names: ids from 1
-            mapping = {text: i + 1 for text, i in mapping.items()}
-        if 0 in mapping.values():
-            raise SchemaError("detection label ids start at 1 (0 is the background class of "
-                              "the Object Detection API's label maps): label_map gives "
-                              f"{[t for t, i in mapping.items() if i == 0]} id 0")
-    else:
-        texts = sorted({_label_text(v) for p, labels_ in enumerate(cells) if p not in refused
-                        for v in labels_})
-        mapping = {text: i + 1 for i, text in enumerate(texts)}
-    vocabulary = [""] * (max(mapping.values(), default=0) + 1)
-    for text, i in mapping.items():
-        vocabulary[i] = schema.label_text(text)
-    ids, texts = [], []
-    for position, labels_ in enumerate(cells):
-        found = [schema.lookup_label(mapping, v) for v in labels_]
-        if None in found and position not in refused:
-            box = found.index(None)
-            refused[position] = (f"box {box + 1} of {len(found)}: label "
-                                 f"{str(labels_[box])!r} not in label_map")
-        found = tuple(-1 if i is None else i for i in found)
-        ids.append(found)
-        texts.append(tuple(vocabulary[i] if i >= 0 else "" for i in found))
-    source_ids = images["image_id"].astype(str).tolist() if "image_id" in images.columns \
-        else [str(p) for p in range(len(images))]
-    box_columns, per_box = [], []
-    for column in detection.box_columns:
-        kind, values = _box_column(images[column].tolist(), column in _FLOAT_BOX_COLUMNS)
-        box_columns.append((column, kind))
-        per_box.append(values)
-    field = Boxes(vocabulary=tuple(vocabulary), column=label_col,
-                  box_columns=tuple(box_columns), units=units)
-    values = [((i, t, s, b, *cols),) for i, t, s, b, *cols in zip(
-        ids, texts, source_ids, images["boxes"].tolist(), *per_box)]
-    return (field,), tuple(values)
-
-
-_FLOAT_BOX_COLUMNS = {"area", "weight"}  # float32 in the Object Detection API, whatever they hold
-
-
-def _box_column(cells, real=False):
-    """``(kind, values)`` of a per-box column (a tuple of values per image): whole numbers and
-    flags are int64 (a missing one 0), other numbers (and ``real`` columns) float32 (a missing
-    one NaN)."""
-    flat = [v for cell in cells for v in cell if not _missing(v)]
-    whole = not real and all(isinstance(v, (bool, int, np.bool_, np.integer)) or
-                (isinstance(v, (float, np.floating)) and float(v).is_integer()) for v in flat)
-    if whole:
-        return keys.INT64, [[0 if _missing(v) else int(v) for v in cell] for cell in cells]
-    try:
-        return keys.FLOAT, [[float("nan") if _missing(v) else float(v) for v in cell]
-                            for cell in cells]
-    except (TypeError, ValueError):
-        raise SchemaError(f"a per-box column holds {flat[:3]}: per-box columns hold numbers"
-                          ) from None
-
-
-def _missing(value):
-    return value is None or (not isinstance(value, str) and pd.isna(value))
+                         self.sha256, threads, self.file_columns)
 
 
 def _shard_count(requested, split, n_rows, n_bytes):
@@ -270,56 +156,52 @@ def _shard_count(requested, split, n_rows, n_bytes):
     return max(1, min(wanted, n_rows))
 
 
-def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=None,
-               num_shards=None, compression=None, image=ImageOptions(), shuffle=True, seed=0,
-               sha256=False, storage_options=None, assignment=None, label_sep=None,
-               features=None, detection=None, box_units="relative"):
+def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
     """Decide labels, order and shards; rows with problems go to ``rejected``.
 
     Args:
-        df: the table (already checked for its columns).
-        image_col: the image column, or None for a table without images.
-        base_dir: folder (path or URL) relative image paths resolve against.
+        prepared: the PreparedTable (``table.kinds.prepare``): the records of the table and
+            its TableOptions.
+        write: the WriteOptions (shards, compression, order, checksums).
+        image: ImageOptions, or None for a table without images (``image_col=None``).
         storage_options: fsspec options for image URLs (see ``storage.options_for``).
-        assignment: split shares for rows without a split (``schema.split_assignment``), or
-            None to reject them.
-        detection: the ImageTable of a detection table (``df`` is then its ``images``), or
-            None.
-        Other arguments: as in ``to_tfrecord``.
 
     Returns:
         A WritePlan.
     """
+    df, table, kind = prepared.frame, prepared.options, prepared.kind
+    split_col, image_col, label_col = table.split_col, table.image_col, table.label_col
+    assignment = table.assignment
     splits = schema.table_splits(df, split_col, image_col, assignment)
-    problems = schema.row_problems(df, split_col, image_col,
-                                   None if detection else label_col, label_map, assignment,
-                                   label_sep, splits)
-    reasons = dict(detection.refused) if detection else {}
+    problems = schema.row_problems(df, split_col, image_col, kind.label_column(table),
+                                   table.label_map, assignment, table.label_sep, splits)
+    reasons = dict(prepared.refused)
     positions_of = {row: i for i, row in enumerate(df.index)} if len(problems) else {}
     for row, _column, _value, problem in problems.itertuples(index=False):
         reasons.setdefault(positions_of[row], problem)
 
-    used = schema.used_columns(split_col, image_col, label_col)
-    if detection:
-        used |= {"boxes", *detection.box_columns}
+    used = schema.used_columns(split_col, image_col, label_col) | prepared.used
     extra, extras = columns.extra_columns(
-        df, used, features, reserved=[key for _, level in labels.label_columns(label_col)
-                                      for key in keys.label_keys(level)])
-    compression = compression and compression.upper()
+        df, used, table.features, reserved=[key for _, level in labels.label_columns(label_col)
+                                            for key in keys.label_keys(level)])
+    compression = write.compression
     fingerprint = hashlib.sha256()
     if image_col is None:
         image, paths = None, TextColumn([[None] * len(df)])
         sizes = np.array([_ROW_BYTES + sum(len(v) * 8 if isinstance(v, list) else 8
                                            for v in values) for values in extras], dtype=np.int64)
     else:
-        paths, sizes = _stat_images(df[image_col], reasons, base_dir, image, storage_options,
-                                    fingerprint)
+        paths, sizes = _stat_images(df[image_col], reasons, table.base_dir, image,
+                                    storage_options, fingerprint)
+    files = None
+    for column in prepared.files:  # each record's other files: resolved and checked alike
+        found, more = _stat_images(df[column], reasons, table.base_dir,
+                                   image or ImageOptions(), storage_options, fingerprint, column)
+        files = [(*previous, path) for previous, path in
+                 zip(files or [()] * len(df), found.take(np.arange(len(df))))]
+        sizes = sizes + more
 
-    if detection:
-        label_fields, label_values = _box_fields(df, label_col, label_map, detection, box_units,
-                                                 reasons)
-    else:
-        label_fields, label_values = _label_fields(df, label_col, label_map, label_sep, reasons)
+    label_fields, label_values = kind.label_fields(prepared, table, reasons)
     shards, present = [], []
     refused = np.zeros(len(splits), dtype=bool)
     refused[list(reasons)] = True
@@ -329,14 +211,14 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
             continue
         positions = np.flatnonzero(in_split & ~refused).astype(np.int64)
         present.append(split)
-        if shuffle and len(positions):
-            rng = np.random.default_rng([seed, split_number])
+        if write.shuffle and len(positions):
+            rng = np.random.default_rng([write.seed, split_number])
             positions = positions[rng.permutation(len(positions))]
         if image is not None and image.size is not None:
             n_bytes = len(positions) * image.size[0] * image.size[1] * 3 * _RESIZED_BYTES_PER_PIXEL
         else:
             n_bytes = int(sizes[positions].sum())
-        count = _shard_count(num_shards, split, len(positions), n_bytes)
+        count = _shard_count(write.num_shards, split, len(positions), n_bytes)
         bounds = [len(positions) * i // count for i in range(count + 1)]
         shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), compression,
                              int(sizes[positions[a:b]].sum()))
@@ -356,23 +238,23 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         "compression": compression, "extra_kinds": tuple(
             (c.name, c.kind) + ((c.shape,) if c.shape else ()) for c in extra),
         "rejected": rejected,
-        **({"sha256": True} if sha256 else {}),
+        **({"sha256": True} if write.sha256 else {}),
         **({"assignment": assignment} if assignment else {}),
         "shards": [(s.name, s.positions) for s in shards],
         "label_ids": _label_ids_described(label_values, single),
         "extras": extras,
-        **({"detection": {"units": box_units, "members": detection.members}}
-           if detection else {}),
+        **kind.fingerprint(prepared, table),
     }
     fingerprint.update(json.dumps(description, default=str, sort_keys=True).encode())
     return WritePlan(
-        features=FeatureSet(None if image is None else ImageFeature(key_sha256=bool(detection)),
-                            label_fields, extra),
+        features=FeatureSet(None if image is None else kind.image_feature(), label_fields,
+                            extra),
         shards=tuple(shards), paths=paths,
         label_values=label_values, extras=tuple(extras), image=image,
         compression=compression, rejected=rejected, splits=tuple(present),
-        fingerprint=fingerprint.hexdigest(), sha256=sha256, assignment=assignment,
-        members=detection.members if detection else None,
+        fingerprint=fingerprint.hexdigest(), sha256=write.sha256, assignment=assignment,
+        members=prepared.members, record_kind=kind.record,
+        files=None if files is None else tuple(files), file_columns=prepared.files,
     )
 
 
@@ -390,8 +272,9 @@ def _label_ids_described(label_values, single):
 _STAT_CHUNK = 1 << 16  # local files stat'ed at a time: per-row results are kept only that long
 
 
-def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint):
-    """Resolve and stat every image of rows not in ``reasons`` (which takes the refused ones).
+def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint, column=None):
+    """Resolve and stat every file of the column ``uris`` in rows not in ``reasons`` (which
+    takes the refused ones; with ``column``, the file column a refused row's reason names).
 
     Local files are taken a chunk at a time; when any row names a remote file, all at once
     (so that each folder holding many of them is listed once).
@@ -406,6 +289,7 @@ def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint):
         bool(uris.astype("string").str.contains("://", regex=False).fillna(False).any())
     step = max(1, n if remote else _STAT_CHUNK)
     sizes, chunks, flags = np.zeros(n, dtype=np.int64), [], None
+    refused_before = set(reasons)
     for start in range(0, n, step):
         chunk = uris.iloc[start:start + step].tolist()
         paths, to_stat = [], []
@@ -438,4 +322,14 @@ def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint):
         if remote:
             flags = [p is not None and storage.is_remote(p) for p in paths]
         chunks.append(TextColumn.compact(paths))  # the chunk's strings are freed here
+    if column is not None:  # say which of the row's files it is
+        for position in set(reasons) - refused_before:
+            reasons[position] = f"{column}: {reasons[position]}"
     return TextColumn(chunks, flags), sizes
+
+
+def plan_table(df, image=ImageOptions(), storage_options=None, **options):
+    """The WritePlan of ``df`` with the keyword options of ``to_tfrecord`` that TableOptions and
+    WriteOptions take (``image``: ImageOptions, or None without images)."""
+    table, write = table_and_write(**options)
+    return build_plan(prepare(df, table), write, image, storage_options)

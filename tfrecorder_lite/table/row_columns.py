@@ -1,7 +1,7 @@
-"""A plan's per-row values kept as columns (compact arrays), not as Python objects a row.
+"""Per-row values kept as columns (compact arrays), not as Python objects a row.
 
-A plan lives for the whole run in the driver. Kept as one tuple and one string per row, a
-million-row table's paths and labels cost hundreds of bytes a row; kept as columns, a few
+A write plan lives for the whole run in the driver. Kept as one tuple and one string per row,
+a million-row table's paths and labels cost hundreds of bytes a row; kept as columns, a few
 dozen. The Python values of a shard's rows are made only when its task is made.
 """
 

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from . import labels
+from .cells import blank_cells
 from ..errors import SchemaError
 from .splits import ALIASES, SPLITS, UNASSIGNED, canonical
 
@@ -113,7 +114,7 @@ def table_splits(df, split_col, image_col, assignment=None):
     if assignment is not None:
         if split_col is not None:
             upper = df[split_col].astype("string").str.strip().str.upper()
-            open_rows = _blank(df[split_col]) | upper.eq(UNASSIGNED).fillna(False)
+            open_rows = blank_cells(df[split_col]) | upper.eq(UNASSIGNED).fillna(False)
         keys = row_keys(df, split_col, image_col)
         mask = [True] * len(df) if open_rows is None else open_rows.tolist()
         splits.loc[np.array(mask, dtype=bool)] = [
@@ -166,11 +167,6 @@ def max_label_id(n_rows):
     return max(MAX_LABEL_ID, _IDS_PER_ROW * n_rows)
 
 
-def _blank(values):
-    """Mask of missing or whitespace-only cells."""
-    return values.isna() | values.astype("string").str.strip().eq("").fillna(True)
-
-
 def row_problems(df, split_col, image_col, label_col, label_map=None, assignment=None,
                  label_sep=None, splits=None):
     """Problems found in the cells alone (no file is opened); ``assignment``: see
@@ -191,11 +187,11 @@ def row_problems(df, split_col, image_col, label_col, label_map=None, assignment
         if splits is None:
             splits = table_splits(df, split_col, image_col, assignment)
         allowed = ", ".join(SPLITS[:-1]) + " or " + SPLITS[-1]
-        blank, missing = _blank(df[split_col]), splits.isna()
+        blank, missing = blank_cells(df[split_col]), splits.isna()
         report(missing & ~blank, split_col, lambda v: f"unknown split '{v}' (expected {allowed})")
         report(missing & blank, split_col, lambda v: "empty split")
     if image_col is not None:
-        report(_blank(df[image_col]), image_col, lambda v: "empty image_uri")
+        report(blank_cells(df[image_col]), image_col, lambda v: "empty image_uri")
     if label_sep is not None and isinstance(label_col, (list, tuple)):
         raise SchemaError("label_sep splits one label column into several labels (multi-label);"
                           " a label level takes one label per row")
@@ -235,7 +231,7 @@ def _label_problems(df, column, level, label_map, label_sep):
             found.append((row, column, value, "empty label"))
         blank = pd.Series(False, index=elements.index)
     else:
-        blank = _blank(elements)
+        blank = blank_cells(elements)
         report(blank, lambda v: "empty label")
     control = ~blank & elements.astype("string").str.contains(_CONTROL).fillna(False)
     report(control, lambda v: f"label {str(v)!r} holds a control character (a label is one "
@@ -267,7 +263,7 @@ def label_spellings(df, label_col, label_sep=None):
 
 def _spellings(values, label_col):
     """:func:`label_spellings` of one column's label elements."""
-    present = values[~_blank(values)]
+    present = values[~blank_cells(values)]
     first_of, seen, found = {}, set(), []
     for row, value in present.items():
         if not isinstance(value, str) or value in seen:

@@ -8,6 +8,7 @@ import pandas as pd
 
 from . import columns, schema
 from .. import storage
+from .files import stat_files
 from .kinds import prepare
 from ..errors import UnsupportedURLError
 from ..options import TableOptions
@@ -185,6 +186,14 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
                 pass
         else:
             _check_images(df, image_col, base_dir, splits, found, _parallel(n_jobs)(tasks))
+    if check is not None:  # each row's other files (e.g. a mask): there, and not too large
+        others = {int(position): "" for position in np.flatnonzero(skipped)}
+        for column in prepared.files:
+            refused = dict(others)
+            stat_files(df[column], refused, base_dir, max_image_bytes, storage_options,
+                       column=column)
+            found += [(df.index[position], column, df[column].iloc[position], reason)
+                      for position, reason in refused.items() if reason]
     if found:
         wanted = {p[0] for p in found}
         order = {row: i for i, row in enumerate(df.index) if row in wanted}

@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 
 from ..table import columns, labels, schema
-from .. import storage
-from ..errors import SchemaError, UnsupportedURLError
-from ..images.normalize import ImageOptions, unreadable_reason
+from ..errors import SchemaError
+from ..images.normalize import ImageOptions
 from ..table.splits import SPLITS, canonical
+from ..formats import DEFAULT
 from ..output.layout import shard_name
 from ..output.manifest import FORMAT_VERSION
 from ..record import keys
@@ -25,6 +25,7 @@ from ..record.features import FeatureSet
 from ..table.row_columns import LabelColumns, TextColumn
 from .task import ShardTask
 from ..options import table_and_write
+from ..table.files import stat_files
 from ..table.kinds import prepare
 
 TARGET_SHARD_BYTES = 128 * 2**20
@@ -73,6 +74,7 @@ class WritePlan:
         files: per planned row, the paths of its other files (one per ``file_columns``), or
             None when records have none.
         file_columns: the columns of those files (e.g. a mask's).
+        file_format: the shard files' format (``formats``; TFRecord).
         record_kind: the RecordKind of the records (``record/kinds.py``).
     """
 
@@ -92,6 +94,7 @@ class WritePlan:
     record_kind: object = None
     files: tuple = None
     file_columns: tuple = ()
+    file_format: object = DEFAULT
 
     def table_rows(self, position):
         """The table positions a planned row stands for: itself, or all the rows its table kind
@@ -140,7 +143,7 @@ class WritePlan:
                      for p, path, labels_, more, other in zip(
                          positions, self.paths.take(positions), values, extras, files))
         return ShardTask(shard.name, rows, self.image, self.compression, self.features,
-                         self.sha256, threads, self.file_columns)
+                         self.sha256, threads, self.file_columns, self.file_format.name)
 
 
 def _shard_count(requested, split, n_rows, n_bytes):
@@ -191,12 +194,13 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
         sizes = np.array([_ROW_BYTES + sum(len(v) * 8 if isinstance(v, list) else 8
                                            for v in values) for values in extras], dtype=np.int64)
     else:
-        paths, sizes = _stat_images(df[image_col], reasons, table.base_dir, image,
-                                    storage_options, fingerprint)
+        paths, sizes = stat_files(df[image_col], reasons, table.base_dir, image.max_bytes,
+                                  storage_options, fingerprint)
     files = None
     for column in prepared.files:  # each record's other files: resolved and checked alike
-        found, more = _stat_images(df[column], reasons, table.base_dir,
-                                   image or ImageOptions(), storage_options, fingerprint, column)
+        found, more = stat_files(df[column], reasons, table.base_dir,
+                                 (image or ImageOptions()).max_bytes, storage_options,
+                                 fingerprint, column)
         files = [(*previous, path) for previous, path in
                  zip(files or [()] * len(df), found.take(np.arange(len(df))))]
         sizes = sizes + more
@@ -267,65 +271,6 @@ def _label_ids_described(label_values, single):
     if isinstance(label_values, LabelColumns):
         return label_values.ids[0].tolist() if single else list(label_values)
     return [v[0][0] for v in label_values] if single else label_values
-
-
-_STAT_CHUNK = 1 << 16  # local files stat'ed at a time: per-row results are kept only that long
-
-
-def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint, column=None):
-    """Resolve and stat every file of the column ``uris`` in rows not in ``reasons`` (which
-    takes the refused ones; with ``column``, the file column a refused row's reason names).
-
-    Local files are taken a chunk at a time; when any row names a remote file, all at once
-    (so that each folder holding many of them is listed once).
-
-    Returns:
-        ``(paths, sizes)``: each row's path or URL (a TextColumn: None for an empty cell) and
-        file size (an int64 array); each found file's path, size and time go to
-        ``fingerprint``.
-    """
-    n = len(uris)
-    remote = (base_dir is not None and storage.is_remote(base_dir)) or \
-        bool(uris.astype("string").str.contains("://", regex=False).fillna(False).any())
-    step = max(1, n if remote else _STAT_CHUNK)
-    sizes, chunks, flags = np.zeros(n, dtype=np.int64), [], None
-    refused_before = set(reasons)
-    for start in range(0, n, step):
-        chunk = uris.iloc[start:start + step].tolist()
-        paths, to_stat = [], []
-        for offset, uri in enumerate(chunk):
-            path = None if pd.isna(uri) else str(uri)  # reported as is if refused
-            if start + offset not in reasons:
-                try:
-                    path = storage.resolve(uri, base_dir)
-                except UnsupportedURLError as exc:
-                    reasons[start + offset] = str(exc)
-                else:
-                    to_stat.append(offset)
-            paths.append(path)
-        found = storage.stat_many([paths[i] for i in to_stat], storage_options)
-        identities = []
-        for offset, stat in zip(to_stat, found):
-            position = start + offset
-            if isinstance(stat, Exception):
-                reasons[position] = unreadable_reason(stat)
-                if isinstance(stat, FileNotFoundError):
-                    reasons[position] += storage.relative_path_hint(chunk[offset], paths[offset],
-                                                                    base_dir)
-            elif stat[0] > image.max_bytes:
-                reasons[position] = unreadable_reason(
-                    storage.too_large(paths[offset], stat[0], image.max_bytes))
-            else:
-                sizes[position] = stat[0]
-                identities.append(f"{paths[offset]}\0{stat[0]}\0{stat[1]}\n")
-        fingerprint.update("".join(identities).encode())
-        if remote:
-            flags = [p is not None and storage.is_remote(p) for p in paths]
-        chunks.append(TextColumn.compact(paths))  # the chunk's strings are freed here
-    if column is not None:  # say which of the row's files it is
-        for position in set(reasons) - refused_before:
-            reasons[position] = f"{column}: {reasons[position]}"
-    return TextColumn(chunks, flags), sizes
 
 
 def plan_table(df, image=ImageOptions(), storage_options=None, **options):

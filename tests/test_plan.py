@@ -9,7 +9,7 @@ import pytest
 from conftest import photo, save
 from tfrecorder_lite import SchemaError
 from tfrecorder_lite.images.normalize import ImageOptions
-from tfrecorder_lite.write import plan as plan_module
+from tfrecorder_lite.table import files as files_module
 from tfrecorder_lite.write.plan import plan_table
 
 COLUMNS = {"split_col": "split", "image_col": "image_uri", "label_col": "label"}
@@ -145,7 +145,7 @@ def test_a_table_planned_in_chunks_is_planned_as_in_one(images, monkeypatch, lab
                names=[f"{i}.png" if i % 5 else f"gone{i}.png" for i in range(12)])
     df.index = pd.RangeIndex(0, 12) if labels else pd.Index([f"r{i}" for i in range(12)])
     whole = plan_of(df, images, num_shards=2)
-    monkeypatch.setattr(plan_module, "_STAT_CHUNK", 5)
+    monkeypatch.setattr(files_module, "_CHUNK", 5)
     chunked = plan_of(df, images, num_shards=2)
     assert _plan_facts(chunked, df.index) == _plan_facts(whole, df.index)
     assert {0, 3, 5, 7, 10, 11} <= dict(chunked.rejected).keys()  # gone*.png, NOPE splits

@@ -43,7 +43,11 @@ def used_columns(split_col, image_col, label_col):
 
 def canonical_splits(values):
     """Map split values to TRAIN / VALIDATION / TEST (case-insensitive); unknown -> None."""
-    codes, distinct = pd.factorize(values)  # each value mapped once; rows share its result
+    try:
+        codes, distinct = pd.factorize(values)  # each value mapped once; rows share its result
+    except TypeError:  # unhashable cells (lists): each row's text mapped
+        codes, distinct = np.arange(len(values)), values.to_numpy()
+        codes[values.isna().to_numpy()] = -1
     upper = pd.Series(distinct).astype("string").str.strip().str.upper()
     mapped = np.append(upper.map(ALIASES).astype(object).to_numpy(), None)
     return pd.Series(mapped[codes], index=values.index, dtype=object)  # code -1: missing

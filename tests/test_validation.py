@@ -162,3 +162,11 @@ def test_problems_are_the_same_whatever_the_blocks_rows_are_read_in(image_table,
     assert found[8].startswith("train/test leakage") and found[9].startswith("duplicate image")
     assert found[5].startswith("train/test leakage")  # row 10 comes first in the table
     assert found[4].startswith("file not found") and "nosuchscheme" in found[6]
+
+
+def test_a_list_in_the_split_column_is_an_unknown_split(image_table):
+    table = image_table.astype({"split": object})
+    table.at[0, "split"] = ["TRAIN"]
+    problems = _problems(table, check=None)
+    assert problems.loc[problems.row == 0, "problem"].tolist() == [
+        "unknown split '['TRAIN']' (expected TRAIN, VALIDATION or TEST)"]

@@ -246,19 +246,22 @@ def child(job):
             "worker_peak": max(peaks.values(), default=0), "load": load}
 
 
-def profile(path, table, out, top=25):
-    """``path`` under tracemalloc: what is alive at the traced peak, by line."""
+def profile(path, table, out, top=12):
+    """``path`` under tracemalloc: what is alive near the traced peak, by allocation site (the
+    last three frames)."""
     import tracemalloc
 
-    tracemalloc.start(8)
+    tracemalloc.start(3)
     best = {"size": 0, "snapshot": None}
     done = threading.Event()
 
-    def watch():  # a snapshot whenever the traced memory reaches 5% above the last one
-        while not done.wait(0.05):
+    def watch():  # a snapshot each time the traced memory grew 10%, at most two a second
+        last = 0.0
+        while not done.wait(0.02):
             current, _ = tracemalloc.get_traced_memory()
-            if current > best["size"] * 1.05:
+            if current > best["size"] * 1.1 and time.monotonic() - last > 0.5:
                 best.update(size=current, snapshot=tracemalloc.take_snapshot())
+                last = time.monotonic()
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
@@ -268,15 +271,14 @@ def profile(path, table, out, top=25):
     done.set()
     watcher.join()
     _, peak = tracemalloc.get_traced_memory()
-    snapshot = best["snapshot"]
     lines = [f"{path}, {len(table):,} rows: {seconds:.1f} s under tracemalloc; traced peak "
              f"{peak / 2**20:.0f} MB; the snapshot nearest it holds {best['size'] / 2**20:.0f}"
              f" MB ({best['size'] / len(table):.0f} bytes a row), largest sites:"]
-    filters = [tracemalloc.Filter(False, tracemalloc.__file__)]
-    for stat in snapshot.filter_traces(filters).statistics("lineno")[:top]:
-        frame = stat.traceback[0]
-        lines.append(f"  {stat.size / 2**20:7.1f} MB {stat.count:>9,} blocks  "
-                     f"{frame.filename.replace(str(REPO_ROOT) + '/', '')}:{frame.lineno}")
+    snapshot = best["snapshot"].filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+    for stat in snapshot.statistics("traceback")[:top]:
+        lines.append(f"  {stat.size / 2**20:7.1f} MB {stat.count:>9,} blocks")
+        lines += [f"      {frame.filename.replace(str(REPO_ROOT) + '/', '')}:{frame.lineno}"
+                  for frame in stat.traceback]
     return {"profile": "\n".join(lines)}
 
 

@@ -18,7 +18,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
                 overwrite=False, n_jobs=-1, progress=True, base_dir=None, sha256=False,
                 storage_options=None, max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject",
                 split_ratios=None, label_sep=None, features=None, box_units="relative",
-                box_columns=None, runner=None, pipeline_options=None):
+                box_columns=None, runner=None, pipeline_options=None, leakage="warn"):
     """Write the table's images as TFRecord shards per split, with a manifest.
 
     Args:
@@ -68,6 +68,11 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             to run them as a Beam pipeline (``pip install 'tfrecorder_lite[beam]'``).
         pipeline_options: the Beam pipeline's options, a dict (``{"project": ...,
             "region": ..., "temp_location": ...}``) or a ``PipelineOptions``.
+        leakage: what to do with near-duplicate images across splits (the same photo
+            resized, re-encoded, slightly cropped or brightened in TRAIN and TEST), found by
+            a perceptual hash of each image taken while it is read: "warn" (write them, list
+            each pair in ``result.problems`` and ``near-duplicates.csv``), "reject" (reject
+            the later row of each pair, with its reason, whatever ``on_error``) or "ignore".
 
         box_units: a detection table's coordinates: "relative" (fractions of the image, 0,0
             top left) or "pixels" (divided by the image's size when it is written).
@@ -94,7 +99,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             without apache-beam installed, before anything is written.
     """
     one_of("on_error", on_error, ON_ERROR)
-    options = image_options(check, image_size, image_format, max_image_bytes)
+    options = image_options(check, image_size, image_format, max_image_bytes, leakage)
     try:
         compression = normalize_compression(compression)
     except ValueError as exc:
@@ -120,10 +125,10 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
                       shuffle=shuffle, seed=seed,
                       sha256=sha256, storage_options=storage_options, assignment=assignment,
                       label_sep=label_sep, features=features, detection=detection,
-                      box_units=box_units)
+                      box_units=box_units, leakage=leakage)
     try:
         return write_plan(plan, df, store, on_error=on_error, overwrite=overwrite,
-                          n_jobs=n_jobs, progress=progress, runner=engine)
+                          n_jobs=n_jobs, progress=progress, runner=engine, leakage=leakage)
     except FileNotFoundError as exc:  # a bucket that does not exist: say which
         missing = None if store.is_local else store_errors.missing_bucket(store.url, store.fs)
         if missing is None:

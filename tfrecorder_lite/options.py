@@ -14,6 +14,7 @@ from .record.features import BOX_FORMATS
 CHECKS = ("decode", "header")
 ON_ERROR = ("raise", "skip")
 IMAGE_FORMATS = ("jpeg", "png")
+LEAKAGE = ("warn", "reject", "ignore")
 
 
 def one_of(name, value, allowed):
@@ -35,16 +36,18 @@ def image_size(value, name="image_size"):
 
 
 def image_options(check="decode", size=None, image_format="jpeg",
-                  max_image_bytes=DEFAULT_MAX_BYTES):
-    """The ImageOptions of a conversion's image options, checked."""
+                  max_image_bytes=DEFAULT_MAX_BYTES, leakage="ignore"):
+    """The ImageOptions of a conversion's image options, checked (images are hashed unless
+    ``leakage`` is "ignore")."""
     one_of("check", check, CHECKS)
+    one_of("leakage", leakage, LEAKAGE)
     one_of("image_format", image_format, IMAGE_FORMATS)
     if isinstance(max_image_bytes, bool) or not isinstance(max_image_bytes, int) or \
             max_image_bytes <= 0:
         raise SchemaError(f"max_image_bytes must be a positive number of bytes, not "
                           f"{max_image_bytes!r}")
     return ImageOptions(check=check, size=image_size(size), format=image_format,
-                        max_bytes=max_image_bytes)
+                        max_bytes=max_image_bytes, phash=leakage != "ignore")
 
 
 @dataclass(frozen=True)

@@ -256,7 +256,7 @@ def _shard_count(requested, split, n_rows, n_bytes):
 def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=None,
                num_shards=None, compression=None, image=ImageOptions(), shuffle=True, seed=0,
                sha256=False, storage_options=None, assignment=None, label_sep=None,
-               features=None, detection=None, box_units="relative"):
+               features=None, detection=None, box_units="relative", leakage="warn"):
     """Decide labels, order and shards; rows with problems go to ``rejected``.
 
     Args:
@@ -268,6 +268,7 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
             None to reject them.
         detection: the ImageTable of a detection table (``df`` is then its ``images``), or
             None.
+        leakage: as in ``to_tfrecord`` ("reject" changes what is written).
         Other arguments: as in ``to_tfrecord``.
 
     Returns:
@@ -332,9 +333,12 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         "labels": label_fields[0].vocabulary if single else
         [(f.level, f.vocabulary) for f in label_fields],
         **({"multi_label": True} if any(f.multi for f in label_fields) else {}),
-        # max_bytes decides only which rows are rejected, and those are listed below
+        # max_bytes decides only which rows are rejected, and those are listed below; the
+        # perceptual hash is beside the records, never in them
         "image": None if image is None else
-        {k: v for k, v in dataclasses.asdict(image).items() if k != "max_bytes"},
+        {k: v for k, v in dataclasses.asdict(image).items() if k not in ("max_bytes", "phash")},
+        # the default ("warn") keeps the fingerprint of outputs written before it existed
+        **({"leakage": leakage} if leakage != "warn" and image is not None else {}),
         "compression": compression, "extra_kinds": tuple(
             (c.name, c.kind) + ((c.shape,) if c.shape else ()) for c in extra),
         "rejected": rejected,

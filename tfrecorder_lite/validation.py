@@ -10,19 +10,22 @@ from . import columns, schema, storage
 from .detection import image_table, is_detection_table
 from .errors import UnsupportedURLError
 from .images import DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images
+from .options import LEAKAGE, one_of
+from .phash import describe, near_duplicates
 
 
 def inspect_images(items, options, storage_options=None):
-    """Check images (a joblib task): return (position, sha256 of the bytes or None, problem)."""
+    """Check images (a joblib task): return (position, sha256 of the bytes or None, problem,
+    perceptual hash or None)."""
     out = []
     contents = read_images([path for _, path in items], options, storage_options)
     for (position, _), content in zip(items, contents):
         try:
-            prepare_content(content, options)
+            stored = prepare_content(content, options)
         except ImageRejected as exc:
-            out.append((position, None, str(exc)))  # no digest: the bytes were not compared
+            out.append((position, None, str(exc), None))  # no digest: bytes not compared
         else:
-            out.append((position, hashlib.sha256(content).digest(), None))
+            out.append((position, hashlib.sha256(content).digest(), None, stored.phash))
     return out
 
 
@@ -44,14 +47,16 @@ def _where(df, position, image_col, splits):
 def validate(df, *, split_col="split", image_col="image_uri", label_col="label", label_map=None,
              check="header", base_dir=None, n_jobs=-1, storage_options=None,
              max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject", split_ratios=None,
-             label_sep=None, features=None, box_units="relative"):
+             label_sep=None, features=None, box_units="relative", leakage="warn"):
     """Report every problem of the table, one row per problem.
 
     Checks columns, split values, labels (also labels that differ only in case or spaces,
     and fractional numbers, which would each be a class),
     extra columns and paths; with ``check`` ("header" or "decode") also opens every image, and
     reports rows whose image bytes equal another row's (train/test leakage across splits,
-    duplicates within one) and rows identical to another.
+    duplicates within one), rows whose image looks like one in another split (the same photo
+    resized, re-encoded, slightly cropped or brightened: ``near-duplicate across splits``,
+    found by a perceptual hash), and rows identical to another.
 
     Args:
         df: the table; the column and label options are those of ``to_tfrecord``.
@@ -64,6 +69,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
             are given one (and then checked for leakage in it).
         label_sep, features, box_units: as in ``to_tfrecord``. A detection table (with
             ``xmin, ymin, xmax, ymax`` columns) also gets its boxes checked.
+        leakage: "ignore" to leave near-duplicates across splits out (images are then not
+            hashed); any other value of ``to_tfrecord``'s option reports them.
 
     Returns:
         A DataFrame with columns row, column, value, problem (empty when the table is clean).
@@ -110,13 +117,14 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
             found.append((row, image_col, uri, str(exc)))
     if check is not None and items:
         paths = dict(items)
-        options = ImageOptions(check=check, max_bytes=max_image_bytes)
+        options = ImageOptions(check=check, max_bytes=max_image_bytes,
+                               phash=one_of("leakage", leakage, LEAKAGE) != "ignore")
         size = max(1, min(64, len(items) // 16))
         results = joblib.Parallel(n_jobs=n_jobs, prefer="threads")(
             joblib.delayed(inspect_images)(items[i:i + size], options, storage_options)
             for i in range(0, len(items), size))
-        first_with = {}
-        for position, digest, problem in (r for chunk in results for r in chunk):
+        first_with, hashed = {}, []
+        for position, digest, problem, value in (r for chunk in results for r in chunk):
             row, uri = df.index[position], df[image_col].iloc[position]
             if problem == "file not found":
                 problem += storage.relative_path_hint(uri, paths[position], base_dir)
@@ -132,6 +140,10 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
                               f"{_where(df, other, image_col, splits)}"))
             else:
                 first_with[digest] = position
+                hashed.append((position, splits[position], value))
+        for later, earlier, distance in near_duplicates(sorted(hashed)):
+            found.append((df.index[later], image_col, df[image_col].iloc[later],
+                          describe(_where(df, earlier, image_col, splits), distance)))
     order = {row: i for i, row in enumerate(df.index)}
     found.sort(key=lambda p: order.get(p[0], -1))
     return schema.problems_frame(found)

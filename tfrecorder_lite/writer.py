@@ -20,13 +20,16 @@ from ._version import __version__
 from .errors import InvalidRowError, SchemaError
 from .output import state as output_state
 from .output import tfds
-from .output.layout import (LABEL_MAP, REJECTED, STATE_DIR, index_name, label_files,
-                            level_files, label_map_pbtxt)
+from .output.layout import (LABEL_MAP, NEAR_DUPLICATES, REJECTED, STATE_DIR, hashes_name,
+                            index_name, label_files, level_files, label_map_pbtxt)
 from .output.lock import FolderLock
 from .output.manifest import (ImageSummary, Manifest, read_manifest, split_entry,
                               write_manifest)
 from .redaction import redact_frame
 from .runners import JoblibRunner
+from .schema import problems_frame
+from .phash import BITS, MAX_DISTANCE, describe, near_duplicates
+from .write import leakage as leaks
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +44,9 @@ class ConversionResult:
         labels: label id -> label text.
         rejected: the rows not written, indexed by input row label: input columns + ``reason``.
         metadata: the content of metadata.json.
+        problems: what was written but looks wrong, one row per problem (columns row,
+            column, value, problem, as ``validate()`` gives them): near-duplicate images
+            across splits with ``leakage="warn"``.
     """
 
     output_dir: str
@@ -48,10 +54,17 @@ class ConversionResult:
     labels: list
     rejected: pd.DataFrame
     metadata: dict
+    problems: pd.DataFrame = None
+
+    def __post_init__(self):
+        if self.problems is None:
+            self.problems = problems_frame([])
 
     def __repr__(self):
+        problems = f", problems={len(self.problems)}" if len(self.problems) else ""
         return (f"ConversionResult(output_dir={self.output_dir!r}, counts={self.counts}, "
-                f"labels={_label_count(self.labels)}, rejected={len(self.rejected)})")
+                f"labels={_label_count(self.labels)}, rejected={len(self.rejected)}"
+                f"{problems})")
 
     def _repr_html_(self):
         """A notebook's view: counts per split, labels, and the first rejected rows."""
@@ -79,7 +92,7 @@ def _label_count(labels):
 
 
 def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
-               progress=True, runner=None):
+               progress=True, runner=None, leakage="warn"):
     """Write every shard of ``plan`` into the ``store`` folder and finish with the manifest.
 
     Args:
@@ -91,6 +104,9 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
         n_jobs: joblib worker count (-1: all cores), for the default runner.
         progress: show a tqdm progress bar.
         runner: what runs the shard tasks (default: a JoblibRunner of ``n_jobs``).
+        leakage: near-duplicate images across splits are reported ("warn"), their later row
+            rejected ("reject"), or not looked for ("ignore"); the plan's images must be
+            hashed (``ImageOptions.phash``) unless "ignore".
 
     Returns:
         A ConversionResult.
@@ -120,7 +136,7 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
         _write_shards(plan, df, store, receipts, on_error, runner or JoblibRunner(n_jobs),
                       progress, lock)
         lock.check()  # and metadata.json's write checks the lease itself (lock.store)
-        return _finish(plan, df, store, receipts)
+        return _finish(plan, df, store, receipts, leakage)
 
 
 def _write_shards(plan, df, store, receipts, on_error, runner, progress, lock):
@@ -195,7 +211,66 @@ def _index_label(index):
     return index.name or "row"
 
 
-def _finish(plan, df, store, receipts):
+def _safe_csv(frame, index_label):
+    """The CSV text of a frame bound for a file: redacted, spreadsheet-safe."""
+    safe = redact_frame(frame).map(_spreadsheet_safe)
+    safe.index = safe.index.map(_spreadsheet_safe)
+    return safe.to_csv(index_label=index_label)
+
+
+def _near_duplicates(plan, df, store, receipts, leakage):
+    """Find the near-duplicate images across splits among the records of ``receipts``.
+
+    With ``leakage="reject"``, the shards holding the later row of a pair are written again
+    without it (``receipts`` is updated). Writes the hashes file, and with "warn" the pairs'
+    file.
+
+    Returns:
+        ``(problems frame, metadata.json's near_duplicates entry)``, or ``(None, None)`` when
+        there is nothing to look at.
+    """
+    if leakage == "ignore" or plan.image is None:
+        return None, None
+    split_of = {s.name: s.split for s in plan.shards}
+    labels = plan.planned_labels(df.index)
+
+    def where(position):
+        return f"row {labels[position]!r} ({plan.paths[position]}, {split_of_row[position]})"
+
+    split_of_row = {h[0]: split_of[name] for name, r in receipts.items() for h in r.hashes}
+    entries = sorted((h[0], split_of[name], None if h[2] is None else int(h[2], 16))
+                     for name, receipt in receipts.items() for h in receipt.hashes)
+    pairs = near_duplicates(entries)
+    found = len(pairs)
+    problems = problems_frame([])
+    if leakage == "reject":
+        drop = {later: describe(where(earlier), distance)
+                for later, (earlier, distance) in leaks.later_rows(pairs).items()}
+        for name, receipt in list(receipts.items()):
+            mine = {h[0]: drop[h[0]] for h in receipt.hashes if h[0] in drop}
+            if mine:
+                receipts[name] = leaks.without_rows(store, receipt, plan, mine)
+        pairs = []
+    elif pairs:
+        problems = problems_frame([
+            (labels[later], None, plan.paths[later], describe(where(earlier), distance))
+            for later, earlier, distance in pairs])
+        frame = leaks.pairs_frame(pairs, lambda p: (labels[p], split_of_row[p], plan.paths[p]))
+        store.write_atomic(NEAR_DUPLICATES, _safe_csv(frame.set_index("row"), "row"))
+    written = sorted((h[0], split_of[name], h[1], h[2]) for name, r in receipts.items()
+                     for h in r.hashes)
+    hashes = pd.DataFrame([(labels[p], split, plan.paths[p], digest, value)
+                           for p, split, digest, value in written],
+                          columns=leaks.HASH_COLUMNS).set_index("row")
+    store.write_atomic(hashes_name(0), _safe_csv(hashes, "row"))
+    return problems, {
+        "hash": f"{BITS}-bit DCT perceptual hash of the luminance",
+        "max_distance": MAX_DISTANCE, "leakage": leakage, "pairs": found,
+        "hashes": [hashes_name(0)], "file": NEAR_DUPLICATES if pairs else None}
+
+
+def _finish(plan, df, store, receipts, leakage="warn"):
+    problems, near = _near_duplicates(plan, df, store, receipts, leakage)
     rejected = sorted((row, reason) for position, reason in
                       [*plan.rejected, *(r for receipt in receipts.values() for r in receipt.rejected)]
                       for row in plan.table_rows(position))
@@ -206,9 +281,7 @@ def _finish(plan, df, store, receipts):
     if boxes is not None:
         store.write_atomic(LABEL_MAP, label_map_pbtxt(boxes.vocabulary))
     if rejected:
-        safe = redact_frame(rejected_df).map(_spreadsheet_safe)
-        safe.index = safe.index.map(_spreadsheet_safe)
-        store.write_atomic(REJECTED, safe.to_csv(index_label=_index_label(df.index)))
+        store.write_atomic(REJECTED, _safe_csv(rejected_df, _index_label(df.index)))
     fields = [(field.level, field.vocabulary) for field in plan.label_fields]
     by_split = {split: [receipts[s.name] for s in plan.shards if s.split == split]
                 for split in plan.splits}
@@ -239,7 +312,8 @@ def _finish(plan, df, store, receipts):
         split_assignment={
             "unassigned": "assign", "ratios": dict(plan.assignment),
             "by": "sha256 of the image_uri text" if plan.image is not None else
-            "sha256 of the row's cells (but the split)"} if plan.assignment else None)
+            "sha256 of the row's cells (but the split)"} if plan.assignment else None,
+        near_duplicates=near)
     metadata = manifest.to_json()
     for name, text in tfds.files(manifest).items():
         store.write_atomic(name, text)
@@ -247,7 +321,7 @@ def _finish(plan, df, store, receipts):
     store.remove(STATE_DIR)
     counts = {split: entry.num_examples for split, entry in splits.items()}
     logger.info("wrote %s to %s (%d rejected)", counts, store.url, len(rejected))
-    return ConversionResult(store.url, counts, plan.labels, rejected_df, metadata)
+    return ConversionResult(store.url, counts, plan.labels, rejected_df, metadata, problems)
 
 
 def _result_from_disk(store, df):
@@ -261,4 +335,15 @@ def _result_from_disk(store, df):
         reasons = table["reason"].tolist()
     rejected = _rejected_frame(df, list(zip(positions, reasons)))
     counts = {split: entry.num_examples for split, entry in manifest.splits.items()}
-    return ConversionResult(store.url, counts, manifest.labels, rejected, metadata)
+    problems = None
+    near = manifest.near_duplicates or {}
+    if near.get("file"):
+        pairs = pd.read_csv(io.BytesIO(store.read_bytes(near["file"])), dtype=str,
+                            keep_default_na=False)
+        row_of = {str(label): label for label in df.index}
+        problems = problems_frame([
+            (row_of.get(p.row, p.row), None, p.image_uri, describe(
+                f"row {row_of.get(p.other_row, p.other_row)!r} ({p.other_image_uri}, "
+                f"{p.other_split})", int(p.distance)))
+            for p in pairs.itertuples(index=False)])
+    return ConversionResult(store.url, counts, manifest.labels, rejected, metadata, problems)

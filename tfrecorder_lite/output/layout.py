@@ -4,6 +4,8 @@
     train-00000-of-00004.tfindex             its index: "<offset> <length>" per record
     labels.txt, labels-<level>.txt           label id -> text, one per line
     rejected.csv                             the rows not written, with a reason
+    hashes-g0000.csv                         each written image's sha256 and perceptual hash
+    near-duplicates.csv                      pairs of near-identical images across splits
     metadata.json                            the manifest, written last
     dataset_info.json, features.json,        what tensorflow-datasets reads
       image.class.label.labels.txt, ...
@@ -21,6 +23,8 @@ from ..storage import TEMP_SUFFIX
 METADATA = "metadata.json"
 LABELS = "labels.txt"
 REJECTED = "rejected.csv"
+NEAR_DUPLICATES = "near-duplicates.csv"
+HASHES_NAME = re.compile(r"^hashes-g\d{4}\.csv\Z")
 LABEL_MAP = "label_map.pbtxt"  # detection: the Object Detection API's label map
 DATASET_INFO = "dataset_info.json"
 TFDS_FEATURES = "features.json"
@@ -47,6 +51,11 @@ def is_shard_of(name, split=None):
     """Whether ``name`` is, whole, a shard file name (of ``split``; never a path or URL)."""
     return isinstance(name, str) and bool(SHARD_NAME.match(name)) and \
         (split is None or name.startswith(f"{split.lower()}-"))
+
+
+def hashes_name(generation):
+    """The hashes file of a generation: ``hashes-g0000.csv`` (0: the first conversion)."""
+    return f"hashes-g{generation:04d}.csv"
 
 
 def index_name(shard):
@@ -100,7 +109,8 @@ def tfds_label_names(key):
 
 TFDS_LABEL_NAMES = tfds_label_names(label_keys()[0])
 FIXED_FILES = (METADATA, LABELS, REJECTED, DATASET_INFO, TFDS_FEATURES, TFDS_LABEL_NAMES,
-               LABEL_MAP, tfds_label_names("image/object/class/label"))
+               LABEL_MAP, tfds_label_names("image/object/class/label"), NEAR_DUPLICATES,
+               hashes_name(0))
 
 
 def level_files(levels):
@@ -112,6 +122,6 @@ def level_files(levels):
 # the names this library gives its files: a file so named that it did not write is never removed
 OUR_FILE = re.compile(
     rf"^({_SHARD}(\.tfrecord(\.gz|\.zz)?|{re.escape(INDEX_SUFFIX)})|"
-    rf"labels-{LEVEL}\.txt|image\.label\.{LEVEL}\.labels\.txt|"
+    rf"labels-{LEVEL}\.txt|image\.label\.{LEVEL}\.labels\.txt|hashes-g\d{{4}}\.csv|"
     + "|".join(re.escape(name) for name in FIXED_FILES) + rf")({re.escape(TEMP_SUFFIX)})?\Z"
 )

@@ -16,7 +16,7 @@ from ..record.keys import (BYTES, DETECTION_KEYS, FLOAT, IMAGE_KEYS, INT64, LEVE
                            label_keys)
 from ..splits import SPLITS
 from ..storage import Store, human_size, is_dir
-from .layout import METADATA, STATE_DIR, is_shard_of
+from .layout import HASHES_NAME, METADATA, NEAR_DUPLICATES, STATE_DIR, is_shard_of
 
 FORMAT_VERSION = 1
 
@@ -103,6 +103,9 @@ class Receipt:
         labels: per label field, label id (as text) -> records.
         failed: with ``on_error="raise"``, the ``(position, reason)`` of the row that stopped
             the task (then nothing was written), else None.
+        hashes: when images were hashed, per record in writing order: ``(table position,
+            sha256 of the source file, perceptual hash (hex, or None), format, height, width,
+            channels)``.
     """
 
     shard: ShardEntry
@@ -113,6 +116,7 @@ class Receipt:
     formats: dict = field(default_factory=dict)
     labels: tuple = ()
     failed: tuple = None
+    hashes: tuple = ()
 
     @property
     def name(self):
@@ -122,7 +126,8 @@ class Receipt:
         return {**self.shard.to_json(), "rejected": [list(r) for r in self.rejected],
                 "sizes": [list(s) for s in self.sizes], "max_size": list(self.max_size),
                 "channels": list(self.channels), "formats": dict(self.formats),
-                "labels": [dict(counts) for counts in self.labels]}
+                "labels": [dict(counts) for counts in self.labels],
+                **({"hashes": [list(h) for h in self.hashes]} if self.hashes else {})}
 
     @classmethod
     def from_json(cls, value, where="receipt"):
@@ -135,7 +140,10 @@ class Receipt:
             return cls(shard, tuple((int(p), str(r)) for p, r in value["rejected"]),
                        tuple(tuple(s) for s in value["sizes"]), tuple(value["max_size"]),
                        tuple(value["channels"]), dict(value["formats"]),
-                       tuple(dict(counts) for counts in labels))
+                       tuple(dict(counts) for counts in labels),
+                       hashes=tuple((int(p), str(d), h if h is None else str(h), f, int(y),
+                                     int(x), int(c))
+                                    for p, d, h, f, y, x, c in value.get("hashes", ())))
         except (KeyError, TypeError, ValueError) as exc:
             raise ManifestError(f"{where}: malformed ({exc})") from None
 
@@ -199,6 +207,9 @@ class Manifest:
         task: None (one label per record), "multi-label" or "detection".
         boxes: with detection, how boxes are stored and their counts per split.
         split_assignment: how rows without a split were given one, or None.
+        near_duplicates: how images were hashed and compared across splits (the hash, the
+            largest distance, ``leakage``, the number of pairs found, the hashes files and
+            the file listing the pairs), or None when they were not.
         other: fields this version does not know (kept as they are).
     """
 
@@ -214,6 +225,7 @@ class Manifest:
     task: str = None
     split_assignment: dict = None
     boxes: dict = None
+    near_duplicates: dict = None
     other: dict = field(default_factory=dict)
 
     @property
@@ -241,8 +253,10 @@ class Manifest:
         content.update({"split_assignment": self.split_assignment}
                        if self.split_assignment else {})
         content.update({"rejected": self.rejected, "rejected_rows": list(self.rejected_rows),
-                        "splits": {name: s.to_json() for name, s in self.splits.items()},
-                        **self.other})
+                        "splits": {name: s.to_json() for name, s in self.splits.items()}})
+        content.update({"near_duplicates": self.near_duplicates}
+                       if self.near_duplicates else {})
+        content.update(self.other)
         return content
 
     @classmethod
@@ -310,11 +324,22 @@ class Manifest:
             entries[split] = SplitEntry(num_examples, counts, shards)
         known = {"format_version", "created_by", "fingerprint", "task", "labels", "features",
                  "compression", "image", "split_assignment", "rejected", "rejected_rows",
-                 "splits", "boxes"}
+                 "splits", "boxes", "near_duplicates"}
+        near = content.get("near_duplicates")
+        if near is not None:
+            check.value(near, "near_duplicates", _is_object, "an object")
+            for key in ("hashes",):
+                check.field(near, "near_duplicates", key,
+                            lambda v: isinstance(v, list) and all(
+                                isinstance(n, str) and HASHES_NAME.match(n) for n in v),
+                            "a list of hashes file names")
+            check.field(near, "near_duplicates", "file",
+                        lambda v: v is None or v == NEAR_DUPLICATES, f"null or {NEAR_DUPLICATES!r}")
         return cls(labels, features, compression, image, entries, content["rejected"],
                    tuple(content.get("rejected_rows", ())), content.get("fingerprint"),
                    content.get("created_by"), task, content.get("split_assignment"),
-                   content.get("boxes"), {k: v for k, v in content.items() if k not in known})
+                   content.get("boxes"), near,
+                   {k: v for k, v in content.items() if k not in known})
 
 
 def _image_from_json(image, check):

@@ -98,6 +98,7 @@ def _written_files(store, names):
         if manifest is not None:
             listed.update(FIXED_FILES)
             listed.update(level_files(level for level in manifest.levels if level))
+            listed.update((manifest.near_duplicates or {}).get("hashes", ()))
             for split in manifest.splits.values():
                 for shard in split.shards:
                     listed.update([shard.name] + ([shard.index.name] if shard.index else []))

@@ -1,0 +1,1 @@
+"""Writing an output: the plan, the shard tasks, the runners and the driver."""

@@ -40,8 +40,8 @@ class ImageOptions:
         quality: JPEG quality of resized images.
         max_pixels: images with more pixels are rejected as decompression bombs.
         max_bytes: image files larger than this are rejected without being read.
-        phash: also take each image's perceptual hash (``phash.perceptual_hash``), from the
-            pixels decoded anyway; with ``check="header"``, from a reduced-scale decode.
+        phash: also take each image's perceptual hashes (``phash.perceptual_hashes``), from
+            the pixels decoded anyway; with ``check="header"``, from a reduced-scale decode.
     """
 
     check: str = "decode"
@@ -63,7 +63,7 @@ class StoredImage:
     width: int
     channels: int
     source_size: tuple = None  # (height, width) before a resize (upright), when resized
-    phash: int = None  # the perceptual hash of the image as displayed, when asked for
+    phash: tuple = None  # the perceptual hashes of the image as displayed, when asked for
 
 
 class ImageRejected(Exception):
@@ -242,7 +242,7 @@ def prepare_image(data, options):
     if image is None:  # the pixels were not decoded: a reduced-scale decode of the original
         value = phash.hash_encoded(data)
     else:
-        value = phash.perceptual_hash(image)
+        value = phash.perceptual_hashes(image)
     return replace(stored, phash=value)
 
 

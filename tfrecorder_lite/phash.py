@@ -26,6 +26,13 @@ KIND = "near-duplicate across splits"  # the problem's name, as validate() repor
 _SIDE = 32  # the image is shrunk to _SIDE x _SIDE before the DCT
 _LOW = 8  # coefficients kept: the _LOW x _LOW lowest frequencies, DC left out
 DRAFT_SIZE = (_SIDE, _SIDE)  # a JPEG is decoded at the smallest scale at least this large
+_WORK = 128  # the image is first shrunk to _WORK x _WORK; the crops are taken from that
+# The crops hashed beside the whole image, as fractions cut off (left, top, right, bottom):
+# 5% off two sides at each corner, and 2.5% off every side.
+CROPS = ((0.05, 0.05, 0, 0), (0, 0, 0.05, 0.05), (0.05, 0, 0, 0.05), (0, 0.05, 0.05, 0),
+         (0.025, 0.025, 0.025, 0.025))
+_BOXES = [(left * _WORK, top * _WORK, _WORK - right * _WORK, _WORK - bottom * _WORK)
+          for left, top, right, bottom in ((0, 0, 0, 0), *CROPS)]
 
 
 def _dct_rows(n, rows):
@@ -41,37 +48,54 @@ _DCT = _dct_rows(_SIDE, _LOW)
 _WEIGHTS = np.left_shift(np.uint64(1), np.arange(BITS - 1, -1, -1, dtype=np.uint64))
 
 
-def perceptual_hash(image):
-    """The 64-bit perceptual hash of a Pillow image (as displayed: rotate it upright first).
+def _upright_rgb_or_gray(image):
+    """``image`` as L or RGB (transparent pixels as white, as a viewer shows them)."""
+    if image.mode in ("L", "RGB"):
+        return image
+    if "A" in image.mode or "transparency" in image.info:
+        image = image.convert("RGBA")
+        background = Image.new("RGB", image.size, (255, 255, 255))
+        background.paste(image, mask=image.getchannel("A"))
+        return background
+    return image.convert("RGB")
+
+
+def perceptual_hashes(image):
+    """The perceptual hashes of a Pillow image (as displayed: rotate it upright first): of
+    the whole image, then of its crops in ``CROPS``.
+
+    A copy cropped by a few percent is far from the whole image's hash but near one of its
+    crops' (:func:`near_pairs` compares whole images with whole images and crops).
 
     Args:
         image: a loaded Pillow image of any mode and size.
 
     Returns:
-        An int in ``[0, 2**64)``; its top bit is always 0.
+        A tuple of ``1 + len(CROPS)`` ints in ``[0, 2**63)``.
     """
-    if image.mode not in ("L", "RGB"):
-        image = image.convert("RGBA" if "A" in image.mode or "transparency" in image.info
-                              else "RGB")
-        if image.mode == "RGBA":  # transparent pixels as white, as a viewer shows them
-            background = Image.new("RGB", image.size, (255, 255, 255))
-            background.paste(image, mask=image.getchannel("A"))
-            image = background
-    gray = image.convert("L").resize((_SIDE, _SIDE), Image.BILINEAR, reducing_gap=2.0)
-    low = (_DCT @ np.asarray(gray, dtype=np.float64) @ _DCT.T).ravel()[1:]  # 63 AC terms
-    bits = np.zeros(BITS, dtype=np.uint64)
-    bits[1:] = low > np.median(low)
-    return int(bits @ _WEIGHTS)
+    gray = _upright_rgb_or_gray(image).convert("L")
+    work = gray.resize((_WORK, _WORK), Image.BILINEAR, reducing_gap=2.0)
+    pixels = np.stack([np.asarray(work.resize((_SIDE, _SIDE), Image.BILINEAR, box=box),
+                                  dtype=np.float64) for box in _BOXES])
+    low = np.einsum("ij,njk,lk->nil", _DCT, pixels, _DCT).reshape(len(_BOXES), -1)[:, 1:]
+    bits = np.zeros((len(_BOXES), BITS), dtype=np.uint64)
+    bits[:, 1:] = low > np.median(low, axis=1, keepdims=True)  # 63 AC terms, top bit 0
+    return tuple(int(v) for v in bits @ _WEIGHTS)
+
+
+def perceptual_hash(image):
+    """The perceptual hash of the whole of a Pillow image (see :func:`perceptual_hashes`)."""
+    return perceptual_hashes(image)[0]
 
 
 def hash_encoded(data):
-    """The perceptual hash of encoded image bytes, decoding as little as the format allows.
+    """The perceptual hashes of encoded image bytes, decoding as little as the format allows.
 
     A JPEG is decoded at a reduced scale (libjpeg's 1/2 to 1/8, still at least 32 pixels a
     side); other formats are decoded whole. The EXIF orientation is applied.
 
     Returns:
-        The hash, or None when the bytes do not decode.
+        The hashes (:func:`perceptual_hashes`), or None when the bytes do not decode.
     """
     try:
         with warnings.catch_warnings():
@@ -81,21 +105,21 @@ def hash_encoded(data):
                 image.draft(image.mode, DRAFT_SIZE)
             image.load()
             image = ImageOps.exif_transpose(image)
-            return perceptual_hash(image)
+            return perceptual_hashes(image)
     except Exception:  # an image that does not decode has no hash; its check says why
         return None
 
 
-def to_hex(value):
-    """A hash as 16 hex digits."""
-    return f"{value:016x}"
+def to_hex(values):
+    """Hashes as text: 16 hex digits each, side by side."""
+    return "".join(f"{value:016x}" for value in values)
 
 
 def from_hex(text):
-    """A hash from its 16 hex digits (ValueError when it is not that)."""
-    if not isinstance(text, str) or len(text) != 16:
-        raise ValueError(f"a perceptual hash is 16 hex digits, not {text!r}")
-    return int(text, 16)
+    """Hashes from their text (ValueError when it is not 16 hex digits a hash)."""
+    if not isinstance(text, str) or not text or len(text) % 16:
+        raise ValueError(f"perceptual hashes are 16 hex digits each, not {text!r}")
+    return tuple(int(text[i:i + 16], 16) for i in range(0, len(text), 16))
 
 
 def distance(a, b):
@@ -142,47 +166,66 @@ def _flips(width, radius):
 
 
 def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 20):
-    """Every pair of hashes within ``max_distance`` bits whose groups differ.
+    """Every pair of images within ``max_distance`` bits whose groups differ.
 
-    Only the hashes outside the largest group look others up (every pair across groups has
-    one), so a table that is mostly TRAIN costs little more than its other splits.
+    Two images are that close when the hash of one whole image is within ``max_distance``
+    of the other's whole image or of one of its crops. Only the hashes outside the largest
+    group look others up (every pair across groups has one), so a table that is mostly TRAIN
+    costs little more than its other splits.
 
     Args:
-        hashes: uint64 array-like of hashes.
-        groups: int array-like, one group per hash (e.g. the split): pairs within one group
+        hashes: uint64 array-like, one hash per image, or one row per image: its whole
+            image's hash, then its crops' (as :func:`perceptual_hashes` gives them).
+        groups: int array-like, one group per image (e.g. the split): pairs within one group
             are left out.
         max_distance: the largest distance of a pair, 0 to 63.
         chunk: lookups made at once (bounds memory).
 
     Returns:
-        ``(first, second, distance)``: int64 arrays of the pairs' indexes (first < second) and
-        their distances, sorted by ``(second, first)``.
+        ``(first, second, distance)``: int64 arrays of the pairs' image indexes (first <
+        second) and their smallest distance, sorted by ``(second, first)``.
     """
     hashes = np.asarray(hashes, dtype=np.uint64)
+    hashes = hashes[:, None] if hashes.ndim == 1 else hashes
     groups = np.asarray(groups, dtype=np.int64)
     if not 0 <= max_distance < BITS:
         raise ValueError(f"max_distance must be 0 to {BITS - 1}, not {max_distance!r}")
+    images, per_image = hashes.shape
+    flat = hashes.ravel()  # hash e is of image e // per_image; whole images at e % per_image == 0
+    flat_groups = np.repeat(groups, per_image)
+    whole = np.arange(len(flat)) % per_image == 0
     found = []
     names, sizes = np.unique(groups, return_counts=True)
     if len(names) > 1:
         largest = names[np.argmax(sizes)]
-        queries = np.flatnonzero(groups != largest)
-        widths, radius = _bands(len(hashes), len(queries), max_distance)
+        queries = np.flatnonzero(flat_groups != largest)
+        widths, radius = _bands(len(flat), len(queries), max_distance)
         shift = BITS
         for width in widths:
             shift -= width
-            found.append(_band_pairs(hashes, groups, queries, largest, shift, width, radius,
-                                     max_distance, chunk))
+            found.append(_band_pairs(flat, flat_groups, whole, queries, largest, shift, width,
+                                     radius, max_distance, chunk))
+    empty = np.zeros(0, dtype=np.int64)
     if not found:
-        empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
     pairs = np.unique(np.concatenate(found))  # one pair may be found in several bands
-    second, first = pairs // len(hashes), pairs % len(hashes)
-    return first, second, _popcount(hashes[first] ^ hashes[second]).astype(np.int64)
+    if not len(pairs):
+        return empty, empty, empty
+    later, earlier = pairs // len(flat), pairs % len(flat)
+    distance = _popcount(flat[later] ^ flat[earlier]).astype(np.int64)
+    later, earlier = later // per_image, earlier // per_image
+    first, second = np.minimum(later, earlier), np.maximum(later, earlier)
+    order = np.lexsort((distance, first, second))  # by pair, its smallest distance first
+    first, second, distance = first[order], second[order], distance[order]
+    keep = np.ones(len(first), dtype=bool)
+    keep[1:] = (first[1:] != first[:-1]) | (second[1:] != second[:-1])
+    return first[keep], second[keep], distance[keep]
 
 
-def _band_pairs(hashes, groups, queries, largest, shift, width, radius, max_distance, chunk):
-    """Pairs found through one band, as ``second * n + first`` codes (first < second)."""
+def _band_pairs(hashes, groups, whole, queries, largest, shift, width, radius, max_distance,
+                chunk):
+    """Pairs found through one band, as ``second * n + first`` codes (first < second) of
+    hash indexes."""
     n = len(hashes)
     keys = ((hashes >> np.uint64(shift)) & np.uint64((1 << width) - 1)).astype(np.int64)
     order = np.argsort(keys, kind="stable")
@@ -202,13 +245,15 @@ def _band_pairs(hashes, groups, queries, largest, shift, width, radius, max_dist
         # position in ``order`` of every hash found: its bucket's start plus its rank there
         skip = starts[probes] - (np.cumsum(found, dtype=np.int64) - found)
         positions = np.arange(total) + np.repeat(skip, found)
-        mine = np.repeat(hashes[asking], found.reshape(len(asking), len(flips)).sum(axis=1))
+        per_query = found.reshape(len(asking), len(flips)).sum(axis=1)
+        mine = np.repeat(hashes[asking], per_query)
         close = np.flatnonzero(_popcount(in_order[positions] ^ mine) <= max_distance)
         other = order[positions[close]]
-        asking = np.repeat(asking, found.reshape(len(asking), len(flips)).sum(axis=1))[close]
-        # across groups only; a pair of two asking hashes is kept once, from its later one
-        keep = (groups[other] != groups[asking]) & ((groups[other] == largest) |
-                                                   (other < asking))
+        asking = np.repeat(asking, per_query)[close]
+        # across groups, one whole image at least; a pair of two asking hashes is kept
+        # once, from its later one
+        keep = (groups[other] != groups[asking]) & (whole[other] | whole[asking]) & \
+            ((groups[other] == largest) | (other < asking))
         asking, other = asking[keep], other[keep]
         out.append(np.maximum(asking, other) * n + np.minimum(asking, other))
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
@@ -218,8 +263,9 @@ def near_duplicates(entries, max_distance=MAX_DISTANCE):
     """The pairs of near-identical images in different splits.
 
     Args:
-        entries: ``(key, split, perceptual hash as int or None)`` per image, in table order
-            (the order that decides which row of a pair is the later one).
+        entries: ``(key, split, perceptual hashes (a tuple of ints, as
+            :func:`perceptual_hashes` gives them) or None)`` per image, in table order (the
+            order that decides which row of a pair is the later one).
         max_distance: the largest distance (differing bits) of a pair.
 
     Returns:

@@ -28,7 +28,7 @@ from .output.manifest import (ImageSummary, Manifest, read_manifest, split_entry
 from .redaction import redact_frame
 from .runners import JoblibRunner
 from .schema import problems_frame
-from .phash import BITS, MAX_DISTANCE, describe, near_duplicates
+from .phash import BITS, MAX_DISTANCE, describe, from_hex, near_duplicates
 from .write import leakage as leaks
 
 logger = logging.getLogger(__name__)
@@ -238,7 +238,7 @@ def _near_duplicates(plan, df, store, receipts, leakage):
         return f"row {labels[position]!r} ({plan.paths[position]}, {split_of_row[position]})"
 
     split_of_row = {h[0]: split_of[name] for name, r in receipts.items() for h in r.hashes}
-    entries = sorted((h[0], split_of[name], None if h[2] is None else int(h[2], 16))
+    entries = sorted((h[0], split_of[name], None if h[2] is None else from_hex(h[2]))
                      for name, receipt in receipts.items() for h in receipt.hashes)
     pairs = near_duplicates(entries)
     found = len(pairs)
@@ -259,8 +259,8 @@ def _near_duplicates(plan, df, store, receipts, leakage):
         store.write_atomic(NEAR_DUPLICATES, _safe_csv(frame.set_index("row"), "row"))
     written = sorted((h[0], split_of[name], h[1], h[2]) for name, r in receipts.items()
                      for h in r.hashes)
-    hashes = pd.DataFrame([(labels[p], split, plan.paths[p], digest, value)
-                           for p, split, digest, value in written],
+    hashes = pd.DataFrame([(labels[p], split, plan.paths[p], digest, (value or "")[:16],
+                            (value or "")[16:]) for p, split, digest, value in written],
                           columns=leaks.HASH_COLUMNS).set_index("row")
     store.write_atomic(hashes_name(0), _safe_csv(hashes, "row"))
     return problems, {

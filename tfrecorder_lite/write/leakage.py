@@ -16,7 +16,7 @@ from ..shard import ShardSink
 
 PAIR_COLUMNS = ["row", "split", "image_uri", "other_row", "other_split", "other_image_uri",
                 "distance"]
-HASH_COLUMNS = ["row", "split", "image_uri", "sha256", "phash"]
+HASH_COLUMNS = ["row", "split", "image_uri", "sha256", "phash", "crops"]
 
 
 def later_rows(pairs):

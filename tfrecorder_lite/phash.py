@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image, ImageOps
 
 BITS = 64
-MAX_DISTANCE = 8  # the default: at most this many differing bits is a near-duplicate
+MAX_DISTANCE = 6  # at most this many differing bits is a near-duplicate (a distance is even)
 KIND = "near-duplicate across splits"  # the problem's name, as validate() reports it
 _SIDE = 32  # the image is shrunk to _SIDE x _SIDE before the DCT
 _LOW = 8  # coefficients kept: the _LOW x _LOW lowest frequencies, DC left out
@@ -169,9 +169,10 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 20):
     """Every pair of images within ``max_distance`` bits whose groups differ.
 
     Two images are that close when the hash of one whole image is within ``max_distance``
-    of the other's whole image or of one of its crops. Only the hashes outside the largest
-    group look others up (every pair across groups has one), so a table that is mostly TRAIN
-    costs little more than its other splits.
+    of the other's whole image or of one of its crops. Every pair across groups has an image
+    outside the largest group, so only those look others up: their hashes (whole and crops)
+    among the whole images' hashes, and their whole images' among the crops of the largest
+    group. A table that is mostly TRAIN costs little more than its other splits.
 
     Args:
         hashes: uint64 array-like, one hash per image, or one row per image: its whole
@@ -190,31 +191,25 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 20):
     groups = np.asarray(groups, dtype=np.int64)
     if not 0 <= max_distance < BITS:
         raise ValueError(f"max_distance must be 0 to {BITS - 1}, not {max_distance!r}")
-    images, per_image = hashes.shape
-    flat = hashes.ravel()  # hash e is of image e // per_image; whole images at e % per_image == 0
-    flat_groups = np.repeat(groups, per_image)
-    whole = np.arange(len(flat)) % per_image == 0
-    found = []
-    names, sizes = np.unique(groups, return_counts=True)
-    if len(names) > 1:
-        largest = names[np.argmax(sizes)]
-        queries = np.flatnonzero(flat_groups != largest)
-        widths, radius = _bands(len(flat), len(queries), max_distance)
-        shift = BITS
-        for width in widths:
-            shift -= width
-            found.append(_band_pairs(flat, flat_groups, whole, queries, largest, shift, width,
-                                     radius, max_distance, chunk))
     empty = np.zeros(0, dtype=np.int64)
+    names, sizes = np.unique(groups, return_counts=True)
+    if len(names) < 2:
+        return empty, empty, empty
+    images, per_image = hashes.shape
+    askers = np.flatnonzero(groups != names[np.argmax(sizes)])
+    largest = np.flatnonzero(groups == names[np.argmax(sizes)])
+    searches = [  # (index: image of each hash, its hashes; queries: likewise)
+        (np.arange(images), hashes[:, 0], np.repeat(askers, per_image), hashes[askers].ravel()),
+        (np.repeat(largest, per_image - 1), hashes[largest, 1:].ravel(), askers,
+         hashes[askers, 0])]
+    found = [_search(groups, *search, max_distance, chunk) for search in searches
+             if len(search[1]) and len(search[3])]
     if not found:
         return empty, empty, empty
-    pairs = np.unique(np.concatenate(found))  # one pair may be found in several bands
-    if not len(pairs):
-        return empty, empty, empty
-    later, earlier = pairs // len(flat), pairs % len(flat)
-    distance = _popcount(flat[later] ^ flat[earlier]).astype(np.int64)
-    later, earlier = later // per_image, earlier // per_image
-    first, second = np.minimum(later, earlier), np.maximum(later, earlier)
+    first = np.concatenate([f[0] for f in found])
+    second = np.concatenate([f[1] for f in found])
+    distance = np.concatenate([f[2] for f in found])
+    first, second = np.minimum(first, second), np.maximum(first, second)
     order = np.lexsort((distance, first, second))  # by pair, its smallest distance first
     first, second, distance = first[order], second[order], distance[order]
     keep = np.ones(len(first), dtype=bool)
@@ -222,22 +217,38 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 20):
     return first[keep], second[keep], distance[keep]
 
 
-def _band_pairs(hashes, groups, whole, queries, largest, shift, width, radius, max_distance,
-                chunk):
-    """Pairs found through one band, as ``second * n + first`` codes (first < second) of
-    hash indexes."""
-    n = len(hashes)
-    keys = ((hashes >> np.uint64(shift)) & np.uint64((1 << width) - 1)).astype(np.int64)
+def _search(groups, index_images, index, query_images, queries, max_distance, chunk):
+    """``(query image, index image, distance)`` of every query hash within ``max_distance``
+    of an index hash of an image in another group (multi-index hashing over bands)."""
+    widths, radius = _bands(len(index), len(queries), max_distance)
+    found, shift = [], BITS
+    for width in widths:
+        shift -= width
+        found.append(_band_pairs(index, queries, shift, width, radius, max_distance, chunk,
+                                 groups[index_images], groups[query_images]))
+    asking = np.concatenate([f[0] for f in found])
+    other = np.concatenate([f[1] for f in found])
+    distance = _popcount(queries[asking] ^ index[other]).astype(np.int64)
+    return query_images[asking], index_images[other], distance
+
+
+def _band_pairs(index, queries, shift, width, radius, max_distance, chunk, index_groups,
+                query_groups):
+    """``(query, index hash)`` positions of the close pairs across groups found through one
+    band."""
+    mask = np.uint64((1 << width) - 1)
+    keys = ((index >> np.uint64(shift)) & mask).astype(np.int64)
+    query_keys = ((queries >> np.uint64(shift)) & mask).astype(np.int64)
     order = np.argsort(keys, kind="stable")
-    in_order = hashes[order]  # a bucket's hashes side by side
+    in_order = index[order]  # a bucket's hashes side by side
     counts = np.bincount(keys, minlength=1 << width).astype(np.int32)  # half the memory
     starts = (np.cumsum(counts, dtype=np.int64) - counts).astype(np.int32)
     flips = _flips(width, radius)
     step = max(1, chunk // len(flips))
-    out = []
+    out_query, out_index = [], []
     for begin in range(0, len(queries), step):
-        asking = queries[begin:begin + step]
-        probes = (keys[asking][:, None] ^ flips[None, :]).ravel()
+        asking = np.arange(begin, min(len(queries), begin + step))
+        probes = (query_keys[asking][:, None] ^ flips[None, :]).ravel()
         found = counts[probes]
         total = int(found.sum(dtype=np.int64))
         if not total:
@@ -246,17 +257,16 @@ def _band_pairs(hashes, groups, whole, queries, largest, shift, width, radius, m
         skip = starts[probes] - (np.cumsum(found, dtype=np.int64) - found)
         positions = np.arange(total) + np.repeat(skip, found)
         per_query = found.reshape(len(asking), len(flips)).sum(axis=1)
-        mine = np.repeat(hashes[asking], per_query)
+        mine = np.repeat(queries[asking], per_query)
         close = np.flatnonzero(_popcount(in_order[positions] ^ mine) <= max_distance)
         other = order[positions[close]]
         asking = np.repeat(asking, per_query)[close]
-        # across groups, one whole image at least; a pair of two asking hashes is kept
-        # once, from its later one
-        keep = (groups[other] != groups[asking]) & (whole[other] | whole[asking]) & \
-            ((groups[other] == largest) | (other < asking))
-        asking, other = asking[keep], other[keep]
-        out.append(np.maximum(asking, other) * n + np.minimum(asking, other))
-    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+        keep = index_groups[other] != query_groups[asking]
+        out_query.append(asking[keep])
+        out_index.append(other[keep])
+    if not out_query:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(out_query), np.concatenate(out_index)
 
 
 def near_duplicates(entries, max_distance=MAX_DISTANCE):

@@ -76,14 +76,14 @@ def convert(args):
 def search(args):
     print("\n## near_pairs: images with 6 hashes each (whole + 5 crops), splits 80/10/10, "
           f"max distance {phash.MAX_DISTANCE}\n")
-    print("| images | hashes | bands | wall s | CPU s | pairs |")
+    print("| images | hashes | bands (whole images' index) | wall s | CPU s | pairs |")
     print("|---|---|---|---|---|---|")
     for n in args.sizes:
         rng = np.random.default_rng(n)
         hashes = rng.integers(0, 2 ** 63, (n, 1 + len(phash.CROPS)), dtype=np.uint64)
         groups = rng.choice(3, n, p=[0.8, 0.1, 0.1])
-        queries = int((groups != 0).sum()) * hashes.shape[1]
-        widths, radius = phash._bands(hashes.size, queries, phash.MAX_DISTANCE)
+        queries = int((groups != 0).sum()) * hashes.shape[1]  # the larger of the 2 searches
+        widths, radius = phash._bands(n, queries, phash.MAX_DISTANCE)
         wall, cpu = time.perf_counter(), time.process_time()
         first, _, _ = phash.near_pairs(hashes, groups)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -118,7 +118,7 @@ COPIES = {
 
 def _hashes(data):
     """The hashes a conversion with check="decode" takes of a file."""
-    from tfrecorder_lite.images import ImageOptions, prepare_image
+    from tfrecorder_lite.images.normalize import ImageOptions, prepare_image
 
     return prepare_image(data, ImageOptions(phash=True)).phash
 

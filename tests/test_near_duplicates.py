@@ -11,7 +11,7 @@ import pytest
 from PIL import Image, ImageEnhance
 
 import tfrecorder_lite
-from tfrecorder_lite import phash
+from tfrecorder_lite.images import phash
 from tfrecorder_lite.output import layout
 
 from imagegen import exif_bytes, rich_photo, sideways

@@ -11,13 +11,15 @@ import logging
 import os
 import sys
 
-from .storage import errors as store_errors
+from . import options
 from ._version import __version__
+from .storage import errors as store_errors
+from .table import sources
 from .conversion import convert
-from .images import DEFAULT_MAX_BYTES
+from .images.normalize import DEFAULT_MAX_BYTES
 from .output.manifest import read_manifest, summary_text
-from .report import inspect
-from .verification import verify
+from .read.report import inspect
+from .read.verification import verify
 from .errors import TFRecorderError, VerifyError
 from .redaction import redact
 
@@ -99,11 +101,11 @@ def _parser():
     c.add_argument("output_dir", help="a folder: a path or a URL (gs://, s3://, ...)")
     c.add_argument("--num-shards", type=int, help="shards per split (default: ~128 MiB each)")
     c.add_argument("--image-size", type=_size, metavar="HxW", help="resize at write time")
-    c.add_argument("--image-format", choices=["jpeg", "png"], default="jpeg",
+    c.add_argument("--image-format", choices=options.IMAGE_FORMATS, default="jpeg",
                    help="encoding of resized images")
-    c.add_argument("--compression", type=str.upper, choices=["GZIP", "ZLIB"])
-    c.add_argument("--check", choices=["decode", "header"], default="decode")
-    c.add_argument("--on-error", choices=["raise", "skip"], default="raise",
+    c.add_argument("--compression", type=str.upper, choices=options.COMPRESSIONS)
+    c.add_argument("--check", choices=options.CHECKS, default="decode")
+    c.add_argument("--on-error", choices=options.ON_ERROR, default="raise",
                    help="stop at the first bad row, or skip it into rejected.csv")
     c.add_argument("--no-shuffle", action="store_true", help="keep the input order")
     c.add_argument("--seed", type=int, default=0)
@@ -124,7 +126,7 @@ def _parser():
     c.add_argument("--max-image-bytes", type=_byte_count, default=DEFAULT_MAX_BYTES,
                    metavar="BYTES", help="reject larger image files unread, e.g. 512M "
                                          "(default: 256M)")
-    c.add_argument("--unassigned", choices=["reject", "assign"], default="reject",
+    c.add_argument("--unassigned", choices=options.UNASSIGNED, default="reject",
                    help="rows whose split is UNASSIGNED or empty: reject them, or assign a split "
                         "by a stable hash of the image URI")
     c.add_argument("--split-ratios", type=_ratios, metavar="T,V,T",
@@ -132,14 +134,14 @@ def _parser():
     c.add_argument("--encoding", default="utf-8",
                    help="text encoding of the CSV, e.g. latin-1 (default: utf-8, with or "
                         "without a byte order mark)")
-    c.add_argument("--task", choices=["detection", "classification"],
+    c.add_argument("--task", choices=sources.TASKS,
                    help="read the CSV as an AutoML detection CSV or as a classification CSV "
                         "(default: told by its shape)")
     c.add_argument("--split", help="the split of a COCO .json file: train, validation or test "
                                    "(default: from its name, e.g. instances_val2017.json)")
     c.add_argument("--image-dir", help="the images of a COCO .json file, a path or a URL "
                                        "(default: the file's folder)")
-    c.add_argument("--box-units", choices=["relative", "pixels"], default="relative",
+    c.add_argument("--box-units", choices=options.BOX_UNITS, default="relative",
                    help="a detection table's coordinates: fractions of the image, or pixels")
     c.add_argument("--runner", metavar="NAME",
                    help="run the shard tasks as an Apache Beam pipeline on this runner, e.g. "

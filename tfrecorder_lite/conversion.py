@@ -1,16 +1,16 @@
 """The public conversion calls: check options, validate, plan, write."""
 
-from . import schema, sources
-from .beam_runner import runner_for
 from .errors import InvalidRowError, SchemaError
-from .images import DEFAULT_MAX_BYTES
-from .detection import image_table, is_detection_table
-from .options import ON_ERROR, image_options, one_of
-from .plan import build_plan
+from .images.normalize import DEFAULT_MAX_BYTES
+from .options import TableOptions, WriteOptions, check_conversion, image_options
 from .storage import Store
 from .storage import errors as store_errors
-from .record.framing import normalize_compression
-from .writer import write_plan
+from .table import sources
+from .table.kinds import prepare
+from .write.beam_runner import runner_for
+from .write.driver import write_plan
+from .write.plan import build_plan
+
 
 def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", label_col="label",
                 num_shards=None, compression=None, image_size=None, image_format="jpeg",
@@ -61,7 +61,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             e.g. ``"|"`` for ``"cat|dog"`` (multi-label).
         features: ``{column: type}`` declaring extra columns' types instead of inferring them:
             ``"int64"``, ``"float32"``, ``"bytes"``, ``"bool"``, or lists with a shape, e.g.
-            ``"float32[None,4]"`` for boxes (see ``tfrecorder_lite.columns``).
+            ``"float32[None,4]"`` for boxes (see ``tfrecorder_lite.table.columns``).
         runner: None to run the shard tasks through joblib (``n_jobs``, or the backend of
             ``joblib.parallel_config``), or the name of an Apache Beam runner
             (``"DirectRunner"``, ``"DataflowRunner"``, ``"FlinkRunner"``, ``"SparkRunner"``)
@@ -74,14 +74,14 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             each pair in ``result.problems`` and ``near-duplicates.csv``), "reject" (reject
             the later row of each pair, with its reason, whatever ``on_error``) or "ignore".
 
-        box_units: a detection table's coordinates: "relative" (fractions of the image, 0,0
+        box_units: a table of boxes' coordinates: "relative" (fractions of the image, 0,0
             top left) or "pixels" (divided by the image's size when it is written).
-        box_columns: a detection table's per-box columns (default: those named is_crowd,
+        box_columns: a table of boxes' per-box columns (default: those named is_crowd,
             iscrowd, difficult, truncated, occluded, area, group_of, weight, depiction).
 
-    A table with the columns ``xmin, ymin, xmax, ymax`` is a detection table: one row per box,
-    written as one record per image with the Object Detection API's keys (see
-    ``tfrecorder_lite.detection``).
+    Each kind of table is written its own way (``table/kinds.py``): a table with the columns
+    ``xmin, ymin, xmax, ymax`` is a table of boxes, one row per box, written as one record per
+    image with the keys object detectors read (``record/boxes.py``).
 
     Returns:
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).
@@ -98,37 +98,20 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         UnsupportedURLError, MissingDependencyError: an unusable URL, or a Beam ``runner``
             without apache-beam installed, before anything is written.
     """
-    one_of("on_error", on_error, ON_ERROR)
-    options = image_options(check, image_size, image_format, max_image_bytes, leakage)
-    try:
-        compression = normalize_compression(compression)
-    except ValueError as exc:
-        raise SchemaError(str(exc)) from None
-    schema.check_columns(df, split_col, image_col, label_col)
-    detection = None
-    if image_col is not None and is_detection_table(df):
-        detection = image_table(df, split_col, image_col, label_col, box_units, box_columns)
-        if label_map is None:
-            label_map = df.attrs.get("label_map")  # read_coco keeps COCO's category ids
-    else:
-        schema.check_label_values(df, label_col, label_map, label_sep)
+    table = TableOptions(split_col, image_col, label_col, label_map, label_sep, features,
+                         unassigned, split_ratios, box_units, box_columns, base_dir)
+    write = WriteOptions(num_shards, compression, shuffle, seed, sha256, on_error, overwrite,
+                         n_jobs, progress, leakage)
+    image = image_options(check, image_size, image_format, max_image_bytes, leakage)
     if image_col is None and image_size is not None:
         raise SchemaError("image_size resizes images, and image_col=None writes none")
-    assignment = schema.split_assignment(unassigned, split_ratios, split_col)
     engine = runner_for(runner, pipeline_options)
+    prepared = prepare(df, table)
     store = Store(output_dir, storage_options)
     store.check_writable()
-    plan = build_plan(df if detection is None else detection.images, split_col=split_col,
-                      image_col=image_col, label_col=label_col,
-                      base_dir=base_dir, label_map=label_map, num_shards=num_shards,
-                      compression=compression, image=None if image_col is None else options,
-                      shuffle=shuffle, seed=seed,
-                      sha256=sha256, storage_options=storage_options, assignment=assignment,
-                      label_sep=label_sep, features=features, detection=detection,
-                      box_units=box_units, leakage=leakage)
+    plan = build_plan(prepared, write, None if image_col is None else image, storage_options)
     try:
-        return write_plan(plan, df, store, on_error=on_error, overwrite=overwrite,
-                          n_jobs=n_jobs, progress=progress, runner=engine, leakage=leakage)
+        return write_plan(plan, df, store, write, runner=engine)
     except FileNotFoundError as exc:  # a bucket that does not exist: say which
         missing = None if store.is_local else store_errors.missing_bucket(store.url, store.fs)
         if missing is None:
@@ -143,13 +126,14 @@ def convert(source, output_dir, **options):
     ``source`` and ``output_dir`` are local paths or fsspec URLs. Relative image paths in a CSV
     resolve against the CSV's folder (a URL for a remote CSV) unless ``base_dir`` is given. Takes
     the options of :func:`to_tfrecord`, and of ``sources.read_source``: ``encoding`` (default
-    ``"utf-8"``) of a CSV file, ``task`` (``"detection"`` or ``"classification"``: how to read
+    ``"utf-8"``) of a CSV file, ``task`` (one of ``table.sources.TASKS``: how to read
     a CSV that its shape does not tell), ``split`` and ``image_dir`` of a COCO file.
     """
     columns = {k: options[k] for k in ("split_col", "image_col", "label_col") if k in options}
     reading = {k: options.pop(k) for k in ("encoding", "task", "split", "image_dir")
                if k in options}
-    Store(output_dir, options.get("storage_options")).check_writable()  # before reading
+    check_conversion(**options)  # every option, before the source is read
+    Store(output_dir, options.get("storage_options")).check_writable()
     df, base_dir = sources.read_source(source, storage_options=options.get("storage_options"),
                                        **reading, **columns)
     if options.get("base_dir") is None:

@@ -17,7 +17,9 @@
 
 import re
 
+from ..formats import DEFAULT, FORMATS
 from ..record.keys import LEVEL, label_keys
+from ..record.kinds import KIND_FILES, KIND_LABEL_KEYS
 from ..storage import TEMP_SUFFIX
 
 METADATA = "metadata.json"
@@ -25,7 +27,6 @@ LABELS = "labels.txt"
 REJECTED = "rejected.csv"
 NEAR_DUPLICATES = "near-duplicates.csv"
 HASHES_NAME = re.compile(r"^hashes-g\d{4}\.csv\Z")
-LABEL_MAP = "label_map.pbtxt"  # detection: the Object Detection API's label map
 DATASET_INFO = "dataset_info.json"
 TFDS_FEATURES = "features.json"
 STATE_DIR = ".tfrecorder_lite"
@@ -33,18 +34,20 @@ JOB = "job.json"
 LOCK = ".tfrecorder_lite.lock"
 INDEX_SUFFIX = ".tfindex"
 RECEIPT_SUFFIX = ".json"
-COMPRESSION_SUFFIXES = {None: "", "GZIP": ".gz", "ZLIB": ".zz"}
-SPLIT_FILE_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}.tfrecord"  # tfds' name for our shard names
+SPLIT_FILE_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}" + DEFAULT.suffixes[None]  # tfds' name for ours
 
 _SHARD = r"(train|validation|test)-\d{5}-of-\d{5}"
-SHARD_NAME = re.compile(rf"^{_SHARD}\.tfrecord(\.gz|\.zz)?\Z")
-_SHARD_SUFFIX = re.compile(r"\.tfrecord(\.gz|\.zz)?$")
+_SHARD_SUFFIXES = "(" + "|".join(sorted(
+    (re.escape(s) for f in FORMATS.values() for s in f.suffixes.values()), key=len,
+    reverse=True)) + ")"
+SHARD_NAME = re.compile(rf"^{_SHARD}{_SHARD_SUFFIXES}\Z")
+_SHARD_SUFFIX = re.compile(rf"{_SHARD_SUFFIXES}$")
 
 
-def shard_name(split, index, count, compression=None):
-    """``train-00000-of-00004.tfrecord`` (``.gz`` / ``.zz`` when compressed)."""
-    return (f"{split.lower()}-{index:05d}-of-{count:05d}"
-            f".tfrecord{COMPRESSION_SUFFIXES[compression]}")
+def shard_name(split, index, count, compression=None, file_format=DEFAULT):
+    """``train-00000-of-00004.tfrecord``: the split, the shard's number and count, and the
+    suffix of its format (``.tfrecord.gz`` / ``.tfrecord.zz`` when compressed)."""
+    return f"{split.lower()}-{index:05d}-of-{count:05d}{file_format.suffixes[compression]}"
 
 
 def is_shard_of(name, split=None):
@@ -91,17 +94,6 @@ def label_files(labels):
     return {LABELS: labels}
 
 
-def label_map_pbtxt(vocabulary):
-    """The text of a ``label_map.pbtxt`` in the Object Detection API's form
-    (``item { id: 1 name: 'car' }``) for class id -> text (ids without a text left out)."""
-    items = []
-    for i, text in enumerate(vocabulary):
-        if i and text:
-            name = text.replace("\\", "\\\\").replace("'", "\\'")
-            items.append(f"item {{\n  id: {i}\n  name: '{name}'\n}}\n")
-    return "".join(items)
-
-
 def tfds_label_names(key):
     """The file tfds reads the label names of the class feature ``key`` from."""
     return key.replace("/", ".") + ".labels.txt"
@@ -109,8 +101,8 @@ def tfds_label_names(key):
 
 TFDS_LABEL_NAMES = tfds_label_names(label_keys()[0])
 FIXED_FILES = (METADATA, LABELS, REJECTED, DATASET_INFO, TFDS_FEATURES, TFDS_LABEL_NAMES,
-               LABEL_MAP, tfds_label_names("image/object/class/label"), NEAR_DUPLICATES,
-               hashes_name(0))
+               *KIND_FILES, *(tfds_label_names(key) for key in KIND_LABEL_KEYS),
+               NEAR_DUPLICATES, hashes_name(0))
 
 
 def level_files(levels):
@@ -121,7 +113,7 @@ def level_files(levels):
 
 # the names this library gives its files: a file so named that it did not write is never removed
 OUR_FILE = re.compile(
-    rf"^({_SHARD}(\.tfrecord(\.gz|\.zz)?|{re.escape(INDEX_SUFFIX)})|"
+    rf"^({_SHARD}({_SHARD_SUFFIXES}|{re.escape(INDEX_SUFFIX)})|"
     rf"labels-{LEVEL}\.txt|image\.label\.{LEVEL}\.labels\.txt|hashes-g\d{{4}}\.csv|"
     + "|".join(re.escape(name) for name in FIXED_FILES) + rf")({re.escape(TEMP_SUFFIX)})?\Z"
 )

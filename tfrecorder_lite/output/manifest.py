@@ -12,9 +12,10 @@ from html import escape
 from dataclasses import dataclass, field
 
 from ..errors import ManifestError
-from ..record.keys import (BYTES, DETECTION_KEYS, FLOAT, IMAGE_KEYS, INT64, LEVEL_NAME,
-                           label_keys)
-from ..splits import SPLITS
+from ..formats import FORMATS, format_named
+from ..record.keys import BYTES, FLOAT, IMAGE_KEYS, INT64, LEVEL_NAME
+from ..record.kinds import KIND_FIELDS, TASKS, kind_of
+from ..table.splits import SPLITS
 from ..storage import Store, human_size, is_dir
 from .layout import HASHES_NAME, METADATA, NEAR_DUPLICATES, STATE_DIR, is_shard_of
 
@@ -204,8 +205,11 @@ class Manifest:
         rejected_rows: their table positions.
         fingerprint: the plan's fingerprint (the same table and options give the same one).
         created_by: the library and version that wrote it.
-        task: None (one label per record), "multi-label" or "detection".
-        boxes: with detection, how boxes are stored and their counts per split.
+        task: None (one label per record), or the task of its record kind ("multi-label",
+            see ``record/kinds.py``).
+        kind_fields: the fields its record kind adds (e.g. ``boxes``), in metadata.json's form.
+        file_format: the shard files' format, ``"tfrecord"`` (None in outputs written before
+            metadata.json named it: TFRecord).
         split_assignment: how rows without a split were given one, or None.
         near_duplicates: how images were hashed and compared across splits (the hash, the
             largest distance, ``leakage``, the number of pairs found, the hashes files and
@@ -224,9 +228,15 @@ class Manifest:
     created_by: str = None
     task: str = None
     split_assignment: dict = None
-    boxes: dict = None
+    kind_fields: dict = field(default_factory=dict)
+    file_format: str = None
     near_duplicates: dict = None
     other: dict = field(default_factory=dict)
+
+    @property
+    def format(self):
+        """The shard files' format (``formats``)."""
+        return format_named(self.file_format)
 
     @property
     def multi_label(self):
@@ -245,8 +255,9 @@ class Manifest:
         content = {"format_version": FORMAT_VERSION}
         content.update({"created_by": self.created_by} if self.created_by is not None else {})
         content.update({"fingerprint": self.fingerprint} if self.fingerprint is not None else {})
+        content.update({"format": self.file_format} if self.file_format else {})
         content.update({"task": self.task} if self.task else {})
-        content.update({"boxes": self.boxes} if self.boxes else {})
+        content.update(self.kind_fields)
         content.update({
             "labels": self.labels, "features": self.features, "compression": self.compression,
             "image": None if self.image is None else self.image.to_json()})
@@ -281,10 +292,13 @@ class Manifest:
             _is_object(v) and v and all(LEVEL_NAME.match(k) and _is_texts(t)
                                         for k, t in v.items())),
             "a list of label texts, or an object level -> list of label texts")
-        task = check.field(content, "", "task", lambda v: v in ("multi-label", "detection"),
-                           "'multi-label' or 'detection'") if "task" in content else None
+        task = check.field(content, "", "task", lambda v: v in TASKS,
+                           " or ".join(map(repr, TASKS))) if "task" in content else None
         if task and isinstance(labels, dict):
             raise ManifestError(f"{path}: task: a {task} output has one list of labels")
+        file_format = check.field(content, "", "format", lambda v: v in FORMATS,
+                                  " or ".join(map(repr, FORMATS))) \
+            if "format" in content else None
         compression = check.field(content, "", "compression",
                                   lambda v: v in (None, "GZIP", "ZLIB"),
                                   "null, 'GZIP' or 'ZLIB'")
@@ -324,21 +338,21 @@ class Manifest:
             entries[split] = SplitEntry(num_examples, counts, shards)
         known = {"format_version", "created_by", "fingerprint", "task", "labels", "features",
                  "compression", "image", "split_assignment", "rejected", "rejected_rows",
-                 "splits", "boxes", "near_duplicates"}
+                 "splits", "format", "near_duplicates", *KIND_FIELDS}
         near = content.get("near_duplicates")
         if near is not None:
             check.value(near, "near_duplicates", _is_object, "an object")
-            for key in ("hashes",):
-                check.field(near, "near_duplicates", key,
-                            lambda v: isinstance(v, list) and all(
-                                isinstance(n, str) and HASHES_NAME.match(n) for n in v),
-                            "a list of hashes file names")
+            check.field(near, "near_duplicates", "hashes",
+                        lambda v: isinstance(v, list) and all(
+                            isinstance(n, str) and HASHES_NAME.match(n) for n in v),
+                        "a list of hashes file names")
             check.field(near, "near_duplicates", "file",
-                        lambda v: v is None or v == NEAR_DUPLICATES, f"null or {NEAR_DUPLICATES!r}")
+                        lambda v: v is None or v == NEAR_DUPLICATES,
+                        f"null or {NEAR_DUPLICATES!r}")
         return cls(labels, features, compression, image, entries, content["rejected"],
                    tuple(content.get("rejected_rows", ())), content.get("fingerprint"),
                    content.get("created_by"), task, content.get("split_assignment"),
-                   content.get("boxes"), near,
+                   {k: content[k] for k in KIND_FIELDS if k in content}, file_format, near,
                    {k: v for k, v in content.items() if k not in known})
 
 
@@ -359,13 +373,8 @@ def _check_features(features, labels, task, images, check):
     """The image and label features must be there with their fixed types; other features
     take any type and shape a record can hold."""
     fixed = dict(IMAGE_KEYS) if images else {}
-    if task == "detection":
-        fixed.update(DETECTION_KEYS)
-    else:
-        for level in labels if isinstance(labels, dict) else [None]:
-            id_key, text_key = label_keys(level)
-            fixed.update({id_key: INT64, text_key: BYTES})
-    label_shape = [None] if task in ("multi-label", "detection") else []
+    label_keys, label_shape = kind_of(task).fixed_keys(labels, task)
+    fixed.update(label_keys)
     for key in [*fixed, *features]:
         spec = check.field(features, "features", key, _is_object, "an object")
         dtypes = [fixed[key]] if key in fixed else [BYTES, INT64, FLOAT]

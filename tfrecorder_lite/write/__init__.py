@@ -1,1 +1,1 @@
-"""Writing an output: the plan, the shard tasks, the runners and the driver."""
+"""Writing: the plan, the shard task, the runners and the driver."""

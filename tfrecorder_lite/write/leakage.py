@@ -11,8 +11,7 @@ skips all of it (``"ignore"``).
 import pandas as pd
 
 from ..output.layout import STATE_DIR
-from ..record.framing import iter_records
-from ..shard import ShardSink
+from .task import ShardSink
 
 PAIR_COLUMNS = ["row", "split", "image_uri", "other_row", "other_split", "other_image_uri",
                 "distance"]
@@ -45,11 +44,12 @@ def without_rows(store, receipt, plan, drop):
         The new Receipt (also left in the state folder, replacing the old one).
     """
     label_count = len(plan.features.labels)
-    sink = ShardSink(store, receipt.name, plan.compression, plan.sha256, label_count)
+    sink = ShardSink(store, receipt.name, plan.compression, plan.sha256, label_count,
+                     plan.file_format)
     for position, reason in receipt.rejected:
         sink.add(position, None, reason)
     with store.open_read(receipt.name) as f:
-        records = iter_records(f, plan.compression)
+        records = plan.file_format.records(f, plan.compression)
         for entry, record in zip(receipt.hashes, records):
             position, digest, value, fmt, height, width, channels = entry
             if position in drop:

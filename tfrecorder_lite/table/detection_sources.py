@@ -19,9 +19,10 @@ from xml.parsers import expat
 
 import pandas as pd
 
-from . import schema, storage
-from .errors import SchemaError
-from .record.boxes import BOX_COLUMNS, MAX_BOXES, box_problem  # noqa: F401 (public here too)
+from . import schema
+from .. import storage
+from ..errors import SchemaError
+from ..record.boxes import BOX_COLUMNS, MAX_BOXES, box_problem  # noqa: F401 (public here too)
 
 logger = logging.getLogger(__name__)
 

@@ -15,8 +15,10 @@ from functools import partial
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from . import phash, storage, structure
-from .redaction import redact
+from .. import storage
+from . import containers as structure
+from . import phash
+from ..redaction import redact
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own default decompression-bomb limit
 # Larger files are refused unread. An 89 Mpx (Pillow's limit) uncompressed RGB TIFF is 268 MB.

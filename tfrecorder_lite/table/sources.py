@@ -7,8 +7,9 @@ import os
 
 import pandas as pd
 
-from . import detection_sources, labels, redaction, schema, storage
-from .errors import SchemaError
+from . import detection_sources, labels, schema
+from .. import redaction, storage
+from ..errors import SchemaError
 
 logger = redaction.logger(__name__)  # its records may name URLs
 
@@ -16,6 +17,8 @@ _IMAGE_EXTENSIONS = {
     ".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".gif", ".bmp", ".dib", ".tif", ".tiff", ".webp",
     ".ppm", ".pgm", ".pbm", ".pnm", ".ico", ".tga", ".jp2", ".j2k",
 }
+
+TASKS = detection_sources.TASKS  # how a CSV that its shape does not tell may be read
 
 
 def read_source(source, *, split_col="split", image_col="image_uri", label_col="label",
@@ -34,8 +37,8 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
         split, image_dir: a COCO file's split (default: from its name) and image folder
             (default: the file's folder); see ``detection_sources.read_coco``.
     """
-    if task not in (None, *detection_sources.TASKS):
-        raise SchemaError(f"task must be one of {detection_sources.TASKS} or None, not {task!r}")
+    if task not in (None, *TASKS):
+        raise SchemaError(f"task must be one of {TASKS} or None, not {task!r}")
     if isinstance(source, pd.DataFrame):
         _refuse_options("a DataFrame", split=split, image_dir=image_dir, task=task)
         return source, None

@@ -1,5 +1,6 @@
 """Checks of the table itself (columns, splits, labels, paths as text); pandas only, no I/O."""
 
+import functools
 import hashlib
 import re
 
@@ -7,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 from . import labels
-from .errors import SchemaError
+from .cells import blank_cells
+from ..errors import SchemaError
 from .splits import ALIASES, SPLITS, UNASSIGNED, canonical
 
 PROBLEM_COLUMNS = ["row", "column", "value", "problem"]
@@ -108,7 +110,7 @@ def table_splits(df, split_col, image_col, assignment=None):
     else:
         splits = canonical_splits(df[split_col])
         upper = df[split_col].astype("string").str.strip().str.upper()
-        open_rows = _blank(df[split_col]) | upper.eq(UNASSIGNED).fillna(False)
+        open_rows = blank_cells(df[split_col]) | upper.eq(UNASSIGNED).fillna(False)
     if assignment is not None:
         keys = row_keys(df, split_col, image_col)
         mask = [True] * len(df) if open_rows is None else open_rows.tolist()
@@ -144,14 +146,22 @@ def label_text(value):
     return text.split(".")[0].lstrip("+") or "0" if _INTEGRAL_TEXT.match(text) else text
 
 
+@functools.lru_cache(maxsize=4096)
+def _cached_label_text(kind, value):
+    return label_text(value)
+
+
+def cached_label_text(value):
+    """``label_text``, made once per label (labels repeat from row to row)."""
+    try:
+        return _cached_label_text(type(value), value)  # the type keeps True apart from 1
+    except TypeError:  # an unhashable cell
+        return label_text(value)
+
+
 def max_label_id(n_rows):
     """The largest integer label accepted in a table of ``n_rows`` rows."""
     return max(MAX_LABEL_ID, _IDS_PER_ROW * n_rows)
-
-
-def _blank(values):
-    """Mask of missing or whitespace-only cells."""
-    return values.isna() | values.astype("string").str.strip().eq("").fillna(True)
 
 
 def row_problems(df, split_col, image_col, label_col, label_map=None, assignment=None,
@@ -174,11 +184,11 @@ def row_problems(df, split_col, image_col, label_col, label_map=None, assignment
         if splits is None:
             splits = table_splits(df, split_col, image_col, assignment)
         allowed = ", ".join(SPLITS[:-1]) + " or " + SPLITS[-1]
-        blank, missing = _blank(df[split_col]), splits.isna()
+        blank, missing = blank_cells(df[split_col]), splits.isna()
         report(missing & ~blank, split_col, lambda v: f"unknown split '{v}' (expected {allowed})")
         report(missing & blank, split_col, lambda v: "empty split")
     if image_col is not None:
-        report(_blank(df[image_col]), image_col, lambda v: "empty image_uri")
+        report(blank_cells(df[image_col]), image_col, lambda v: "empty image_uri")
     if label_sep is not None and isinstance(label_col, (list, tuple)):
         raise SchemaError("label_sep splits one label column into several labels (multi-label);"
                           " a label level takes one label per row")
@@ -218,7 +228,7 @@ def _label_problems(df, column, level, label_map, label_sep):
             found.append((row, column, value, "empty label"))
         blank = pd.Series(False, index=elements.index)
     else:
-        blank = _blank(elements)
+        blank = blank_cells(elements)
         report(blank, lambda v: "empty label")
     control = ~blank & elements.astype("string").str.contains(_CONTROL).fillna(False)
     report(control, lambda v: f"label {str(v)!r} holds a control character (a label is one "
@@ -250,7 +260,7 @@ def label_spellings(df, label_col, label_sep=None):
 
 def _spellings(values, label_col):
     """:func:`label_spellings` of one column's label elements."""
-    present = values[~_blank(values)]
+    present = values[~blank_cells(values)]
     first_of, seen, found = {}, set(), []
     for row, value in present.items():
         if not isinstance(value, str) or value in seen:

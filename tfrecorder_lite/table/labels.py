@@ -8,10 +8,10 @@ several. pandas only, no I/O.
 import numpy as np
 import pandas as pd
 
-from .record import keys
-from .errors import SchemaError
+from ..record import keys
+from ..errors import SchemaError
+from .cells import LISTS, is_blank
 
-_LISTS = (list, tuple, set, frozenset, np.ndarray)
 _SCALARS = {"string", "bytes", "integer", "floating", "mixed-integer-float", "boolean", "empty"}
 
 
@@ -42,7 +42,7 @@ def is_multi(series, label_sep=None):
         return True
     if series.dtype != object or pd.api.types.infer_dtype(series, skipna=True) in _SCALARS:
         return False  # (infer_dtype runs in C: a quick answer for long label columns)
-    return any(isinstance(v, _LISTS) for v in series.tolist())
+    return any(isinstance(v, LISTS) for v in series.tolist())
 
 
 def elements(series, label_sep=None):
@@ -62,7 +62,7 @@ def elements(series, label_sep=None):
         return series, np.arange(len(series)), False
     cells = []
     for value in series.tolist():
-        if isinstance(value, _LISTS):
+        if isinstance(value, LISTS):
             items = list(value.tolist() if isinstance(value, np.ndarray) else value)
             if isinstance(value, (set, frozenset)):
                 items = sorted(items, key=str)
@@ -72,17 +72,11 @@ def elements(series, label_sep=None):
             items = [item.strip() for item in value.split(label_sep)]  # "cat, dog"
         else:
             items = [value]
-        cells.append([v for v in items if not _blank(v)])
+        cells.append([v for v in items if not is_blank(v)])
     positions = np.array([p for p, items in enumerate(cells) for _ in items], dtype=np.int64)
     flat = pd.Series([v for items in cells for v in items], index=series.index[positions],
                      dtype=object)
     return flat.infer_objects(), positions, True
-
-
-def _blank(value):
-    if isinstance(value, str):
-        return not value.strip()
-    return value is None or (not isinstance(value, _LISTS) and pd.isna(value))
 
 
 def row_values(ids, texts, positions, n_rows, multi):

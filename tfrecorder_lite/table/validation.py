@@ -6,12 +6,15 @@ import joblib
 import numpy as np
 import pandas as pd
 
-from . import columns, schema, storage
-from .detection import image_table, is_detection_table
-from .errors import UnsupportedURLError
-from .images import DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images
-from .options import LEAKAGE, one_of
-from .phash import describe, near_duplicates
+from . import columns, schema
+from .. import storage
+from .files import stat_files
+from .kinds import prepare
+from ..errors import UnsupportedURLError
+from ..options import LEAKAGE, TableOptions, one_of
+from ..images.normalize import (
+    DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images)
+from ..images.phash import describe, near_duplicates
 
 
 def inspect_images(items, options, storage_options=None):
@@ -47,7 +50,8 @@ def _where(df, position, image_col, splits):
 def validate(df, *, split_col="split", image_col="image_uri", label_col="label", label_map=None,
              check="header", base_dir=None, n_jobs=-1, storage_options=None,
              max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject", split_ratios=None,
-             label_sep=None, features=None, box_units="relative", leakage="warn"):
+             label_sep=None, features=None, box_units="relative", box_columns=None,
+             leakage="warn"):
     """Report every problem of the table, one row per problem.
 
     Checks columns, split values, labels (also labels that differ only in case or spaces,
@@ -67,8 +71,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         max_image_bytes: larger image files are reported ("file too large") without being read.
         unassigned, split_ratios: as in ``to_tfrecord``: rows without a split are problems, or
             are given one (and then checked for leakage in it).
-        label_sep, features, box_units: as in ``to_tfrecord``. A detection table (with
-            ``xmin, ymin, xmax, ymax`` columns) also gets its boxes checked.
+        label_sep, features, box_units, box_columns: as in ``to_tfrecord``. Each kind of
+            table adds its own checks (a per-box table: its boxes; see ``table/kinds.py``).
         leakage: "ignore" to leave near-duplicates across splits out (images are then not
             hashed); any other value of ``to_tfrecord``'s option reports them.
 
@@ -79,21 +83,17 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         SchemaError: when a required column is missing, or an extra column cannot be stored
             exactly (``to_tfrecord`` refuses the same).
     """
-    assignment = schema.split_assignment(unassigned, split_ratios, split_col)
-    detection = image_col is not None and is_detection_table(df)
-    problems = schema.row_problems(df, split_col, image_col, None if detection else label_col,
-                                   label_map, assignment, label_sep)
+    prepared = prepare(df, TableOptions(
+        split_col, image_col, label_col, label_map, label_sep, features, unassigned,
+        split_ratios, box_units, box_columns, base_dir), check_labels=False)
+    kind, table = prepared.kind, prepared.options
+    assignment = table.assignment
+    problems = schema.row_problems(df, split_col, image_col, kind.label_column(table),
+                                   table.label_map, assignment, label_sep)
     found = list(problems.itertuples(index=False, name=None))
-    if detection:  # boxes: every row of an image with a bad box, with the box named
-        table = image_table(df, split_col, image_col, label_col, box_units)
-        found += [(df.index[row], None, None, reason)
-                  for row, reason in table.rows_of(table.refused.items())]
-        found += schema.label_spellings(df, label_col)
-    else:
-        columns.extra_columns(df, schema.used_columns(split_col, image_col, label_col),
-                              features)  # SchemaError: unstorable
-        found += schema.label_spellings(df, label_col, label_sep)
-        found += schema.fractional_labels(df, label_col, label_map, label_sep)
+    columns.extra_columns(prepared.frame, schema.used_columns(split_col, image_col, label_col) |
+                          prepared.used, features)  # SchemaError: unstorable
+    found += kind.problems(df, prepared)
     bad_rows = set(problems["row"])
     splits = schema.table_splits(df, split_col, image_col, assignment).tolist()
 
@@ -144,6 +144,15 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         for later, earlier, distance in near_duplicates(sorted(hashed)):
             found.append((df.index[later], image_col, df[image_col].iloc[later],
                           describe(_where(df, earlier, image_col, splits), distance)))
+    if check is not None:  # each row's other files (e.g. a mask): there, and not too large
+        skipped = {position: "" for position, row in enumerate(df.index)
+                   if row in bad_rows or row in identical}
+        for column in prepared.files:
+            refused = dict(skipped)
+            stat_files(df[column].tolist(), refused, base_dir, max_image_bytes, storage_options,
+                       column=column)
+            found += [(df.index[position], column, df[column].iloc[position], reason)
+                      for position, reason in refused.items() if reason]
     order = {row: i for i, row in enumerate(df.index)}
     found.sort(key=lambda p: order.get(p[0], -1))
     return schema.problems_frame(found)

@@ -16,20 +16,19 @@ from dataclasses import dataclass
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ._version import __version__
-from .errors import InvalidRowError, SchemaError
-from .output import state as output_state
-from .output import tfds
-from .output.layout import (LABEL_MAP, NEAR_DUPLICATES, REJECTED, STATE_DIR, hashes_name,
-                            index_name, label_files, level_files, label_map_pbtxt)
-from .output.lock import FolderLock
-from .output.manifest import (ImageSummary, Manifest, read_manifest, split_entry,
-                              write_manifest)
-from .redaction import redact_frame
+from .._version import __version__
+from ..errors import InvalidRowError, SchemaError
+from ..output import state as output_state
+from ..output import tfds
+from ..output.layout import (
+    NEAR_DUPLICATES, REJECTED, STATE_DIR, hashes_name, index_name, label_files, level_files)
+from ..output.lock import FolderLock
+from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
+from ..redaction import redact_frame
+from ..images.phash import BITS, MAX_DISTANCE, describe, from_hex, near_duplicates
+from ..table.schema import problems_frame
+from . import leakage as leaks
 from .runners import JoblibRunner
-from .schema import problems_frame
-from .phash import BITS, MAX_DISTANCE, describe, from_hex, near_duplicates
-from .write import leakage as leaks
 
 logger = logging.getLogger(__name__)
 
@@ -91,27 +90,24 @@ def _label_count(labels):
     return len(labels)
 
 
-def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
-               progress=True, runner=None, leakage="warn"):
+def write_plan(plan, df, store, write, *, runner=None):
     """Write every shard of ``plan`` into the ``store`` folder and finish with the manifest.
 
     Args:
         plan: a WritePlan built from ``df``.
         df: the input table (for the rejected rows' columns).
         store: the output folder, a Store (its storage options also serve the image URLs).
-        on_error: "raise" (stop at the first bad row) or "skip" (reject it with a reason).
-        overwrite: replace whatever the folder holds.
-        n_jobs: joblib worker count (-1: all cores), for the default runner.
-        progress: show a tqdm progress bar.
-        runner: what runs the shard tasks (default: a JoblibRunner of ``n_jobs``).
-        leakage: near-duplicate images across splits are reported ("warn"), their later row
-            rejected ("reject"), or not looked for ("ignore"); the plan's images must be
-            hashed (``ImageOptions.phash``) unless "ignore".
+        write: the WriteOptions (``on_error``, ``overwrite``, ``n_jobs`` for the default
+            runner, ``progress``, and ``leakage``: near-duplicate images across splits
+            reported, their later row rejected, or not looked for; the plan's images must be
+            hashed, ``ImageOptions.phash``, unless "ignore").
+        runner: what runs the shard tasks (default: a JoblibRunner of ``write.n_jobs``).
 
     Returns:
         A ConversionResult.
     """
-    if on_error == "raise" and plan.rejected:
+    on_error = write.on_error
+    if write.raises and plan.rejected:
         _raise_first(plan, df, plan.rejected)
     if not plan.shards:
         _refuse_empty(plan, df)
@@ -120,23 +116,23 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
         files = [n for s in plan.shards for n in (s.name, index_name(s.name))]
         levels = [f.level for f in plan.label_fields if f.level is not None]
         state = output_state.prepare(store, plan.fingerprint, files + level_files(levels),
-                                     overwrite)
+                                     write.overwrite)
         if state.finished:
             logger.info("%s already holds this conversion; nothing to do", store.url)
             result = _result_from_disk(store, df)
-            if on_error == "raise" and len(result.rejected):  # a finished on_error="skip" run
+            if write.raises and len(result.rejected):  # a finished on_error="skip" run
                 _raise_first(plan, df, zip(map(plan.planned_position,
                                                result.metadata["rejected_rows"]),
                                            result.rejected.reason))
             return result
         receipts = dict(state.receipts)
-        if on_error == "raise":  # shards an interrupted on_error="skip" run finished
+        if write.raises:  # shards an interrupted on_error="skip" run finished
             _raise_first(plan, df, [r for receipt in receipts.values()
                                     for r in receipt.rejected])
-        _write_shards(plan, df, store, receipts, on_error, runner or JoblibRunner(n_jobs),
-                      progress, lock)
+        _write_shards(plan, df, store, receipts, on_error, runner or JoblibRunner(write.n_jobs),
+                      write.progress, lock)
         lock.check()  # and metadata.json's write checks the lease itself (lock.store)
-        return _finish(plan, df, store, receipts, leakage)
+        return _finish(plan, df, store, receipts, write.leakage)
 
 
 def _write_shards(plan, df, store, receipts, on_error, runner, progress, lock):
@@ -277,9 +273,9 @@ def _finish(plan, df, store, receipts, leakage="warn"):
     rejected_df = _rejected_frame(df, rejected)
     for name, vocabulary in label_files(plan.labels).items():
         store.write_atomic(name, "".join(f"{text}\n" for text in vocabulary))
-    boxes = plan.features.boxes
-    if boxes is not None:
-        store.write_atomic(LABEL_MAP, label_map_pbtxt(boxes.vocabulary))
+    kind = plan.record_kind
+    for name, text in kind.extra_files(plan.labels).items():
+        store.write_atomic(name, text)
     if rejected:
         store.write_atomic(REJECTED, _safe_csv(rejected_df, _index_label(df.index)))
     fields = [(field.level, field.vocabulary) for field in plan.label_fields]
@@ -302,13 +298,9 @@ def _finish(plan, df, store, receipts, leakage="warn"):
         splits=splits, rejected=len(rejected),
         rejected_rows=tuple(position for position, _ in rejected),
         fingerprint=plan.fingerprint, created_by=f"tfrecorder_lite {__version__}",
-        task="detection" if boxes is not None else "multi-label" if plan.multi_label else None,
-        boxes=None if boxes is None else {
-            "keys": "image/object/bbox/xmin, ymin, xmax, ymax (the Object Detection API's)",
-            "units": "relative to the image, 0,0 at the top left",
-            "label_offset": 1, "label_map": LABEL_MAP,
-            "num_boxes": {split: sum(entry.label_counts.values())
-                          for split, entry in splits.items()}},
+        task=kind.task(plan.features), file_format=plan.file_format.name,
+        kind_fields=kind.manifest_entry(plan.features, {
+            split: entry.label_counts for split, entry in splits.items()}),
         split_assignment={
             "unassigned": "assign", "ratios": dict(plan.assignment),
             "by": "sha256 of the image_uri text" if plan.image is not None else

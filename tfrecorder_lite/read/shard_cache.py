@@ -13,9 +13,10 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 from . import verification
-from .errors import SchemaError, VerifyError
-from .record.framing import FileDigest
-from .storage import Store
+from ..errors import SchemaError, VerifyError
+from ..formats import DEFAULT
+from ..record.framing import FileDigest
+from ..storage import Store
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def copy_name(store, shard):
     digest of its URL, size and CRC32C (a 32-bit CRC alone would collide across many shards)."""
     key = shard.sha256 or hashlib.sha256(
         f"{store.path(shard.name)}\0{shard.bytes}\0{shard.crc32c}".encode()).hexdigest()
-    return f"{key}.tfrecord"
+    return key + DEFAULT.suffixes[None]  # a copy of any format (none but TFRecord yet)
 
 
 def _download(store, shard, cache, name):

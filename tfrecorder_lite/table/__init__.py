@@ -1,0 +1,1 @@
+"""The table stage: sources, kinds of tables, labels, splits, columns, validate()."""

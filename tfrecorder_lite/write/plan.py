@@ -1,0 +1,262 @@
+"""The write plan: label vocabulary, seeded shuffle, split -> shards. Frozen and picklable.
+
+Everything that decides the output bytes is decided here, before any image is opened, so the
+same table, options and seed give the same shards whatever the parallelism.
+"""
+
+import dataclasses
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..table import columns, labels, schema
+from ..errors import SchemaError
+from ..images.normalize import ImageOptions
+from ..table.splits import SPLITS, canonical
+from ..formats import DEFAULT
+from ..output.layout import shard_name
+from ..output.manifest import FORMAT_VERSION
+from ..record import keys
+from ..record.features import FeatureSet
+from .task import ShardTask
+from ..options import table_and_write
+from ..table.files import stat_files
+from ..table.kinds import prepare
+
+TARGET_SHARD_BYTES = 128 * 2**20
+_RESIZED_BYTES_PER_PIXEL = 0.3  # rough JPEG size estimate used to pick shard counts
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """One output file: which rows (positions in the table) go into it, in order.
+
+    ``source_bytes`` is the size of its rows' image files (without images, an estimate of its
+    records' size): the work it holds, for choosing how to run it (``runners.parallelism``).
+    """
+
+    split: str
+    index: int
+    num_shards: int
+    positions: tuple
+    compression: str = None
+    source_bytes: int = 0
+
+    @property
+    def name(self):
+        """File name, e.g. ``train-00000-of-00004.tfrecord``."""
+        return shard_name(self.split, self.index, self.num_shards, self.compression)
+
+
+@dataclass(frozen=True, eq=False)
+class WritePlan:
+    """What to write, decided up front.
+
+    Attributes:
+        features: the FeatureSet of every record (its labels: ClassLabel with column, level,
+            multi, vocabulary; its columns: Column with name, kind, shape, column dtype,
+            missing).
+        shards: every ShardSpec, split by split.
+        paths, label_values, extras: per table position (label_values: one (id, text) per
+            label field; extras: tuple of values, one per column).
+        image: ImageOptions, or None for a table without images.
+        rejected: (position, reason) of rows refused before any image was read.
+        splits: splits present in the table, in TRAIN, VALIDATION, TEST order.
+        fingerprint: sha256 of everything above plus the image files' sizes and times.
+        assignment: the split shares rows without a split were given, or None.
+        members: per planned row, the table positions it stands for (None: itself).
+        files: per planned row, the paths of its other files (one per ``file_columns``), or
+            None when records have none.
+        file_columns: the columns of those files (e.g. a mask's).
+        file_format: the shard files' format (``formats``; TFRecord).
+        record_kind: the RecordKind of the records (``record/kinds.py``).
+    """
+
+    features: FeatureSet
+    shards: tuple
+    paths: tuple
+    label_values: tuple
+    extras: tuple
+    image: ImageOptions
+    compression: str
+    rejected: tuple
+    splits: tuple
+    fingerprint: str
+    sha256: bool = False
+    assignment: tuple = None
+    members: tuple = None
+    record_kind: object = None
+    files: tuple = None
+    file_columns: tuple = ()
+    file_format: object = DEFAULT
+
+    def table_rows(self, position):
+        """The table positions a planned row stands for: itself, or all the rows its table kind
+        grouped into it (the boxes of one image)."""
+        return self.members[position] if self.members is not None else (position,)
+
+    def planned_labels(self, index):
+        """The row labels of the planned rows, from the table's ``index``."""
+        return index if self.members is None else index[[rows[0] for rows in self.members]]
+
+    def planned_position(self, row):
+        """The planned row (a record) that table position ``row`` is in."""
+        if self.members is None:
+            return row
+        return next(i for i, rows in enumerate(self.members) if row in rows)
+
+    @property
+    def label_fields(self):
+        """The ClassLabel of each label field."""
+        return self.features.labels
+
+    @property
+    def labels(self):
+        """Label id -> text: a list, or with label levels a dict level -> list."""
+        if self.label_fields[0].level is None:
+            return list(self.label_fields[0].vocabulary)
+        return {f.level: list(f.vocabulary) for f in self.label_fields}
+
+    @property
+    def multi_label(self):
+        """True when rows hold lists of labels."""
+        return any(f.multi for f in self.label_fields)
+
+    def task(self, shard, row_labels, threads=1):
+        """The ShardTask of ``shard``: its rows only (``row_labels``: the table's index)."""
+        rows = tuple((p, row_labels[p], self.paths[p], (*self.label_values[p], *self.extras[p]),
+                      self.files[p] if self.files is not None else ())
+                     for p in shard.positions)
+        return ShardTask(shard.name, rows, self.image, self.compression, self.features,
+                         self.sha256, threads, self.file_columns, self.file_format.name)
+
+
+def _shard_count(requested, split, n_rows, n_bytes):
+    if isinstance(requested, dict):
+        requested = {canonical(k): v for k, v in requested.items()}.get(split)
+    if requested is None:
+        wanted = math.ceil(n_bytes / TARGET_SHARD_BYTES)
+    elif isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
+        wanted = requested
+    else:
+        raise SchemaError(f"num_shards must be a positive integer, a dict per split or None, "
+                          f"not {requested!r}")
+    return max(1, min(wanted, n_rows))
+
+
+def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
+    """Decide labels, order and shards; rows with problems go to ``rejected``.
+
+    Args:
+        prepared: the PreparedTable (``table.kinds.prepare``): the records of the table and
+            its TableOptions.
+        write: the WriteOptions (shards, compression, order, checksums).
+        image: ImageOptions, or None for a table without images (``image_col=None``).
+        storage_options: fsspec options for image URLs (see ``storage.options_for``).
+
+    Returns:
+        A WritePlan.
+    """
+    df, table, kind = prepared.frame, prepared.options, prepared.kind
+    split_col, image_col, label_col = table.split_col, table.image_col, table.label_col
+    assignment = table.assignment
+    splits = schema.table_splits(df, split_col, image_col, assignment)
+    problems = schema.row_problems(df, split_col, image_col, kind.label_column(table),
+                                   table.label_map, assignment, table.label_sep, splits)
+    reasons = dict(prepared.refused)
+    positions_of = {row: i for i, row in enumerate(df.index)} if len(problems) else {}
+    for row, _column, _value, problem in problems.itertuples(index=False):
+        reasons.setdefault(positions_of[row], problem)
+
+    splits = splits.tolist()
+    used = schema.used_columns(split_col, image_col, label_col) | prepared.used
+    extra, extras = columns.extra_columns(
+        df, used, table.features, reserved=[key for _, level in labels.label_columns(label_col)
+                                            for key in keys.label_keys(level)])
+    compression = write.compression
+    fingerprint = hashlib.sha256()
+    if image_col is None:
+        image, paths = None, (None,) * len(df)
+        sizes = [_ROW_BYTES + sum(len(v) * 8 if isinstance(v, list) else 8 for v in values)
+                 for values in extras]
+    else:
+        paths, sizes = stat_files(df[image_col].tolist(), reasons, table.base_dir,
+                                  image.max_bytes, storage_options, fingerprint)
+    files = None
+    for column in prepared.files:  # each record's other files: resolved and checked alike
+        found, more = stat_files(df[column].tolist(), reasons, table.base_dir,
+                                 (image or ImageOptions()).max_bytes, storage_options,
+                                 fingerprint, column)
+        files = [(*previous, path) for previous, path in zip(files or [()] * len(df), found)]
+        sizes = [a + b for a, b in zip(sizes, more)]
+
+    label_fields, label_values = kind.label_fields(prepared, table, reasons)
+    shards, present = [], []
+    for split_number, split in enumerate(SPLITS):
+        positions = np.array([p for p, s in enumerate(splits) if s == split and p not in reasons],
+                             dtype=np.int64)
+        if not any(s == split for s in splits):
+            continue
+        present.append(split)
+        if write.shuffle and len(positions):
+            rng = np.random.default_rng([write.seed, split_number])
+            positions = positions[rng.permutation(len(positions))]
+        if image is not None and image.size is not None:
+            n_bytes = len(positions) * image.size[0] * image.size[1] * 3 * _RESIZED_BYTES_PER_PIXEL
+        else:
+            n_bytes = sum(sizes[p] for p in positions)
+        count = _shard_count(write.num_shards, split, len(positions), n_bytes)
+        bounds = [len(positions) * i // count for i in range(count + 1)]
+        shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), compression,
+                             sum(sizes[p] for p in positions[a:b]))
+                   for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+
+    rejected = tuple(sorted(reasons.items()))
+    single = len(label_fields) == 1 and label_fields[0].level is None
+    description = {
+        "format_version": FORMAT_VERSION,
+        # earlier outputs (one label per row, images, scalar columns) keep their fingerprint
+        "labels": label_fields[0].vocabulary if single else
+        [(f.level, f.vocabulary) for f in label_fields],
+        **({"multi_label": True} if any(f.multi for f in label_fields) else {}),
+        # max_bytes decides only which rows are rejected, and those are listed below; the
+        # perceptual hash is beside the records, never in them
+        "image": None if image is None else
+        {k: v for k, v in dataclasses.asdict(image).items() if k not in ("max_bytes", "phash")},
+        # the default ("warn") keeps the fingerprint of outputs written before it existed
+        **({"leakage": write.leakage} if write.leakage != "warn" and image is not None
+           else {}),
+        "compression": compression, "extra_kinds": tuple(
+            (c.name, c.kind) + ((c.shape,) if c.shape else ()) for c in extra),
+        "rejected": rejected,
+        **({"sha256": True} if write.sha256 else {}),
+        **({"assignment": assignment} if assignment else {}),
+        "shards": [(s.name, s.positions) for s in shards],
+        "label_ids": [v[0][0] for v in label_values] if single else label_values,
+        "extras": extras,
+        **kind.fingerprint(prepared, table),
+    }
+    fingerprint.update(json.dumps(description, default=str, sort_keys=True).encode())
+    return WritePlan(
+        features=FeatureSet(None if image is None else kind.image_feature(), label_fields,
+                            extra),
+        shards=tuple(shards), paths=tuple(paths),
+        label_values=label_values, extras=tuple(extras), image=image,
+        compression=compression, rejected=rejected, splits=tuple(present),
+        fingerprint=fingerprint.hexdigest(), sha256=write.sha256, assignment=assignment,
+        members=prepared.members, record_kind=kind.record,
+        files=None if files is None else tuple(files), file_columns=prepared.files,
+    )
+
+
+_ROW_BYTES = 64  # rough record size without images, beside its values (picks shard counts)
+
+
+def plan_table(df, image=ImageOptions(), storage_options=None, **options):
+    """The WritePlan of ``df`` with the keyword options of ``to_tfrecord`` that TableOptions and
+    WriteOptions take (``image``: ImageOptions, or None without images)."""
+    table, write = table_and_write(**options)
+    return build_plan(prepare(df, table), write, image, storage_options)

@@ -36,7 +36,7 @@ import dataset
 
 sys.path.insert(0, str(dataset.REPO_ROOT))
 
-from tfrecorder_lite import phash  # noqa: E402
+from tfrecorder_lite.images import phash  # noqa: E402
 
 
 def convert(args):

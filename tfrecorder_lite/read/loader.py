@@ -12,7 +12,7 @@ import joblib
 from . import shard_cache, verification
 from ..errors import SchemaError
 from ..options import LoadOptions
-from ..output.manifest import read_manifest
+from ..output.manifest import read_manifest, split_shards
 from ..record.features import ImageFeature, parse_spec
 from ..record.kinds import features_of
 from ..table.splits import pick
@@ -24,7 +24,7 @@ from ..record.tensorflow import import_tensorflow
 def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=False, seed=None,
          as_supervised=True, shuffle_buffer=1000, drop_remainder=False, channels=3,
          dct_method="INTEGER_ACCURATE", storage_options=None, cache_dir=None, label=None,
-         multi_hot=False, box_format="rel_yxyx"):
+         multi_hot=False, box_format="rel_yxyx", generation=None):
     """Return a ``tf.data.Dataset`` of a split, or a dict split -> dataset when split is None.
 
     Args:
@@ -53,13 +53,16 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
             of the record (multi-label outputs; ready for ``BinaryCrossentropy``). Without
             it, a multi-label record's label is its int64 ids, of varying length (batched as a
             ``tf.RaggedTensor``).
+        generation: read the output as it was after this generation (0: the first
+            conversion, ``k``: after its ``k``-th append; None: all of it), for experiments
+            that must see the same records after later appends.
 
     Returns:
         A dataset yielding uint8 ``[H, W, channels]`` images and int64 labels (batched when
         asked; features of varying length are batched as ``tf.RaggedTensor``).
 
     Raises:
-        ManifestError: no finished output in ``output_dir``.
+        ManifestError: no finished output in ``output_dir``, or no such generation.
         SchemaError: an unknown split, or batching images of different sizes without image_size.
     """
     options = LoadOptions(batch_size, image_size, shuffle, seed, as_supervised,
@@ -68,12 +71,13 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
     store = Store(output_dir, storage_options)
     manifest, _ = read_manifest(store)
     if split is None:
-        return {name: _load_split(store, manifest, name, options, cache_dir)
+        return {name: _load_split(store, manifest, name, options, cache_dir, generation)
                 for name in manifest.splits}
-    return _load_split(store, manifest, pick(split, manifest.splits), options, cache_dir)
+    return _load_split(store, manifest, pick(split, manifest.splits), options, cache_dir,
+                       generation)
 
 
-def _load_split(store, manifest, split, options, cache_dir):
+def _load_split(store, manifest, split, options, cache_dir, generation=None):
     """The pipeline of one split of the output in ``store`` (see :func:`load`)."""
     features = features_of(manifest)
     label_outputs(features, options.label)  # SchemaError before TensorFlow starts
@@ -88,9 +92,9 @@ def _load_split(store, manifest, split, options, cache_dir):
         )
     tf = import_tensorflow()
 
-    shards = manifest.splits[split].shards
+    shards = split_shards(manifest, split, generation)
     paths = _shard_files(store, shards, cache_dir)
-    num_examples = manifest.splits[split].num_examples
+    num_examples = sum(shard.num_examples for shard in shards)
     read_shard = _shard_reader(tf, manifest.format, manifest.compression or "", store.url)
     ratios = ImageFeature.useful_jpeg_ratios(image, options.image_size) if image else ()
     decode = decoder(tf, features, options, ratios, parse_spec(manifest.features))

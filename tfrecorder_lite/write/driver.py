@@ -21,12 +21,14 @@ from ..errors import InvalidRowError, SchemaError
 from ..output import state as output_state
 from ..output import tfds
 from ..output.layout import (
-    NEAR_DUPLICATES, REJECTED, STATE_DIR, hashes_name, index_name, label_files, level_files)
+    REJECTED, STATE_DIR, hashes_name, index_name, label_files, level_files,
+    near_duplicates_name, rejected_name)
 from ..output.lock import FolderLock
 from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
 from ..redaction import redact_frame
 from ..images.phash import BITS, MAX_DISTANCE, describe, from_hex, near_duplicates
 from ..table.schema import problems_frame
+from . import append as appending
 from . import leakage as leaks
 from .runners import JoblibRunner
 
@@ -46,6 +48,8 @@ class ConversionResult:
         problems: what was written but looks wrong, one row per problem (columns row,
             column, value, problem, as ``validate()`` gives them): near-duplicate images
             across splits with ``leakage="warn"``.
+        skipped: with ``append=True``, the rows not written because their image and label
+            were already in the output.
     """
 
     output_dir: str
@@ -54,6 +58,7 @@ class ConversionResult:
     rejected: pd.DataFrame
     metadata: dict
     problems: pd.DataFrame = None
+    skipped: int = 0
 
     def __post_init__(self):
         if self.problems is None:
@@ -90,7 +95,7 @@ def _label_count(labels):
     return len(labels)
 
 
-def write_plan(plan, df, store, write, *, runner=None):
+def write_plan(plan, df, store, write, *, runner=None, previous=None):
     """Write every shard of ``plan`` into the ``store`` folder and finish with the manifest.
 
     Args:
@@ -102,6 +107,8 @@ def write_plan(plan, df, store, write, *, runner=None):
             reported, their later row rejected, or not looked for; the plan's images must be
             hashed, ``ImageOptions.phash``, unless "ignore").
         runner: what runs the shard tasks (default: a JoblibRunner of ``write.n_jobs``).
+        previous: the Manifest of the output ``plan`` appends a generation to (the plan's
+            shards are named for it), or None.
 
     Returns:
         A ConversionResult.
@@ -115,8 +122,14 @@ def write_plan(plan, df, store, write, *, runner=None):
         store = lock.store  # on an object store every write first checks the lease
         files = [n for s in plan.shards for n in (s.name, index_name(s.name))]
         levels = [f.level for f in plan.label_fields if f.level is not None]
-        state = output_state.prepare(store, plan.fingerprint, files + level_files(levels),
-                                     write.overwrite)
+        if previous is None:
+            state = output_state.prepare(store, plan.fingerprint, files + level_files(levels),
+                                         write.overwrite)
+        else:
+            generation = plan.shards[0].generation
+            state = output_state.prepare_append(store, plan.fingerprint, files + [
+                hashes_name(generation), rejected_name(generation),
+                near_duplicates_name(generation)])
         if state.finished:
             logger.info("%s already holds this conversion; nothing to do", store.url)
             result = _result_from_disk(store, df)
@@ -132,7 +145,7 @@ def write_plan(plan, df, store, write, *, runner=None):
         _write_shards(plan, df, store, receipts, on_error, runner or JoblibRunner(write.n_jobs),
                       write.progress, lock)
         lock.check()  # and metadata.json's write checks the lease itself (lock.store)
-        return _finish(plan, df, store, receipts, write.leakage)
+        return _finish(plan, df, store, receipts, write.leakage, previous, write.raises)
 
 
 def _write_shards(plan, df, store, receipts, on_error, runner, progress, lock):
@@ -214,12 +227,19 @@ def _safe_csv(frame, index_label):
     return safe.to_csv(index_label=index_label)
 
 
-def _near_duplicates(plan, df, store, receipts, leakage):
-    """Find the near-duplicate images across splits among the records of ``receipts``.
+def _label_text(plan, position):
+    """The label text of a planned row (several joined by "|"), as the hashes file keeps it."""
+    text = plan.label_values[position][0][1]
+    return "|".join(text) if isinstance(text, tuple) else text
+
+
+def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=None):
+    """Find the near-duplicate images across splits among the records of ``receipts`` (and
+    between them and the earlier generations' images in ``before``).
 
     With ``leakage="reject"``, the shards holding the later row of a pair are written again
-    without it (``receipts`` is updated). Writes the hashes file, and with "warn" the pairs'
-    file.
+    without it (``receipts`` is updated). Writes the generation's hashes file, and with "warn"
+    the pairs' file.
 
     Returns:
         ``(problems frame, metadata.json's near_duplicates entry)``, or ``(None, None)`` when
@@ -229,14 +249,26 @@ def _near_duplicates(plan, df, store, receipts, leakage):
         return None, None
     split_of = {s.name: s.split for s in plan.shards}
     labels = plan.planned_labels(df.index)
-
-    def where(position):
-        return f"row {labels[position]!r} ({plan.paths[position]}, {split_of_row[position]})"
-
     split_of_row = {h[0]: split_of[name] for name, r in receipts.items() for h in r.hashes}
-    entries = sorted((h[0], split_of[name], None if h[2] is None else from_hex(h[2]))
-                     for name, receipt in receipts.items() for h in receipt.hashes)
-    pairs = near_duplicates(entries)
+    old = [] if before is None or not len(before) else list(before.itertuples(index=False))
+
+    def where(key):
+        if isinstance(key, tuple):  # an earlier generation's image
+            row = old[key[1]]
+            return f"row {row.row!r} ({row.image_uri}, {row.split}, generation {row.generation})"
+        return f"row {labels[key]!r} ({plan.paths[key]}, {split_of_row[key]})"
+
+    def described(key):
+        if isinstance(key, tuple):
+            row = old[key[1]]
+            return row.row, row.split, row.image_uri
+        return labels[key], split_of_row[key], plan.paths[key]
+
+    entries = [((0, i), row.split, from_hex(row.phash + row.crops)) for i, row in enumerate(old)
+               if row.phash]
+    entries += sorted((h[0], split_of[name], None if h[2] is None else from_hex(h[2]))
+                      for name, receipt in receipts.items() for h in receipt.hashes)
+    pairs = [p for p in near_duplicates(entries) if not isinstance(p[0], tuple)]
     found = len(pairs)
     problems = problems_frame([])
     if leakage == "reject":
@@ -251,21 +283,97 @@ def _near_duplicates(plan, df, store, receipts, leakage):
         problems = problems_frame([
             (labels[later], None, plan.paths[later], describe(where(earlier), distance))
             for later, earlier, distance in pairs])
-        frame = leaks.pairs_frame(pairs, lambda p: (labels[p], split_of_row[p], plan.paths[p]))
-        store.write_atomic(NEAR_DUPLICATES, _safe_csv(frame.set_index("row"), "row"))
+        frame = leaks.pairs_frame(pairs, described)
+        store.write_atomic(near_duplicates_name(generation),
+                           _safe_csv(frame.set_index("row"), "row"))
     written = sorted((h[0], split_of[name], h[1], h[2]) for name, r in receipts.items()
                      for h in r.hashes)
-    hashes = pd.DataFrame([(labels[p], split, plan.paths[p], digest, (value or "")[:16],
-                            (value or "")[16:]) for p, split, digest, value in written],
+    hashes = pd.DataFrame([(labels[p], split, plan.paths[p], digest, _label_text(plan, p),
+                            (value or "")[:16], (value or "")[16:])
+                           for p, split, digest, value in written],
                           columns=leaks.HASH_COLUMNS).set_index("row")
-    store.write_atomic(hashes_name(0), _safe_csv(hashes, "row"))
+    if written:
+        store.write_atomic(hashes_name(generation), _safe_csv(hashes, "row"))
     return problems, {
         "hash": f"{BITS}-bit DCT perceptual hash of the luminance",
         "max_distance": MAX_DISTANCE, "leakage": leakage, "pairs": found,
-        "hashes": [hashes_name(0)], "file": NEAR_DUPLICATES if pairs else None}
+        "hashes": [hashes_name(generation)] if written else [],
+        "file": near_duplicates_name(generation) if pairs else None}
 
 
-def _finish(plan, df, store, receipts, leakage="warn"):
+def recorded_image_options(image):
+    """The image options that decide a record's bytes, as metadata.json keeps them (an
+    append must use the same)."""
+    return {"check": image.check, "size": None if image.size is None else list(image.size),
+            "format": image.format, "quality": image.quality}
+
+
+def _finish_append(plan, df, store, receipts, leakage, previous, raises):
+    """Finish a generation appended to the output of ``previous`` (its Manifest): drop the
+    rows already there (skipped, or rejected with the reason naming both), look for
+    near-duplicates against every generation, and write its files and metadata.json. When
+    nothing new is left, every file of the generation is removed: the folder is unchanged."""
+    generation = plan.shards[0].generation
+    split_of = {s.name: s.split for s in plan.shards}
+    before = appending.written_before(store, previous)
+    fate = appending.decide([(h[0], split_of[name], h[1], _label_text(plan, h[0]))
+                             for name, r in receipts.items() for h in r.hashes], before)
+    refused = [(p, reason) for p, reason in fate.items() if reason != appending.SKIPPED]
+    if raises:
+        _raise_first(plan, df, refused)
+    for name, receipt in list(receipts.items()):
+        mine = {h[0]: fate[h[0]] for h in receipt.hashes if h[0] in fate}
+        if mine:
+            receipts[name] = leaks.without_rows(store, receipt, plan, mine)
+    problems, near = _near_duplicates(plan, df, store, receipts, leakage, generation, before)
+    skipped = {p for p, reason in fate.items() if reason == appending.SKIPPED}
+    rejected = sorted((row, reason) for position, reason in
+                      [*plan.rejected, *(r for receipt in receipts.values() for r in receipt.rejected)]
+                      if position not in skipped for row in plan.table_rows(position))
+    rejected_df = _rejected_frame(df, rejected)
+    for name in [n for n, r in receipts.items() if not r.shard.num_examples]:
+        store.remove(name)  # a shard whose every row was already there
+        store.remove(index_name(name))
+        del receipts[name]
+    if not receipts:
+        store.remove(STATE_DIR)
+        logger.info("%s already holds every row of this append; nothing was changed",
+                    store.url)
+        return ConversionResult(store.url, {}, previous.labels, rejected_df,
+                                previous.to_json(), problems, len(skipped))
+    for name, vocabulary in label_files(plan.labels).items():
+        store.write_atomic(name, "".join(f"{text}\n" for text in vocabulary))
+    if rejected:
+        store.write_atomic(rejected_name(generation),
+                           _safe_csv(rejected_df, _index_label(df.index)))
+    fields = [(field.level, field.vocabulary) for field in plan.label_fields]
+    splits = {split: split_entry(mine, fields) for split in plan.splits
+              if (mine := [receipts[s.name] for s in plan.shards
+                           if s.split == split and s.name in receipts])}
+    counts = {split: entry.num_examples for split, entry in splits.items()}
+    earlier = previous.near_duplicates or {}
+    entry = {"generation": generation, "fingerprint": plan.fingerprint, "num_examples": counts,
+             "skipped": len(skipped), "rejected": len(rejected),
+             "rejected_file": rejected_name(generation) if rejected else None,
+             "hashes": (near or {}).get("hashes", [None])[0],
+             "near_duplicates": (near or {}).get("pairs", 0),
+             "near_duplicates_file": (near or {}).get("file")}
+    near = near and {**earlier, "hashes": [*earlier.get("hashes", ()), *near["hashes"]]}
+    manifest = appending.merged(previous, splits, None if plan.image is None else
+                                ImageSummary.from_receipts(previous.image.stored,
+                                                           receipts.values()),
+                                plan, entry, near)
+    write_manifest(store, manifest)
+    store.remove(STATE_DIR)
+    logger.info("appended generation %d to %s: %s (%d already there, %d rejected)",
+                generation, store.url, counts, len(skipped), len(rejected))
+    return ConversionResult(store.url, counts, plan.labels, rejected_df, manifest.to_json(),
+                            problems, len(skipped))
+
+
+def _finish(plan, df, store, receipts, leakage="warn", previous=None, raises=False):
+    if previous is not None:
+        return _finish_append(plan, df, store, receipts, leakage, previous, raises)
     problems, near = _near_duplicates(plan, df, store, receipts, leakage)
     rejected = sorted((row, reason) for position, reason in
                       [*plan.rejected, *(r for receipt in receipts.values() for r in receipt.rejected)]
@@ -305,7 +413,8 @@ def _finish(plan, df, store, receipts, leakage="warn"):
             "unassigned": "assign", "ratios": dict(plan.assignment),
             "by": "sha256 of the image_uri text" if plan.image is not None else
             "sha256 of the row's cells (but the split)"} if plan.assignment else None,
-        near_duplicates=near)
+        near_duplicates=near,
+        other={} if plan.image is None else {"image_options": recorded_image_options(plan.image)})
     metadata = manifest.to_json()
     for name, text in tfds.files(manifest).items():
         store.write_atomic(name, text)

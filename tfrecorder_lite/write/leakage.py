@@ -15,7 +15,7 @@ from .task import ShardSink
 
 PAIR_COLUMNS = ["row", "split", "image_uri", "other_row", "other_split", "other_image_uri",
                 "distance"]
-HASH_COLUMNS = ["row", "split", "image_uri", "sha256", "phash", "crops"]
+HASH_COLUMNS = ["row", "split", "image_uri", "sha256", "label", "phash", "crops"]
 
 
 def later_rows(pairs):

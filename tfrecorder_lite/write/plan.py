@@ -44,11 +44,14 @@ class ShardSpec:
     positions: tuple
     compression: str = None
     source_bytes: int = 0
+    generation: int = 0
 
     @property
     def name(self):
-        """File name, e.g. ``train-00000-of-00004.tfrecord``."""
-        return shard_name(self.split, self.index, self.num_shards, self.compression)
+        """File name, e.g. ``train-00000-of-00004.tfrecord`` (an appended generation's:
+        ``train-g0001-00000-of-00004.tfrecord``)."""
+        return shard_name(self.split, self.index, self.num_shards, self.compression,
+                          generation=self.generation)
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,7 +150,7 @@ def _shard_count(requested, split, n_rows, n_bytes):
     return max(1, min(wanted, n_rows))
 
 
-def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
+def build_plan(prepared, write, image=ImageOptions(), storage_options=None, generation=0):
     """Decide labels, order and shards; rows with problems go to ``rejected``.
 
     Args:
@@ -156,6 +159,8 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
         write: the WriteOptions (shards, compression, order, checksums).
         image: ImageOptions, or None for a table without images (``image_col=None``).
         storage_options: fsspec options for image URLs (see ``storage.options_for``).
+        generation: 0 for a new output; ``k`` for the ``k``-th append to one (its shards are
+            named for it).
 
     Returns:
         A WritePlan.
@@ -211,7 +216,7 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
         count = _shard_count(write.num_shards, split, len(positions), n_bytes)
         bounds = [len(positions) * i // count for i in range(count + 1)]
         shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), compression,
-                             sum(sizes[p] for p in positions[a:b]))
+                             sum(sizes[p] for p in positions[a:b]), generation)
                    for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
 
     rejected = tuple(sorted(reasons.items()))

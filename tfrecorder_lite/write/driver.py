@@ -21,7 +21,7 @@ from ..errors import InvalidRowError, SchemaError
 from ..output import state as output_state
 from ..output import tfds
 from ..output.layout import (
-    REJECTED, STATE_DIR, hashes_name, index_name, label_files, level_files,
+    DATASET_INFO, REJECTED, STATE_DIR, hashes_name, index_name, label_files, level_files,
     near_duplicates_name, rejected_name)
 from ..output.lock import FolderLock
 from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
@@ -363,6 +363,9 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises):
                                 ImageSummary.from_receipts(previous.image.stored,
                                                            receipts.values()),
                                 plan, entry, near)
+    for name, text in tfds.files(manifest).items():
+        if name != DATASET_INFO:  # its one name template cannot cover a generation's shards:
+            store.write_atomic(name, text)  # tensorflow_datasets reads generation 0 only
     write_manifest(store, manifest)
     store.remove(STATE_DIR)
     logger.info("appended generation %d to %s: %s (%d already there, %d rejected)",

@@ -112,6 +112,8 @@ def _parser():
                    help="near-duplicate images across splits: list them (beside the "
                         "manifest, in near-duplicates.csv), reject the later row of each "
                         "pair, or do not look for them")
+    c.add_argument("--append", action="store_true",
+                   help="add the rows to the finished output in OUTPUT_DIR as a new generation")
     c.add_argument("--no-shuffle", action="store_true", help="keep the input order")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--overwrite", action="store_true", help="replace what OUTPUT_DIR holds")
@@ -209,11 +211,13 @@ def _convert(args):
         max_image_bytes=args.max_image_bytes, unassigned=args.unassigned,
         split_ratios=args.split_ratios, box_units=args.box_units, runner=args.runner,
         pipeline_options=args.pipeline_options,
-        storage_options=args.storage_options, leakage=args.leakage)
+        storage_options=args.storage_options, leakage=args.leakage, append=args.append)
     counts = ", ".join(f"{split} {n}" for split, n in result.counts.items())
     _print(f"wrote {counts} to {result.output_dir}")
     if len(result.rejected):
         _print(f"rejected {len(result.rejected)} row(s): see {result.output_dir}/rejected.csv")
+    if result.skipped:
+        _print(f"skipped {result.skipped} row(s) already in the output")
     if len(result.problems):
         _print(f"{len(result.problems)} near-duplicate image(s) across splits: see "
                f"{result.output_dir}/{NEAR_DUPLICATES}")

@@ -3,6 +3,8 @@ generations."""
 
 import json
 import os
+import sys
+import textwrap
 
 import pandas as pd
 import pytest
@@ -12,6 +14,7 @@ from tfrecorder_lite.output import layout
 from tfrecorder_lite.output.manifest import read_manifest, split_shards
 
 from imagegen import rich_photo
+from processes import TESTS, kill_when
 
 
 def _table(root, n=16, labels=("cat", "dog", "bird")):
@@ -155,3 +158,62 @@ def test_a_near_duplicate_of_an_earlier_generation_is_found(tmp_path):
         "generation 0)")
     pairs = pd.read_csv(out / layout.near_duplicates_name(1))
     assert pairs.other_row.tolist() == [0]
+
+
+# A real append that stops for good before committing the shard that follows its first
+# argv[4] shard commits, once it has written the file argv[3] (then it is killed).
+APPEND_SCRIPT = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[5])
+    import pandas as pd
+    from processes import stop_before_shard_commit
+    import tfrecorder_lite
+    stop_before_shard_commit(sys.argv[3], after=int(sys.argv[4]))
+    tfrecorder_lite.to_tfrecord(pd.read_csv(sys.argv[1]), sys.argv[2], append=True,
+                                num_shards=3, n_jobs=1, progress=False)
+""")
+
+
+def test_a_killed_append_leaves_the_output_readable_and_a_rerun_finishes_it(tmp_path):
+    df = _table(tmp_path / "images", n=20)
+    a, b = df.iloc[:8], df.iloc[8:]
+    b.to_csv(tmp_path / "b.csv", index=False)
+    script = tmp_path / "append.py"
+    script.write_text(APPEND_SCRIPT)
+    out, reference = tmp_path / "out", tmp_path / "reference"
+    for folder in (out, reference):
+        a.tfrecord.to_tfrecord(folder, progress=False, num_shards=3)
+    before = _files(out)
+    killed = kill_when([sys.executable, str(script), str(tmp_path / "b.csv"), str(out),
+                        str(tmp_path / "gate"), "1", TESTS],
+                       lambda: os.path.exists(tmp_path / "gate"))
+    assert killed, "the append ended before it reached the gate"
+    # the earlier generation is untouched and still reads as it was
+    assert all((out / name).read_bytes() == data for name, data in before.items())
+    assert tfrecorder_lite.verify(out).startswith("OK")
+    assert any(n.startswith(("train-g0001", "test-g0001")) for n in os.listdir(out))
+    # the re-run finishes it: the same files, byte for byte, as an uninterrupted append
+    pd.read_csv(tmp_path / "b.csv").tfrecord.to_tfrecord(out, progress=False, append=True,
+                                                         num_shards=3, n_jobs=1)
+    pd.read_csv(tmp_path / "b.csv").tfrecord.to_tfrecord(reference, progress=False,
+                                                         append=True, num_shards=3, n_jobs=1)
+    assert _files(out) == _files(reference)
+    assert tfrecorder_lite.verify(out).startswith("OK")
+
+
+def test_an_append_to_an_output_on_s3(s3, tmp_path):
+    df = _table(tmp_path / "images", n=10)
+    out = s3.new_bucket() + "/out"
+    df.iloc[:6].tfrecord.to_tfrecord(out, progress=False)
+    first = {name: s3.fs.cat_file(f"{out}/{name}") for name in
+             (p.rsplit("/", 1)[1] for p in s3.fs.ls(out, detail=False))}
+    result = df.iloc[4:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    assert result.skipped == 2 and sum(result.counts.values()) == 4
+    for name, data in first.items():
+        if name not in (layout.METADATA,):
+            assert s3.fs.cat_file(f"{out}/{name}") == data, name
+    assert tfrecorder_lite.verify(out).startswith("OK")
+    manifest, _ = read_manifest(out)
+    assert sum(s.num_examples for split in manifest.splits
+               for s in split_shards(manifest, split, 0)) == 6
+    assert sum(e.num_examples for e in manifest.splits.values()) == 10

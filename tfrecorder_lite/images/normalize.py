@@ -275,8 +275,12 @@ def _prepare(data, options):
         if fmt == "jpeg":
             # libjpeg still reads and checks every byte of the compressed data at a reduced
             # scale (1/8 unless the hash needs more pixels); only the full-size
-            # reconstruction, not needed here, is skipped
-            image.draft(image.mode, phash.DRAFT_SIZE if options.phash else (1, 1))
+            # reconstruction, not needed here, is skipped (and for the hash, which needs
+            # only the luminance, the colour conversion too)
+            if options.phash:
+                image.draft("L", phash.DRAFT_SIZE)
+            else:
+                image.draft(image.mode, (1, 1))
         _load(image, fmt)
         return stored, image
     _load(image, fmt)

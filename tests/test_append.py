@@ -75,6 +75,9 @@ def test_an_append_holds_both_tables_once_and_changes_no_earlier_file(tmp_path):
     manifest, _ = read_manifest(out)
     assert [s.name for s in split_shards(manifest, "TRAIN", 0)] == \
         [s["name"] for s in first.metadata["splits"]["TRAIN"]["shards"]]
+    summary = str(tfrecorder_lite.read_metadata(out))
+    assert "2 generations: 0: TRAIN 7, TEST 3; 1: TRAIN 5, TEST 1 (4 already there)" in summary
+    assert "TRAIN: 12 examples in 2 shard(s)" in summary
 
 
 def test_load_of_generation_0_gives_the_first_table_exactly(tmp_path):

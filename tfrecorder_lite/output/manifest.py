@@ -542,6 +542,12 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
         lines = [f"{where}: {what}, images {image.stored} ({size}), "
                  f"compression {compression}, {manifest.rejected} rejected",
                  f"formats: {formats}" + (f" {more[0]}" if more else "")]
+    if manifest.generations:  # an output appended to: what each generation added
+        lines.append(f"{len(manifest.generations)} generations: " + "; ".join(
+            f"{g['generation']}: " + (", ".join(f"{split} {n}" for split, n in
+                                                g.get("num_examples", {}).items()) or "none")
+            + (f" ({g['skipped']} already there)" if g.get("skipped") else "")
+            for g in manifest.generations))
     for split, info in manifest.splits.items():
         size = human_size(sum(shard.bytes for shard in info.shards))
         lines.append(f"{split}: {info.num_examples} examples in {len(info.shards)} "

@@ -220,3 +220,19 @@ def test_an_append_to_an_output_on_s3(s3, tmp_path):
     assert sum(s.num_examples for split in manifest.splits
                for s in split_shards(manifest, split, 0)) == 6
     assert sum(e.num_examples for e in manifest.splits.values()) == 10
+
+
+def test_data_source_and_load_by_index_read_every_generation_or_the_one_asked(tmp_path):
+    df = _table(tmp_path / "images", n=12)
+    out = tmp_path / "out"
+    df.iloc[:8].tfrecord.to_tfrecord(out, progress=False)
+    df.iloc[8:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    whole = tfrecorder_lite.data_source(out, "TRAIN")
+    first = tfrecorder_lite.data_source(out, "TRAIN", generation=0)
+    assert len(whole) == 9 and len(first) == 6
+    # generation 0's records come first, in the same order, in both
+    assert [first[i]["image/encoded"] for i in range(6)] == \
+        [whole[i]["image/encoded"] for i in range(6)]
+    by_index = tfrecorder_lite.load(out, "TRAIN", as_supervised=False, start=0, generation=0)
+    assert sorted(e["image/encoded"].numpy() for e in by_index) == \
+        sorted(first[i]["image/encoded"] for i in range(6))

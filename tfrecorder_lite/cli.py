@@ -1,4 +1,4 @@
-"""The ``tfrecorder-lite`` command: convert, verify, info, inspect.
+"""The ``tfrecorder-lite`` command: convert, verify, info, inspect, export-coco.
 
 Exit status: 0 success, 1 verification failed, 2 bad input or a store's refusal (one line on
 stderr, no traceback, no credential), 141 when the reader of the output stopped reading (as
@@ -19,6 +19,7 @@ from .conversion import convert
 from .images.normalize import DEFAULT_MAX_BYTES
 from .output.layout import NEAR_DUPLICATES
 from .output.manifest import read_manifest, summary_text
+from .read.coco_export import to_coco
 from .read.report import inspect
 from .read.verification import verify
 from .errors import TFRecorderError, VerifyError
@@ -94,11 +95,13 @@ def _parser():
     commands = parser.add_subparsers(dest="command", required=True)
 
     c = commands.add_parser("convert", help="write TFRecord shards from a CSV, an image "
-                                            "folder, a COCO .json file or a Pascal VOC folder")
+                                            "folder, a COCO .json file, a Pascal VOC folder, "
+                                            "a Vertex AI import file or a YOLO folder")
     c.add_argument("source", help="CSV file (split,image_uri,label, or AutoML's detection CSV), "
-                                  "folder SPLIT/LABEL/FILE, COCO instances_*.json or Pascal VOC "
-                                  "folder (Annotations/, JPEGImages/): a path or a URL (gs://, "
-                                  "s3://, http(s)://, ...)")
+                                  "folder SPLIT/LABEL/FILE, COCO instances_*.json, Pascal VOC "
+                                  "folder (Annotations/, JPEGImages/), Vertex AI import file "
+                                  "(.jsonl or .csv) or YOLO folder (data.yaml, images/, "
+                                  "labels/): a path or a URL (gs://, s3://, http(s)://, ...)")
     c.add_argument("output_dir", help="a folder: a path or a URL (gs://, s3://, ...)")
     c.add_argument("--num-shards", type=int, help="shards per split (default: ~128 MiB each)")
     c.add_argument("--image-size", type=_size, metavar="HxW", help="resize at write time")
@@ -171,6 +174,13 @@ def _parser():
     i.add_argument("output_dir")
     _add_storage_options(i)
 
+    e = commands.add_parser("export-coco", help="write COCO instances JSON of one split of a "
+                                                "detection output (for pycocotools' COCOeval)")
+    e.add_argument("output_dir")
+    e.add_argument("split", help="TRAIN, VALIDATION or TEST")
+    e.add_argument("path", help="the JSON file to write: a path or a URL")
+    _add_storage_options(e)
+
     r = commands.add_parser("inspect", help="write an HTML report: images with their labels, "
                                             "label histograms, sizes, formats, rejected rows")
     r.add_argument("output_dir")
@@ -230,6 +240,13 @@ def _info(args):
     return 0
 
 
+def _export_coco(args):
+    coco = to_coco(args.output_dir, args.split, args.path, storage_options=args.storage_options)
+    _print(f"wrote {args.path}: {len(coco['images'])} images, {len(coco['annotations'])} "
+           f"boxes, {len(coco['categories'])} categories")
+    return 0
+
+
 def _inspect(args):
     report = inspect(args.output_dir, split=args.split, num=args.num, out=args.out,
                      storage_options=args.storage_options)
@@ -273,7 +290,7 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    urls = [getattr(args, "source", ""), args.output_dir]
+    urls = [getattr(args, "source", ""), getattr(args, "path", ""), args.output_dir]
     try:
         if args.command == "convert":
             return _convert(args)
@@ -281,6 +298,8 @@ def main(argv=None):
             return _info(args)
         if args.command == "inspect":
             return _inspect(args)
+        if args.command == "export-coco":
+            return _export_coco(args)
         _print(verify(args.output_dir, decode=args.decode, storage_options=args.storage_options))
         return 0
     except _StdoutClosed:

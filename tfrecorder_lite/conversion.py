@@ -198,7 +198,7 @@ def _same_records(previous, plan, store):
 
 def convert(source, output_dir, **options):
     """Convert a DataFrame, a CSV file, an image folder (``SPLIT/LABEL/FILE``), a COCO
-    annotations file or a Pascal VOC folder.
+    annotations file, a Pascal VOC folder, a Vertex AI import file or a YOLO folder.
 
     ``source`` and ``output_dir`` are local paths or fsspec URLs. Relative image paths in a CSV
     resolve against the CSV's folder (a URL for a remote CSV) unless ``base_dir`` is given. Takes

@@ -7,7 +7,7 @@ import os
 
 import pandas as pd
 
-from . import detection_sources, labels, schema
+from . import detection_sources, labels, schema, vertex, yolo
 from .. import redaction, storage
 from ..errors import SchemaError
 
@@ -27,9 +27,11 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
 
     Args:
         source: a DataFrame, or the path or URL of a CSV file, of a COCO annotations file
-            (``.json``), of a Pascal VOC folder (``Annotations/`` and ``JPEGImages/``), or of an
-            image folder laid out ``SPLIT/LABEL/FILE``. Detection sources give the per-box table
-            (see ``detection_sources``).
+            (``.json``), of a Vertex AI import file (JSON Lines, or a CSV whose rows start
+            with the image: see ``vertex``), of a YOLO folder (holding ``data.yaml``) or
+            its ``data.yaml``, of a Pascal VOC folder (``Annotations/`` and ``JPEGImages/``), or
+            of an image folder laid out ``SPLIT/LABEL/FILE``. Detection sources give the
+            per-box table (see ``detection_sources``).
         encoding: the text encoding of a CSV file.
         storage_options: fsspec options for a remote source (see ``storage.options_for``).
         task: how to read a CSV: ``"detection"`` (an AutoML detection CSV),
@@ -52,7 +54,13 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
         table = detection_sources.read_coco(path, image_dir, split, storage_options)
         return _named(table, split_col, image_col, label_col), storage.parent(path)
     _refuse_options(source, split=split, image_dir=image_dir)
+    if path.lower().endswith((".yaml", ".yml")):
+        _refuse_options("a YOLO data.yaml", task=classification)
+        return _yolo(path, split_col, image_col, label_col, storage_options)
     if storage.is_dir(path, storage_options):
+        if yolo.find_yaml(path, storage_options) is not None:
+            _refuse_options("a YOLO folder (it holds data.yaml)", task=classification)
+            return _yolo(path, split_col, image_col, label_col, storage_options)
         if detection_sources.is_voc_folder(path, storage_options):
             _refuse_options("a Pascal VOC folder", task=classification)
             table = detection_sources.read_voc(path, storage_options)
@@ -64,8 +72,32 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
     except FileNotFoundError:
         raise SchemaError(f"source {source!r} is neither a DataFrame, a CSV file, a COCO .json "
                           "file nor a folder") from None
+    if vertex.is_jsonl(data) or path.lower().endswith(".jsonl"):
+        _refuse_options("a Vertex AI JSON Lines file", task=task)
+        return _vertex(data, path, split_col, image_col, label_col), storage.parent(path)
+    if vertex.starts_with_image(data, encoding):  # a Vertex AI CSV without its ML_USE field
+        _refuse_options("a Vertex AI CSV (rows start with the image)", task=task)
+        return _vertex(data, path, split_col, image_col, label_col), storage.parent(path)
     table = read_csv(data, path, split_col, image_col, label_col, encoding=encoding, task=task)
     return table, storage.parent(path)
+
+
+def _yolo(path, split_col, image_col, label_col, storage_options):
+    table = yolo.read_yolo(path, storage_options=storage_options)
+    folder = storage.parent(path) if path.lower().endswith((".yaml", ".yml")) else path
+    return _named(table, split_col, image_col, label_col), folder
+
+
+def _vertex(data, path, split_col, image_col, label_col):
+    """The table of a Vertex AI file, refused when it holds masks: no record kind writes
+    them yet."""
+    table = vertex.vertex_table(data, path)
+    if table.attrs.get("task") == "segmentation":
+        raise SchemaError(f"{path} holds segmentation masks (segmentationAnnotation): "
+                          "segmentation input is not supported yet; "
+                          "tfrecorder_lite.read_vertex() returns its table (split, image_uri, "
+                          "mask_uri, and attrs['mask_colors'])")
+    return _named(table, split_col, image_col, label_col)
 
 
 def _named(table, split_col, image_col, label_col):

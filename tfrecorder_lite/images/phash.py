@@ -12,6 +12,7 @@ the 64 bits are cut into bands, each band indexed by its value, and a pair withi
 each hash looks up only the values that close to its own bands (multi-index hashing).
 """
 
+import functools
 import io
 import itertools
 import math
@@ -26,13 +27,12 @@ KIND = "near-duplicate across splits"  # the problem's name, as validate() repor
 _SIDE = 32  # the image is shrunk to _SIDE x _SIDE before the DCT
 _LOW = 8  # coefficients kept: the _LOW x _LOW lowest frequencies, DC left out
 DRAFT_SIZE = (16, 16)  # a JPEG is decoded at the smallest scale at least this large
-_WORK = 64  # the image is first shrunk to _WORK x _WORK; the crops are taken from that
+_WORK = 64  # a larger decoded image is first reduced to _WORK to 2 * _WORK pixels a side
 # The crops hashed beside the whole image, as fractions cut off (left, top, right, bottom):
 # 5% off two sides at each corner, and 2.5% off every side.
 CROPS = ((0.05, 0.05, 0, 0), (0, 0, 0.05, 0.05), (0.05, 0, 0, 0.05), (0, 0.05, 0.05, 0),
          (0.025, 0.025, 0.025, 0.025))
-_BOXES = [(left * _WORK, top * _WORK, _WORK - right * _WORK, _WORK - bottom * _WORK)
-          for left, top, right, bottom in ((0, 0, 0, 0), *CROPS)]
+_FRACTIONS = ((0, 0, 0, 0), *CROPS)  # the whole image, then the crops
 
 
 def _dct_rows(n, rows):
@@ -45,7 +45,6 @@ def _dct_rows(n, rows):
 
 
 _DCT = _dct_rows(_SIDE, _LOW)
-_WEIGHTS = np.left_shift(np.uint64(1), np.arange(BITS - 1, -1, -1, dtype=np.uint64))
 
 
 def _upright_rgb_or_gray(image):
@@ -73,32 +72,43 @@ def perceptual_hashes(image):
     Returns:
         A tuple of ``1 + len(CROPS)`` ints in ``[0, 2**63)``.
     """
-    gray = _upright_rgb_or_gray(image).convert("L")
-    work = np.asarray(gray.resize((_WORK, _WORK), Image.BILINEAR, reducing_gap=2.0),
-                      dtype=np.float32)
+    gray = _upright_rgb_or_gray(image)
+    gray = gray if gray.mode == "L" else gray.convert("L")
+    factor = max(1, min(gray.size) // _WORK)
+    if factor > 1:  # a large decode: a box filter down to _WORK to 2 * _WORK pixels a side
+        gray = gray.reduce(factor)
+    width, height = gray.size
+    pixels = np.asarray(gray, dtype=np.float32)
     # each crop shrunk to _SIDE x _SIDE by area and its low DCT terms, as two products
-    low = (_ROWS @ work @ _COLUMNS).reshape(len(_BOXES), -1)[:, 1:]  # 63 AC terms each
-    bits = np.zeros((len(_BOXES), BITS), dtype=np.uint64)
-    bits[:, 1:] = low > np.median(low, axis=1, keepdims=True)  # the top bit stays 0
-    return tuple(int(v) for v in bits @ _WEIGHTS)
+    low = (_rows(height) @ pixels @ _columns(width)).reshape(len(_FRACTIONS), -1)[:, 1:]
+    median = np.partition(low, 31, axis=1)[:, 31:32]  # the 32nd of 63 AC terms
+    bits = np.zeros((len(_FRACTIONS), BITS), dtype=bool)
+    bits[:, 1:] = low > median  # the top bit stays 0
+    return tuple(int.from_bytes(row, "big") for row in np.packbits(bits, axis=1))
 
 
-def _area_weights(start, stop):
-    """The ``(_SIDE, _WORK)`` matrix that shrinks pixels ``[start, stop)`` of a _WORK-pixel
-    line to _SIDE pixels, each the mean of the pixels it covers."""
-    edges = np.linspace(start, stop, _SIDE + 1)
-    pixels = np.arange(_WORK)
+def _area_weights(start, stop, size):
+    """The ``(_SIDE, size)`` matrix that shrinks pixels ``[start, stop)`` (fractions of the
+    line) of a ``size``-pixel line to _SIDE pixels, each the mean of the pixels it covers."""
+    edges = np.linspace(start * size, stop * size, _SIDE + 1)
+    pixels = np.arange(size)
     covered = np.clip(np.minimum(edges[1:, None], pixels + 1) -
                       np.maximum(edges[:-1, None], pixels), 0, None)
     return covered / covered.sum(axis=1, keepdims=True)
 
 
-# Per crop: its rows' and columns' shrink folded into the DCT, so the hashes of a crop are
-# (_DCT @ rows) @ work @ (_DCT @ columns).T
-_ROWS = np.stack([_DCT @ _area_weights(top, bottom)
-                  for _, top, _, bottom in _BOXES]).astype(np.float32)
-_COLUMNS = np.stack([(_DCT @ _area_weights(left, right)).T
-                     for left, _, right, _ in _BOXES]).astype(np.float32)
+@functools.lru_cache(maxsize=1024)
+def _rows(height):
+    """Per crop, its rows' shrink folded into the DCT: ``(crops, _LOW, height)``."""
+    return np.stack([_DCT @ _area_weights(top, 1 - bottom, height)
+                     for _, top, _, bottom in _FRACTIONS]).astype(np.float32)
+
+
+@functools.lru_cache(maxsize=1024)
+def _columns(width):
+    """Per crop, its columns' shrink folded into the DCT: ``(crops, width, _LOW)``."""
+    return np.stack([(_DCT @ _area_weights(left, 1 - right, width)).T
+                     for left, _, right, _ in _FRACTIONS]).astype(np.float32)
 
 
 def perceptual_hash(image):

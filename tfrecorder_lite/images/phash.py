@@ -78,7 +78,7 @@ def perceptual_hashes(image):
     if factor > 1:  # a large decode: a box filter down to _WORK to 2 * _WORK pixels a side
         gray = gray.reduce(factor)
     width, height = gray.size
-    pixels = np.asarray(gray, dtype=np.float32)
+    pixels = np.asarray(gray, dtype=np.float64)
     # each crop shrunk to _SIDE x _SIDE by area and its low DCT terms, as two products
     low = (_rows(height) @ pixels @ _columns(width)).reshape(len(_FRACTIONS), -1)[:, 1:]
     median = np.partition(low, 31, axis=1)[:, 31:32]  # the 32nd of 63 AC terms
@@ -101,14 +101,14 @@ def _area_weights(start, stop, size):
 def _rows(height):
     """Per crop, its rows' shrink folded into the DCT: ``(crops, _LOW, height)``."""
     return np.stack([_DCT @ _area_weights(top, 1 - bottom, height)
-                     for _, top, _, bottom in _FRACTIONS]).astype(np.float32)
+                     for _, top, _, bottom in _FRACTIONS])
 
 
 @functools.lru_cache(maxsize=1024)
 def _columns(width):
     """Per crop, its columns' shrink folded into the DCT: ``(crops, width, _LOW)``."""
     return np.stack([(_DCT @ _area_weights(left, 1 - right, width)).T
-                     for left, _, right, _ in _FRACTIONS]).astype(np.float32)
+                     for left, _, right, _ in _FRACTIONS])
 
 
 def perceptual_hash(image):

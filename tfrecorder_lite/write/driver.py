@@ -227,10 +227,10 @@ def _safe_csv(frame, index_label):
     return safe.to_csv(index_label=index_label)
 
 
-def _label_text(plan, position):
-    """The label text of a planned row (several joined by "|"), as the hashes file keeps it."""
-    text = plan.label_values[position][0][1]
-    return "|".join(text) if isinstance(text, tuple) else text
+def _label_texts(plan, positions):
+    """The label text of planned rows (several joined by "|"), as the hashes file keeps it."""
+    values = leaks.label_values(plan, positions)
+    return ["|".join(v[0][1]) if isinstance(v[0][1], tuple) else v[0][1] for v in values]
 
 
 def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=None):
@@ -288,9 +288,10 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
                            _safe_csv(frame.set_index("row"), "row"))
     written = sorted((h[0], split_of[name], h[1], h[2]) for name, r in receipts.items()
                      for h in r.hashes)
-    hashes = pd.DataFrame([(labels[p], split, plan.paths[p], digest, _label_text(plan, p),
+    texts = _label_texts(plan, [p for p, _, _, _ in written])
+    hashes = pd.DataFrame([(labels[p], split, plan.paths[p], digest, text,
                             (value or "")[:16], (value or "")[16:])
-                           for p, split, digest, value in written],
+                           for (p, split, digest, value), text in zip(written, texts)],
                           columns=leaks.HASH_COLUMNS).set_index("row")
     if written:
         store.write_atomic(hashes_name(generation), _safe_csv(hashes, "row"))
@@ -316,8 +317,9 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises):
     generation = plan.shards[0].generation
     split_of = {s.name: s.split for s in plan.shards}
     before = appending.written_before(store, previous)
-    fate = appending.decide([(h[0], split_of[name], h[1], _label_text(plan, h[0]))
-                             for name, r in receipts.items() for h in r.hashes], before)
+    new = [(h[0], split_of[name], h[1]) for name, r in receipts.items() for h in r.hashes]
+    fate = appending.decide([(*row, text) for row, text in
+                             zip(new, _label_texts(plan, [row[0] for row in new]))], before)
     refused = [(p, reason) for p, reason in fate.items() if reason != appending.SKIPPED]
     if raises:
         _raise_first(plan, df, refused)

@@ -48,18 +48,26 @@ def without_rows(store, receipt, plan, drop):
                      plan.file_format)
     for position, reason in receipt.rejected:
         sink.add(position, None, reason)
+    values = label_values(plan, [entry[0] for entry in receipt.hashes])
     with store.open_read(receipt.name) as f:
         records = plan.file_format.records(f, plan.compression)
-        for entry, record in zip(receipt.hashes, records):
+        for entry, record, labels in zip(receipt.hashes, records, values):
             position, digest, value, fmt, height, width, channels = entry
             if position in drop:
                 sink.add(position, None, drop[position])
                 continue
-            label_ids = tuple(v[0] for v in plan.label_values[position][:label_count])
+            label_ids = tuple(v[0] for v in labels[:label_count])
             sink.add(position, record,
                      (fmt, height, width, channels, label_ids, (digest, value)))
         sink.flush()  # the records go to the sink's thread before the file is closed
     return sink.finish(store.child(STATE_DIR))
+
+
+def label_values(plan, positions):
+    """Each planned row's ``(id, text)`` per label field, for many rows at once."""
+    if hasattr(plan.label_values, "take"):
+        return plan.label_values.take(positions)
+    return [plan.label_values[p] for p in positions]
 
 
 def pairs_frame(pairs, describe_row):

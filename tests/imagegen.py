@@ -44,6 +44,29 @@ def pattern(height, width, seed=0, noise=12):
     return np.clip(base, 0, 255).astype(np.uint8)
 
 
+def rich_photo(height, width, seed=0):
+    """A photo-like RGB Pillow image: a smooth colour field, blurred shapes, mid-frequency
+    texture and mild sensor-like noise (as ``benchmarks/dataset.py`` draws them)."""
+    from PIL import ImageDraw, ImageFilter
+
+    rng = np.random.default_rng([seed, 7])
+    grid = rng.uniform(0, 255, (int(rng.integers(2, 6)), int(rng.integers(2, 6)), 3))
+    image = Image.fromarray(grid.astype(np.uint8)).resize((width, height), Image.BICUBIC)
+    draw = ImageDraw.Draw(image)
+    for _ in range(int(rng.integers(3, 12))):
+        x0, x1 = sorted(int(v) for v in rng.integers(-width // 4, width + width // 4, size=2))
+        y0, y1 = sorted(int(v) for v in rng.integers(-height // 4, height + height // 4, size=2))
+        colour = tuple(int(c) for c in rng.integers(0, 256, size=3))
+        [draw.ellipse, draw.rectangle][int(rng.integers(2))]((x0, y0, x1, y1), fill=colour)
+    image = image.filter(ImageFilter.GaussianBlur(float(rng.uniform(1.0, 3.0))))
+    pixels = np.asarray(image, dtype=np.float32)
+    texture = rng.standard_normal((max(2, height // 12), max(2, width // 12)), dtype=np.float32)
+    texture = np.asarray(Image.fromarray(texture, mode="F").resize((width, height),
+                                                                   Image.BICUBIC))
+    pixels += texture[..., None] * 12.0 + rng.standard_normal((height, width, 3)) * 7.0
+    return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+
+
 def noise_rgb(height, width, seed=0):
     """Random RGB pixels (for lossless formats: any decoding mistake shows)."""
     return np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)

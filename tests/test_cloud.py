@@ -458,8 +458,10 @@ def test_cli_refuses_bad_storage_options_in_one_line(capsys):
 def test_validate_reports_the_problems_of_a_remote_table_like_a_local_one(s3, local_images):
     df, root = local_images
     bucket = s3.upload(root, s3.new_bucket() + "/images")
-    local = df.tfrecord.validate(check="decode")
-    remote = remote_table(df, root, bucket).tfrecord.validate(check="decode")
+    # the table's good images are one gradient pattern: near-duplicates of each other by
+    # design, named with their paths (which differ here); tests/test_near_duplicates.py
+    local = df.tfrecord.validate(check="decode", leakage="ignore")
+    remote = remote_table(df, root, bucket).tfrecord.validate(check="decode", leakage="ignore")
     assert len(local) == 5  # the five bad rows of the mixed table
     assert remote.problem.tolist() == local.problem.tolist()
     assert remote.row.tolist() == local.row.tolist()

@@ -661,8 +661,10 @@ def test_validate_reports_leakage_duplicates_and_identical_rows(tmp_path):
 def test_validate_is_empty_for_a_clean_table(mixed):
     df, bad = mixed
     clean = df.drop(index=list(bad))
-    assert clean.tfrecord.validate(check="decode", n_jobs=1).empty
-    problems = df.tfrecord.validate(check="decode", n_jobs=1)
+    # the table's images are one gradient pattern with noise: near-duplicates of each other
+    # by design (tests/test_near_duplicates.py checks those)
+    assert clean.tfrecord.validate(check="decode", n_jobs=1, leakage="ignore").empty
+    problems = df.tfrecord.validate(check="decode", n_jobs=1, leakage="ignore")
     assert set(problems["row"]) == set(bad)
 
 

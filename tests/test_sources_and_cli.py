@@ -63,7 +63,7 @@ def test_cli_convert_info_verify(tmp_path, csv_dir, capsys):
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "TRAIN 3" in done.stdout
-    assert sorted(os.listdir(out))[:2] == ["labels.txt", "metadata.json"]
+    assert sorted(os.listdir(out))[:3] == ["hashes-g0000.csv", "labels.txt", "metadata.json"]
     metadata = tfrecorder_lite.read_metadata(out)
     assert metadata["image"]["size"] == [8, 10]
     shards = [s for info in metadata["splits"].values() for s in info["shards"]]

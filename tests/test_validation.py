@@ -136,6 +136,7 @@ def test_num_shards_splits_rows_evenly_and_names_shards(tmp_path, image_table):
     assert [s["num_examples"] for s in train] == [5, 5, 6]
     assert set(os.listdir(tmp_path / "out")) == {
         "metadata.json", "labels.txt", layout.DATASET_INFO, layout.TFDS_FEATURES, layout.TFDS_LABEL_NAMES,
+        layout.hashes_name(0),  # each image's sha256 and perceptual hash (issue 33)
         *(name for info in result.metadata["splits"].values() for s in info["shards"]
           for name in (s["name"], s["index"]["name"]))}
 

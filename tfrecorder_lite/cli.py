@@ -17,6 +17,7 @@ from .storage import errors as store_errors
 from .table import sources
 from .conversion import convert
 from .images.normalize import DEFAULT_MAX_BYTES
+from .output.layout import NEAR_DUPLICATES
 from .output.manifest import read_manifest, summary_text
 from .read.coco_export import to_coco
 from .read.report import inspect
@@ -110,6 +111,12 @@ def _parser():
     c.add_argument("--check", choices=options.CHECKS, default="decode")
     c.add_argument("--on-error", choices=options.ON_ERROR, default="raise",
                    help="stop at the first bad row, or skip it into rejected.csv")
+    c.add_argument("--leakage", choices=options.LEAKAGE, default="warn",
+                   help="near-duplicate images across splits: list them (beside the "
+                        "manifest, in near-duplicates.csv), reject the later row of each "
+                        "pair, or do not look for them")
+    c.add_argument("--append", action="store_true",
+                   help="add the rows to the finished output in OUTPUT_DIR as a new generation")
     c.add_argument("--no-shuffle", action="store_true", help="keep the input order")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--overwrite", action="store_true", help="replace what OUTPUT_DIR holds")
@@ -245,11 +252,16 @@ def _convert(args):
         pipeline_options=args.pipeline_options, mask_col=args.mask_col,
         mask_labels=args.mask_labels, mask_colors=args.mask_colors,
         ignore_value=args.ignore_value, allow_lossy_masks=args.allow_lossy_masks,
-        storage_options=args.storage_options)
+        storage_options=args.storage_options, leakage=args.leakage, append=args.append)
     counts = ", ".join(f"{split} {n}" for split, n in result.counts.items())
     _print(f"wrote {counts} to {result.output_dir}")
     if len(result.rejected):
         _print(f"rejected {len(result.rejected)} row(s): see {result.output_dir}/rejected.csv")
+    if result.skipped:
+        _print(f"skipped {result.skipped} row(s) already in the output")
+    if len(result.problems):
+        _print(f"{len(result.problems)} near-duplicate image(s) across splits: see "
+               f"{result.output_dir}/{NEAR_DUPLICATES}")
     return 0
 
 

@@ -1,14 +1,19 @@
 """The public conversion calls: check options, validate, plan, write."""
 
+import dataclasses
+
 from .errors import InvalidRowError, SchemaError
 from .images.normalize import DEFAULT_MAX_BYTES
+from .output.manifest import read_manifest
+from .table import labels, schema
+from .table.cells import is_blank
 from .options import TableOptions, WriteOptions, check_conversion, image_options
 from .storage import Store
 from .storage import errors as store_errors
 from .table import sources
 from .table.kinds import prepare
 from .write.beam_runner import runner_for
-from .write.driver import write_plan
+from .write.driver import recorded_image_options, write_plan
 from .write.plan import build_plan
 
 
@@ -18,8 +23,9 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
                 overwrite=False, n_jobs=-1, progress=True, base_dir=None, sha256=False,
                 storage_options=None, max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject",
                 split_ratios=None, label_sep=None, features=None, box_units="relative",
-                box_columns=None, runner=None, pipeline_options=None, mask_col=None,
-                mask_labels=None, mask_colors=None, ignore_value=255, allow_lossy_masks=False):
+                box_columns=None, runner=None, pipeline_options=None, leakage="warn",
+                append=False, mask_col=None, mask_labels=None, mask_colors=None,
+                ignore_value=255, allow_lossy_masks=False):
     """Write the table's images as TFRecord shards per split, with a manifest.
 
     Args:
@@ -69,6 +75,19 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             to run them as a Beam pipeline (``pip install 'tfrecorder_lite[beam]'``).
         pipeline_options: the Beam pipeline's options, a dict (``{"project": ...,
             "region": ..., "temp_location": ...}``) or a ``PipelineOptions``.
+        leakage: what to do with near-duplicate images across splits (the same photo
+            resized, re-encoded, slightly cropped or brightened in TRAIN and TEST), found by
+            a perceptual hash of each image taken while it is read: "warn" (write them, list
+            each pair in ``result.problems`` and ``near-duplicates.csv``), "reject" (reject
+            the later row of each pair, with its reason, whatever ``on_error``) or "ignore".
+        append: add the table's rows to the finished output in ``output_dir`` as a new
+            generation: rows whose image (the sha256 of its file) and label are already there
+            are skipped (``result.skipped``); one already there with another label or split
+            is rejected naming both; the others are written as new shards
+            (``train-g0001-00000-of-00002.tfrecord``). Files of earlier generations are never
+            changed; new labels get the next ids. Options that change the bytes of records
+            (image_size, image_format, check, compression, the kind of table) must be the
+            output's.
 
         box_units: a table of boxes' coordinates: "relative" (fractions of the image, 0,0
             top left) or "pixels" (divided by the image's size when it is written).
@@ -109,22 +128,85 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
                          unassigned, split_ratios, box_units, box_columns, base_dir, mask_col,
                          mask_colors, mask_labels, ignore_value, allow_lossy_masks)
     write = WriteOptions(num_shards, compression, shuffle, seed, sha256, on_error, overwrite,
-                         n_jobs, progress)
-    image = image_options(check, image_size, image_format, max_image_bytes)
+                         n_jobs, progress, leakage)
+    image = image_options(check, image_size, image_format, max_image_bytes, leakage)
     if image_col is None and image_size is not None:
         raise SchemaError("image_size resizes images, and image_col=None writes none")
     engine = runner_for(runner, pipeline_options)
     prepared = prepare(df, table)
     store = Store(output_dir, storage_options)
     store.check_writable()
-    plan = build_plan(prepared, write, None if image_col is None else image, storage_options)
+    image = None if image_col is None else image
+    previous = None
+    if append:
+        previous, prepared = _appending(df, store, prepared, table, write, image)
+    plan = build_plan(prepared, write, image, storage_options,
+                      generation=0 if previous is None else
+                      len(previous.generations or [None]))
+    if previous is not None:
+        _same_records(previous, plan, store)
     try:
-        return write_plan(plan, df, store, write, runner=engine)
+        return write_plan(plan, df, store, write, runner=engine, previous=previous)
     except FileNotFoundError as exc:  # a bucket that does not exist: say which
         missing = None if store.is_local else store_errors.missing_bucket(store.url, store.fs)
         if missing is None:
             raise
         raise missing from exc
+
+
+def _appending(df, store, prepared, table, write, image):
+    """``(the Manifest appended to, the table prepared with the output's label ids)``.
+
+    Raises:
+        ManifestError: ``store`` holds no finished output.
+        SchemaError: an append that cannot be (what it lacks, what differs), before anything
+            is written.
+    """
+    previous, _ = read_manifest(store)
+    if write.overwrite:
+        raise SchemaError("append=True adds to the output, and overwrite=True replaces it: "
+                          "choose one")
+    if image is None or previous.image is None:
+        raise SchemaError("append adds images to an output of images; a table without images "
+                          "(or an output without them) cannot be appended to")
+    if not (previous.near_duplicates or {}).get("hashes"):
+        raise SchemaError(f"{store.url} keeps no hashes of its images (written with "
+                          "leakage='ignore', or before they were kept), so an append cannot "
+                          "tell which rows it already holds; convert it again first")
+    if isinstance(previous.labels, dict) or previous.task not in (None, "multi-label") or \
+            table.label_map is not None:
+        raise SchemaError("append keeps the output's label ids: it takes tables of one label "
+                          "(or several) per row, without label_map")
+    if (previous.compression or None) != write.compression:
+        raise SchemaError(f"compression must be the output's ({previous.compression}) to "
+                          f"append to it, not {write.compression}")
+    known = previous.other.get("image_options")
+    asked = recorded_image_options(image)
+    if known is not None and known != asked:
+        differ = [f"{k} {known.get(k)!r} (asked: {asked[k]!r})" for k in asked
+                  if known.get(k) != asked[k]]
+        raise SchemaError(f"the output's records were written with {', '.join(differ)}: an "
+                          "append must use the same image options; nothing was written")
+    if (previous.image.stored == "resized") != (image.size is not None):
+        raise SchemaError("image_size must be the output's to append to it "
+                          f"({'resized' if image.size else 'kept'} images asked, "
+                          f"{previous.image.stored} in the output)")
+    series, _, _ = labels.elements(prepared.frame[table.label_col], table.label_sep)
+    texts = {schema.label_text(v) for v in series.tolist() if not is_blank(v)}
+    new = sorted(texts - set(previous.labels))
+    return previous, prepare(df, dataclasses.replace(
+        table, label_map=list(previous.labels) + new))
+
+
+def _same_records(previous, plan, store):
+    """SchemaError unless the append's records have the output's features."""
+    features = plan.features.describe()
+    if features != previous.features:
+        differ = sorted(set(features) ^ set(previous.features)) or sorted(
+            k for k in features if features[k] != previous.features.get(k))
+        raise SchemaError(f"the table's records would differ from those of {store.url} in "
+                          f"{', '.join(differ)}: an append must give records of the same "
+                          "features; nothing was written")
 
 
 def convert(source, output_dir, **options):

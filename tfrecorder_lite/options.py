@@ -19,6 +19,7 @@ from .table.splits import canonical
 CHECKS = ("decode", "header")
 ON_ERROR = ("raise", "skip")
 IMAGE_FORMATS = ("jpeg", "png")
+LEAKAGE = ("warn", "reject", "ignore")
 UNASSIGNED = ("reject", "assign")
 BOX_UNITS = ("relative", "pixels")
 COMPRESSIONS = ("GZIP", "ZLIB")
@@ -44,16 +45,18 @@ def image_size(value, name="image_size"):
 
 
 def image_options(check="decode", size=None, image_format="jpeg",
-                  max_image_bytes=DEFAULT_MAX_BYTES):
-    """The ImageOptions of a conversion's image options, checked."""
+                  max_image_bytes=DEFAULT_MAX_BYTES, leakage="ignore"):
+    """The ImageOptions of a conversion's image options, checked (images are hashed unless
+    ``leakage`` is "ignore")."""
     one_of("check", check, CHECKS)
+    one_of("leakage", leakage, LEAKAGE)
     one_of("image_format", image_format, IMAGE_FORMATS)
     if isinstance(max_image_bytes, bool) or not isinstance(max_image_bytes, int) or \
             max_image_bytes <= 0:
         raise SchemaError(f"max_image_bytes must be a positive number of bytes, not "
                           f"{max_image_bytes!r}")
     return ImageOptions(check=check, size=image_size(size), format=image_format,
-                        max_bytes=max_image_bytes)
+                        max_bytes=max_image_bytes, phash=leakage != "ignore")
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,9 +124,11 @@ class WriteOptions:
     overwrite: bool = False
     n_jobs: int = -1
     progress: bool = True
+    leakage: str = "warn"
 
     def __post_init__(self):
         one_of("on_error", self.on_error, ON_ERROR)
+        one_of("leakage", self.leakage, LEAKAGE)
         try:
             object.__setattr__(self, "compression", normalize_compression(self.compression))
         except ValueError as exc:
@@ -197,4 +202,5 @@ def check_conversion(**options):
     table_and_write(**{k: v for k, v in options.items() if k in names})
     image_options(options.get("check", "decode"), options.get("image_size"),
                   options.get("image_format", "jpeg"),
-                  options.get("max_image_bytes", DEFAULT_MAX_BYTES))
+                  options.get("max_image_bytes", DEFAULT_MAX_BYTES),
+                  options.get("leakage", "ignore"))

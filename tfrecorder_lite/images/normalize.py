@@ -17,6 +17,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from .. import storage
 from . import containers as structure
+from . import phash
 from ..redaction import redact
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own default decompression-bomb limit
@@ -41,6 +42,8 @@ class ImageOptions:
         quality: JPEG quality of resized images.
         max_pixels: images with more pixels are rejected as decompression bombs.
         max_bytes: image files larger than this are rejected without being read.
+        phash: also take each image's perceptual hashes (``phash.perceptual_hashes``), from
+            the pixels decoded anyway; with ``check="header"``, from a reduced-scale decode.
     """
 
     check: str = "decode"
@@ -49,6 +52,7 @@ class ImageOptions:
     quality: int = 90
     max_pixels: int = DEFAULT_MAX_PIXELS
     max_bytes: int = DEFAULT_MAX_BYTES
+    phash: bool = False
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class StoredImage:
     width: int
     channels: int
     source_size: tuple = None  # (height, width) before a resize (upright), when resized
+    phash: tuple = None  # the perceptual hashes of the image as displayed, when asked for
 
 
 class ImageRejected(Exception):
@@ -227,18 +232,31 @@ def prepare_image(data, options):
         options: an ImageOptions.
 
     Returns:
-        A StoredImage whose ``encoded`` bytes decode with ``tf.io.decode_image`` upright.
+        A StoredImage whose ``encoded`` bytes decode with ``tf.io.decode_image`` upright (with
+        its perceptual hash when ``options.phash``).
 
     Raises:
         ImageRejected: with a human reason ("not an image", "truncated JPEG", ...).
     """
+    stored, image = _prepare(data, options)
+    if not options.phash:
+        return stored
+    if image is None:  # the pixels were not decoded: a reduced-scale decode of the original
+        value = phash.hash_encoded(data)
+    else:
+        value = phash.perceptual_hashes(image)
+    return replace(stored, phash=value)
+
+
+def _prepare(data, options):
+    """``(StoredImage, the upright decoded image or None when no pixels were decoded)``."""
     sniffed = sniff_format(data)
     png_walk = structure.png_chunks(data) if sniffed == "png" else None
     if options.check == "header" and options.size is None and sniffed in ("jpeg", "png"):
         stored = _plain_jpeg(data, options) if sniffed == "jpeg" else \
             _plain_png(data, png_walk, options)
         if stored is not None:
-            return stored
+            return stored, None
     image = _open(data, sniffed, options)
     fmt = sniffed or (image.format or "image").lower()
     orientation = _orientation(image, fmt, png_walk)
@@ -251,19 +269,26 @@ def prepare_image(data, options):
         if problem:
             raise ImageRejected(problem)
         height, width = image.height, image.width
-        if options.check == "decode":
-            if fmt == "jpeg":
-                # libjpeg still reads and checks every byte of the compressed data at 1/8
-                # scale; only the full-size reconstruction, not needed here, is skipped
+        stored = StoredImage(data, fmt, height, width, channels)
+        if options.check != "decode":
+            return stored, None
+        if fmt == "jpeg":
+            # libjpeg still reads and checks every byte of the compressed data at a reduced
+            # scale (1/8 unless the hash needs more pixels); only the full-size
+            # reconstruction, not needed here, is skipped (and for the hash, which needs
+            # only the luminance, the colour conversion too)
+            if options.phash:
+                image.draft("L", phash.DRAFT_SIZE)
+            else:
                 image.draft(image.mode, (1, 1))
-            _load(image, fmt)
-        return StoredImage(data, fmt, height, width, channels)
+        _load(image, fmt)
+        return stored, image
     _load(image, fmt)
     if rotate:
         image = ImageOps.exif_transpose(image)
     if fmt == "jpeg":  # a second JPEG generation: high quality, no chroma subsampling
-        return _encode(_to_8bit(image), "jpeg", 95, subsampling=0)
-    return _encode(_to_8bit(image), "png", None)
+        return _encode(_to_8bit(image), "jpeg", 95, subsampling=0), image
+    return _encode(_to_8bit(image), "png", None), image
 
 
 def _plain_jpeg(data, options):
@@ -407,5 +432,6 @@ def _resize(image, fmt, rotate, orientation, options):
     image = _to_8bit(image)
     if image.mode != "RGB":
         image = image.convert("RGB")  # resized output is uniform: 3 channels, alpha dropped
-    image = image.resize((width, height), Image.BILINEAR)
-    return replace(_encode(image, options.format, options.quality), source_size=source_size)
+    resized = image.resize((width, height), Image.BILINEAR)
+    return replace(_encode(resized, options.format, options.quality),
+                   source_size=source_size), image

@@ -4,6 +4,10 @@
     train-00000-of-00004.tfindex             its index: "<offset> <length>" per record
     labels.txt, labels-<level>.txt           label id -> text, one per line
     rejected.csv                             the rows not written, with a reason
+    train-g0001-00000-of-00002.tfrecord, ... the shards of an appended generation (1, 2, ...)
+    rejected-g0001.csv                       the rows an append did not write
+    hashes-g0000.csv                         each written image's sha256 and perceptual hash
+    near-duplicates.csv                      pairs of near-identical images across splits
     metadata.json                            the manifest, written last
     dataset_info.json, features.json,        what tensorflow-datasets reads
       image.class.label.labels.txt, ...
@@ -23,6 +27,9 @@ from ..storage import TEMP_SUFFIX
 METADATA = "metadata.json"
 LABELS = "labels.txt"
 REJECTED = "rejected.csv"
+NEAR_DUPLICATES = "near-duplicates.csv"
+HASHES_NAME = re.compile(r"^hashes-g\d{4}\.csv\Z")
+NEAR_DUPLICATES_NAME = re.compile(r"^near-duplicates-g\d{4}\.csv\Z")
 DATASET_INFO = "dataset_info.json"
 TFDS_FEATURES = "features.json"
 STATE_DIR = ".tfrecorder_lite"
@@ -32,7 +39,7 @@ INDEX_SUFFIX = ".tfindex"
 RECEIPT_SUFFIX = ".json"
 SPLIT_FILE_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}" + DEFAULT.suffixes[None]  # tfds' name for ours
 
-_SHARD = r"(train|validation|test)-\d{5}-of-\d{5}"
+_SHARD = r"(train|validation|test)(-g\d{4})?-\d{5}-of-\d{5}"  # -g0001-: an appended generation
 _SHARD_SUFFIXES = "(" + "|".join(sorted(
     (re.escape(s) for f in FORMATS.values() for s in f.suffixes.values()), key=len,
     reverse=True)) + ")"
@@ -40,16 +47,44 @@ SHARD_NAME = re.compile(rf"^{_SHARD}{_SHARD_SUFFIXES}\Z")
 _SHARD_SUFFIX = re.compile(rf"{_SHARD_SUFFIXES}$")
 
 
-def shard_name(split, index, count, compression=None, file_format=DEFAULT):
+def shard_name(split, index, count, compression=None, file_format=DEFAULT, generation=0):
     """``train-00000-of-00004.tfrecord``: the split, the shard's number and count, and the
-    suffix of its format (``.tfrecord.gz`` / ``.tfrecord.zz`` when compressed)."""
-    return f"{split.lower()}-{index:05d}-of-{count:05d}{file_format.suffixes[compression]}"
+    suffix of its format (``.tfrecord.gz`` / ``.tfrecord.zz`` when compressed); a shard of an
+    appended generation ``k`` has ``-g000k`` after its split: ``train-g0001-00000-of-00002``."""
+    appended = f"-g{generation:04d}" if generation else ""
+    return (f"{split.lower()}{appended}-{index:05d}-of-{count:05d}"
+            f"{file_format.suffixes[compression]}")
+
+
+_GENERATION = re.compile(r"^[a-z]+-g(\d{4})-")
+
+
+def generation_of(name):
+    """The generation a shard file name belongs to (0: the first conversion)."""
+    match = _GENERATION.match(name)
+    return int(match.group(1)) if match else 0
+
+
+def near_duplicates_name(generation):
+    """The near-duplicate pairs' file of a generation: ``near-duplicates.csv``,
+    ``near-duplicates-g0001.csv``."""
+    return NEAR_DUPLICATES if not generation else f"near-duplicates-g{generation:04d}.csv"
+
+
+def rejected_name(generation):
+    """The rejected rows' file of a generation: ``rejected.csv``, ``rejected-g0001.csv``."""
+    return REJECTED if not generation else f"rejected-g{generation:04d}.csv"
 
 
 def is_shard_of(name, split=None):
     """Whether ``name`` is, whole, a shard file name (of ``split``; never a path or URL)."""
     return isinstance(name, str) and bool(SHARD_NAME.match(name)) and \
         (split is None or name.startswith(f"{split.lower()}-"))
+
+
+def hashes_name(generation):
+    """The hashes file of a generation: ``hashes-g0000.csv`` (0: the first conversion)."""
+    return f"hashes-g{generation:04d}.csv"
 
 
 def index_name(shard):
@@ -92,7 +127,8 @@ def tfds_label_names(key):
 
 TFDS_LABEL_NAMES = tfds_label_names(label_keys()[0])
 FIXED_FILES = (METADATA, LABELS, REJECTED, DATASET_INFO, TFDS_FEATURES, TFDS_LABEL_NAMES,
-               *KIND_FILES, *(tfds_label_names(key) for key in KIND_LABEL_KEYS))
+               *KIND_FILES, *(tfds_label_names(key) for key in KIND_LABEL_KEYS),
+               NEAR_DUPLICATES, hashes_name(0))
 
 
 def level_files(levels):
@@ -104,6 +140,7 @@ def level_files(levels):
 # the names this library gives its files: a file so named that it did not write is never removed
 OUR_FILE = re.compile(
     rf"^({_SHARD}({_SHARD_SUFFIXES}|{re.escape(INDEX_SUFFIX)})|"
-    rf"labels-{LEVEL}\.txt|image\.label\.{LEVEL}\.labels\.txt|"
+    rf"labels-{LEVEL}\.txt|image\.label\.{LEVEL}\.labels\.txt|hashes-g\d{{4}}\.csv|"
+    rf"rejected-g\d{{4}}\.csv|near-duplicates-g\d{{4}}\.csv|"
     + "|".join(re.escape(name) for name in FIXED_FILES) + rf")({re.escape(TEMP_SUFFIX)})?\Z"
 )

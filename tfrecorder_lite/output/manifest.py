@@ -17,7 +17,8 @@ from ..record.keys import BYTES, FLOAT, IMAGE_KEYS, INT64, LEVEL_NAME
 from ..record.kinds import KIND_FIELDS, TASKS, kind_of
 from ..table.splits import SPLITS
 from ..storage import Store, human_size, is_dir
-from .layout import METADATA, STATE_DIR, is_shard_of
+from .layout import (HASHES_NAME, METADATA, NEAR_DUPLICATES, NEAR_DUPLICATES_NAME, STATE_DIR,
+                     generation_of, is_shard_of)
 
 FORMAT_VERSION = 1
 
@@ -63,9 +64,15 @@ class ShardEntry:
         """``{"crc32c": ..., "sha256": ...}``: the checksums this entry has."""
         return {k: v for k, v in (("crc32c", self.crc32c), ("sha256", self.sha256)) if v}
 
+    @property
+    def generation(self):
+        """The generation that wrote it: 0, or ``k`` for the ``k``-th append."""
+        return generation_of(self.name)
+
     def to_json(self):
         return {"name": self.name, "num_examples": self.num_examples, "bytes": self.bytes,
-                **self.checksums, **({"index": self.index.to_json()} if self.index else {})}
+                **self.checksums, **({"index": self.index.to_json()} if self.index else {}),
+                **({"generation": self.generation} if self.generation else {})}
 
     @classmethod
     def from_json(cls, value, split, where, check):
@@ -74,6 +81,9 @@ class ShardEntry:
                     f"a shard file name of split {split}" if split else "a shard file name")
         check.field(value, where, "num_examples", _is_count, "a count")
         check.field(value, where, "bytes", _is_count, "a count")
+        if "generation" in value:
+            check.field(value, where, "generation", lambda v: v == generation_of(value["name"]),
+                        f"{generation_of(value['name'])} (the generation its name says)")
         if "crc32c" in value or "sha256" not in value:
             check.field(value, where, "crc32c", lambda v: _is_hex(v, 8), "8 hex digits")
         if "sha256" in value:
@@ -104,6 +114,9 @@ class Receipt:
         labels: per label field, label id (as text) -> records.
         failed: with ``on_error="raise"``, the ``(position, reason)`` of the row that stopped
             the task (then nothing was written), else None.
+        hashes: when images were hashed, per record in writing order: ``(table position,
+            sha256 of the source file, perceptual hash (hex, or None), format, height, width,
+            channels)``.
     """
 
     shard: ShardEntry
@@ -114,6 +127,7 @@ class Receipt:
     formats: dict = field(default_factory=dict)
     labels: tuple = ()
     failed: tuple = None
+    hashes: tuple = ()
 
     @property
     def name(self):
@@ -123,7 +137,8 @@ class Receipt:
         return {**self.shard.to_json(), "rejected": [list(r) for r in self.rejected],
                 "sizes": [list(s) for s in self.sizes], "max_size": list(self.max_size),
                 "channels": list(self.channels), "formats": dict(self.formats),
-                "labels": [dict(counts) for counts in self.labels]}
+                "labels": [dict(counts) for counts in self.labels],
+                **({"hashes": [list(h) for h in self.hashes]} if self.hashes else {})}
 
     @classmethod
     def from_json(cls, value, where="receipt"):
@@ -136,7 +151,10 @@ class Receipt:
             return cls(shard, tuple((int(p), str(r)) for p, r in value["rejected"]),
                        tuple(tuple(s) for s in value["sizes"]), tuple(value["max_size"]),
                        tuple(value["channels"]), dict(value["formats"]),
-                       tuple(dict(counts) for counts in labels))
+                       tuple(dict(counts) for counts in labels),
+                       hashes=tuple((int(p), str(d), h if h is None else str(h), f, int(y),
+                                     int(x), int(c))
+                                    for p, d, h, f, y, x, c in value.get("hashes", ())))
         except (KeyError, TypeError, ValueError) as exc:
             raise ManifestError(f"{where}: malformed ({exc})") from None
 
@@ -203,6 +221,12 @@ class Manifest:
         file_format: the shard files' format, ``"tfrecord"`` (None in outputs written before
             metadata.json named it: TFRecord).
         split_assignment: how rows without a split were given one, or None.
+        generations: with appends, one object per generation (``generation``, its records
+            per split, ``skipped``, ``rejected``, its ``rejected_file``, ``hashes`` file and
+            ``fingerprint``), oldest first; None for an output never appended to.
+        near_duplicates: how images were hashed and compared across splits (the hash, the
+            largest distance, ``leakage``, the number of pairs found, the hashes files and
+            the file listing the pairs), or None when they were not.
         other: fields this version does not know (kept as they are).
     """
 
@@ -219,6 +243,8 @@ class Manifest:
     split_assignment: dict = None
     kind_fields: dict = field(default_factory=dict)
     file_format: str = None
+    near_duplicates: dict = None
+    generations: list = None
     other: dict = field(default_factory=dict)
 
     @property
@@ -252,8 +278,11 @@ class Manifest:
         content.update({"split_assignment": self.split_assignment}
                        if self.split_assignment else {})
         content.update({"rejected": self.rejected, "rejected_rows": list(self.rejected_rows),
-                        "splits": {name: s.to_json() for name, s in self.splits.items()},
-                        **self.other})
+                        "splits": {name: s.to_json() for name, s in self.splits.items()}})
+        content.update({"near_duplicates": self.near_duplicates}
+                       if self.near_duplicates else {})
+        content.update({"generations": self.generations} if self.generations else {})
+        content.update(self.other)
         return content
 
     @classmethod
@@ -324,11 +353,28 @@ class Manifest:
             entries[split] = SplitEntry(num_examples, counts, shards)
         known = {"format_version", "created_by", "fingerprint", "task", "labels", "features",
                  "compression", "image", "split_assignment", "rejected", "rejected_rows",
-                 "splits", "format", *KIND_FIELDS}
+                 "splits", "format", "near_duplicates", "generations", *KIND_FIELDS}
+        generations = content.get("generations")
+        if generations is not None:
+            check.value(generations, "generations", lambda v: isinstance(v, list) and v and all(
+                _is_object(g) and g.get("generation") == i for i, g in enumerate(v)),
+                "a list of objects with generation 0, 1, ...")
+        near = content.get("near_duplicates")
+        if near is not None:
+            check.value(near, "near_duplicates", _is_object, "an object")
+            check.field(near, "near_duplicates", "hashes",
+                        lambda v: isinstance(v, list) and all(
+                            isinstance(n, str) and HASHES_NAME.match(n) for n in v),
+                        "a list of hashes file names")
+            check.field(near, "near_duplicates", "file",
+                        lambda v: v is None or v == NEAR_DUPLICATES or (
+                            isinstance(v, str) and NEAR_DUPLICATES_NAME.match(v)),
+                        f"null or {NEAR_DUPLICATES!r}")
         return cls(labels, features, compression, image, entries, content["rejected"],
                    tuple(content.get("rejected_rows", ())), content.get("fingerprint"),
                    content.get("created_by"), task, content.get("split_assignment"),
-                   {k: content[k] for k in KIND_FIELDS if k in content}, file_format,
+                   {k: content[k] for k in KIND_FIELDS if k in content}, file_format, near,
+                   generations,
                    {k: v for k, v in content.items() if k not in known})
 
 
@@ -363,6 +409,27 @@ def _check_features(features, labels, task, images, check):
         else:
             check.field(spec, f"features.{key}", "shape", _is_shape,
                         "a shape: [], [n], [null], [n, k] or [null, k]")
+
+
+def split_shards(manifest, split, generation=None):
+    """The shards of ``split`` as the output was after ``generation`` (None: the latest), in
+    the order metadata.json lists them (earlier generations first): what every reader reads.
+
+    Raises:
+        ManifestError: ``split`` is not in the output, or ``generation`` is not one of its
+            generations (naming them).
+    """
+    if split not in manifest.splits:
+        raise ManifestError(f"split {split!r} is not in the output (it has "
+                            f"{', '.join(manifest.splits)})")
+    latest = len(manifest.generations) - 1 if manifest.generations else 0
+    if generation is None:
+        generation = latest
+    if isinstance(generation, bool) or not isinstance(generation, int) or \
+            not 0 <= generation <= latest:
+        raise ManifestError(f"generation must be 0 to {latest} (the output's generations), "
+                            f"not {generation!r}")
+    return tuple(s for s in manifest.splits[split].shards if s.generation <= generation)
 
 
 def label_counts(vocabulary, shard_counts):
@@ -475,6 +542,12 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
         lines = [f"{where}: {what}, images {image.stored} ({size}), "
                  f"compression {compression}, {manifest.rejected} rejected",
                  f"formats: {formats}" + (f" {more[0]}" if more else "")]
+    if manifest.generations:  # an output appended to: what each generation added
+        lines.append(f"{len(manifest.generations)} generations: " + "; ".join(
+            f"{g['generation']}: " + (", ".join(f"{split} {n}" for split, n in
+                                                g.get("num_examples", {}).items()) or "none")
+            + (f" ({g['skipped']} already there)" if g.get("skipped") else "")
+            for g in manifest.generations))
     counted = kind_of(manifest.task).counted
     unit = "" if counted == "records" else f" {counted}"
     for split, info in manifest.splits.items():

@@ -87,6 +87,51 @@ def prepare(store, fingerprint, shard_names, overwrite):
     return FolderState()
 
 
+def prepare_append(store, fingerprint, file_names):
+    """Make the finished output in the ``store`` folder ready to take a new generation (the
+    job ``fingerprint``), or resume a killed append of the same job. Files of earlier
+    generations are never touched: the job writes only ``file_names``, which must be new.
+
+    Args:
+        store: the output folder (a Store), locked by the caller.
+        fingerprint: the append plan's fingerprint.
+        file_names: the names of the files this generation writes (shards, index files, its
+            hashes and rejected rows' files).
+
+    Returns:
+        A FolderState: ``finished`` when the latest generation is this very job.
+
+    Raises:
+        OutputExistsError: the folder holds files of this generation's names that no append
+            of it wrote.
+    """
+    names = [n for n in store.list() if n != LOCK]
+    state = store.child(STATE_DIR)
+    if _fingerprint(store, METADATA) == fingerprint:
+        store.remove(STATE_DIR)  # a kill after metadata.json may have left it behind
+        return FolderState(finished=True)
+    if STATE_DIR in names:
+        job = state.read_json(JOB)
+        if isinstance(job, dict) and job.get("fingerprint") == fingerprint:
+            return FolderState(receipts=_finished_shards(store, names, file_names, False))
+        # an append of something else was killed: its files (listed in its job) go
+        unfinished = {str(n) for n in (job or {}).get("files", ()) if OUR_FILE.match(str(n))}
+        for name in names:
+            if name in unfinished or name[:-len(TEMP_SUFFIX)] in unfinished:
+                store.remove(name)
+        store.remove(STATE_DIR)
+        names = [n for n in store.list() if n != LOCK]
+        logger.info("removed an unfinished append of other rows from %s", store.url)
+    clashing = sorted(set(file_names) & set(names))
+    if clashing:
+        raise OutputExistsError(
+            f"{store.url} holds {', '.join(clashing)}, named like the files this append "
+            "writes but not written by it; nothing was changed. Move them away.")
+    state.make_dirs()
+    state.write_atomic(JOB, json.dumps({"fingerprint": fingerprint, "files": list(file_names)}))
+    return FolderState()
+
+
 def _written_files(store, names):
     """Names in the folder that this library wrote: what its metadata.json or state lists."""
     listed = set()
@@ -98,6 +143,7 @@ def _written_files(store, names):
         if manifest is not None:
             listed.update(FIXED_FILES)
             listed.update(level_files(level for level in manifest.levels if level))
+            listed.update((manifest.near_duplicates or {}).get("hashes", ()))
             for split in manifest.splits.values():
                 for shard in split.shards:
                     listed.update([shard.name] + ([shard.index.name] if shard.index else []))
@@ -125,7 +171,7 @@ def _fingerprint(store, name):
     return content.get("fingerprint") if isinstance(content, dict) else None
 
 
-def _finished_shards(store, names, shard_names):
+def _finished_shards(store, names, shard_names, fixed=True):
     """Receipts of shards a killed run of this job completed; everything else it wrote (its
     other shards, temporary files) is removed."""
     state = store.child(STATE_DIR)
@@ -143,7 +189,7 @@ def _finished_shards(store, names, shard_names):
                 all(_unchanged(store, entry) for entry in (receipt.shard, receipt.shard.index)):
             finished[shard] = receipt
             kept.update((shard, receipt.shard.index.name))
-    written = set(shard_names) | set(FIXED_FILES)
+    written = set(shard_names) | (set(FIXED_FILES) if fixed else set())
     written |= {n + TEMP_SUFFIX for n in written}
     for name in names:
         if name in written and name not in kept:

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import SchemaError, VerifyError
 from ..output.layout import index_name
-from ..output.manifest import read_manifest
+from ..output.manifest import read_manifest, split_shards
 from ..record.encoding import decode_example
 from ..record.kinds import features_of
 from ..formats.tfrecord import TFRECORD
@@ -45,7 +45,7 @@ DEFAULT_CACHE_BYTES = 256 << 20
 
 
 def data_source(output_dir, split, *, storage_options=None, decode_image=False, channels=3,
-                block_size=DEFAULT_BLOCK_SIZE, cache_bytes=DEFAULT_CACHE_BYTES):
+                block_size=DEFAULT_BLOCK_SIZE, cache_bytes=DEFAULT_CACHE_BYTES, generation=None):
     """Random access to the records of one split of an output, in manifest order.
 
     Args:
@@ -58,13 +58,15 @@ def data_source(output_dir, split, *, storage_options=None, decode_image=False, 
         block_size: bytes of each ranged read of a remote shard (records are read in whole
             blocks, and a record larger than a block in several).
         cache_bytes: at most this many bytes of remote blocks are kept, per process.
+        generation: the split's records as the output held them after this generation (0:
+            the first conversion; None: all of them, every generation's shards in order).
 
     Returns:
         A :class:`DataSource`: ``src[i]`` is a dict record key -> value (numpy arrays and
         scalars, ``bytes`` for byte strings).
 
     Raises:
-        ManifestError: no finished output in ``output_dir``.
+        ManifestError: no finished output in ``output_dir``, or no such generation.
         SchemaError: an unknown split, or a compressed output (offsets into a GZIP or ZLIB
             stream cannot be read at random).
     """
@@ -77,7 +79,8 @@ def data_source(output_dir, split, *, storage_options=None, decode_image=False, 
     manifest, _ = read_manifest(store)
     split = pick(split, manifest.splits)
     check_uncompressed(store, manifest)
-    return DataSource(store, split, manifest.splits[split].shards, value_specs(manifest),
+    return DataSource(store, split, split_shards(manifest, split, generation),
+                      value_specs(manifest),
                       decode_image and manifest.image is not None, channels, block_size,
                       cache_bytes)
 

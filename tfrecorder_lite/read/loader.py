@@ -14,7 +14,7 @@ from . import shard_cache, verification
 from . import data_source, indexed
 from ..errors import SchemaError
 from ..options import LoadOptions
-from ..output.manifest import read_manifest
+from ..output.manifest import read_manifest, split_shards
 from ..record.features import ImageFeature, parse_spec
 from ..record.kinds import features_of
 from ..table.splits import pick
@@ -28,7 +28,7 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
          as_supervised=True, shuffle_buffer=1000, drop_remainder=False, channels=3,
          dct_method="INTEGER_ACCURATE", storage_options=None, cache_dir=None, label=None,
          multi_hot=False, box_format="rel_yxyx", start=0, epochs=1, num_hosts=1, host_index=0,
-         input_context=None):
+         input_context=None, generation=None):
     """Return a ``tf.data.Dataset`` of a split, or a dict split -> dataset when split is None.
 
     Args:
@@ -72,13 +72,16 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         (:mod:`~tfrecorder_lite.read.indexed`): the pipeline's iterators then save their
         position in a ``tf.train.Checkpoint``, and
         :class:`~tfrecorder_lite.read.resume.BackupAndRestore` restores it with Keras.
+        generation: read the output as it was after this generation (0: the first
+            conversion, ``k``: after its ``k``-th append; None: all of it), for experiments
+            that must see the same records after later appends.
 
     Returns:
         A dataset yielding uint8 ``[H, W, channels]`` images and int64 labels (batched when
         asked; features of varying length are batched as ``tf.RaggedTensor``).
 
     Raises:
-        ManifestError: no finished output in ``output_dir``.
+        ManifestError: no finished output in ``output_dir``, or no such generation.
         SchemaError: an unknown split, or batching images of different sizes without image_size.
     """
     options = LoadOptions(batch_size, image_size, shuffle, seed, as_supervised,
@@ -93,13 +96,13 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
                                      num_hosts=num_hosts, host_index=host_index,
                                      input_context=input_context)
     if split is None:
-        return {name: _load_split(store, manifest, name, options, cache_dir, by_index)
-                for name in manifest.splits}
+        return {name: _load_split(store, manifest, name, options, cache_dir, by_index,
+                                  generation) for name in manifest.splits}
     return _load_split(store, manifest, pick(split, manifest.splits), options, cache_dir,
-                       by_index)
+                       by_index, generation)
 
 
-def _load_split(store, manifest, split, options, cache_dir, by_index=None):
+def _load_split(store, manifest, split, options, cache_dir, by_index=None, generation=None):
     """The pipeline of one split of the output in ``store`` (see :func:`load`)."""
     features = features_of(manifest)
     label_outputs(features, options.label)  # SchemaError before TensorFlow starts
@@ -112,17 +115,17 @@ def _load_split(store, manifest, split, options, cache_dir, by_index=None):
             f"the images in {store.url} have different sizes, so they cannot be batched as "
             "they are: pass image_size=(height, width) to load(), or batch_size=None"
         )
+    shards = split_shards(manifest, split, generation)  # ManifestError: no such generation
+    num_examples = sum(shard.num_examples for shard in shards)
     if by_index is not None:  # shuffle="global", a start, epochs or hosts
-        position = by_index(manifest.splits[split].num_examples)
+        position = by_index(num_examples)
         check_uncompressed(store, manifest, "load() by index (shuffle='global', start, "
                                             "epochs, hosts)")
     tf = import_tensorflow()
     if by_index is not None:
-        return _load_by_index(tf, store, manifest, split, options, position, features)
+        return _load_by_index(tf, store, manifest, split, options, position, features, shards)
 
-    shards = manifest.splits[split].shards
     paths = _shard_files(store, shards, cache_dir)
-    num_examples = manifest.splits[split].num_examples
     read_shard = _shard_reader(tf, manifest.format, manifest.compression or "", store.url)
     ratios = ImageFeature.useful_jpeg_ratios(image, options.image_size) if image else ()
     decode = decoder(tf, features, options, ratios, parse_spec(manifest.features))
@@ -144,10 +147,11 @@ def _load_split(store, manifest, split, options, cache_dir, by_index=None):
     return decoded_pipeline(tf, records, decode, options, deterministic, features)
 
 
-def _load_by_index(tf, store, manifest, split, options, position, features):
-    """The pipeline of one split read by index at the global positions of ``position``."""
+def _load_by_index(tf, store, manifest, split, options, position, features, shards):
+    """The pipeline of one split (its ``shards``) read by index at the global positions of
+    ``position``."""
     image = manifest.image
-    source = data_source.DataSource(store, split, manifest.splits[split].shards,
+    source = data_source.DataSource(store, split, shards,
                                     data_source.value_specs(manifest))
     order = indexed.global_order(position.num_records, options.shuffle == "global",
                                  options.seed)

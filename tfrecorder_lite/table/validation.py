@@ -11,10 +11,11 @@ from .. import storage
 from .files import stat_files
 from .kinds import prepare
 from ..errors import UnsupportedURLError
-from ..options import TableOptions
+from ..options import LEAKAGE, TableOptions, one_of
 from ..images.normalize import (
     DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images,
     unreadable_reason)
+from ..images.phash import describe, near_duplicates
 from ..record.features import RecordRejected
 
 
@@ -22,16 +23,17 @@ _BLOCK = 1 << 16  # rows hashed, or whose paths are resolved, at a time
 
 
 def inspect_images(items, options, storage_options=None):
-    """Check images (a joblib task): return (position, sha256 of the bytes or None, problem)."""
+    """Check images (a joblib task): return (position, sha256 of the bytes or None, problem,
+    perceptual hash or None)."""
     out = []
     contents = read_images([path for _, path in items], options, storage_options)
     for (position, _), content in zip(items, contents):
         try:
-            prepare_content(content, options)
+            stored = prepare_content(content, options)
         except ImageRejected as exc:
-            out.append((position, None, str(exc)))  # no digest: the bytes were not compared
+            out.append((position, None, str(exc), None))  # no digest: bytes not compared
         else:
-            out.append((position, hashlib.sha256(content).digest(), None))
+            out.append((position, hashlib.sha256(content).digest(), None, stored.phash))
     return out
 
 
@@ -122,11 +124,14 @@ def _parallel(n_jobs):
 
 def _check_images(df, image_col, base_dir, splits, found, results):
     """Add to ``found`` the problems of ``results`` (``inspect_images``' answers, in position
-    order) and the rows whose image bytes equal an earlier row's, in position order."""
+    order), the rows whose image bytes equal an earlier row's, and the rows whose image looks
+    like an earlier one's in another split (near-duplicates), in position order."""
     digests = np.zeros(len(df), dtype="S32")
     has_digest = np.zeros(len(df), dtype=bool)
-    image_found = []
-    for position, digest, problem in (r for chunk in results for r in chunk):
+    image_found, hashes = [], {}
+    for position, digest, problem, value in (r for chunk in results for r in chunk):
+        if value is not None:
+            hashes[position] = value
         if problem:
             uri = df[image_col].iloc[position]
             if problem == "file not found":
@@ -146,6 +151,12 @@ def _check_images(df, image_col, base_dir, splits, found, results):
             image_found.append((position, (
                 df.index[position], image_col, df[image_col].iloc[position],
                 f"{kind}: same image bytes as {_where(df, other, image_col, splits)}")))
+        repeated = set(checked[earlier != checked].tolist())  # reported above already
+        entries = [(p, splits[p], hashes[p]) for p in sorted(hashes) if p not in repeated]
+        for later, other, distance in near_duplicates(entries):
+            image_found.append((later, (
+                df.index[later], image_col, df[image_col].iloc[later],
+                describe(_where(df, other, image_col, splits), distance))))
     image_found.sort(key=lambda item: item[0])
     found += [problem for _, problem in image_found]
 
@@ -189,15 +200,17 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
              max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject", split_ratios=None,
              label_sep=None, features=None, box_units="relative", box_columns=None,
              mask_col=None, mask_labels=None, mask_colors=None, ignore_value=255,
-             allow_lossy_masks=False):
+             allow_lossy_masks=False, leakage="warn"):
     """Report every problem of the table, one row per problem.
 
     Checks columns, split values, labels (also labels that differ only in case or spaces,
     and fractional numbers, which would each be a class),
     extra columns and paths; with ``check`` ("header" or "decode") also opens every image, and
     reports rows whose image bytes equal another row's (train/test leakage across splits,
-    duplicates within one) and rows identical to another. A row's other files (a mask) are
-    read and checked against its image as its record would be, with the same reasons.
+    duplicates within one), rows whose image looks like one in another split (the same photo
+    resized, re-encoded, slightly cropped or brightened: ``near-duplicate across splits``,
+    found by a perceptual hash), and rows identical to another. A row's other files (a mask)
+    are read and checked against its image as its record would be, with the same reasons.
 
     Args:
         df: the table; the column and label options are those of ``to_tfrecord``.
@@ -211,6 +224,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         label_sep, features, box_units, box_columns, mask_col, mask_labels, mask_colors,
             ignore_value, allow_lossy_masks: as in ``to_tfrecord``. Each kind of
             table adds its own checks (a per-box table: its boxes; see ``table/kinds.py``).
+        leakage: "ignore" to leave near-duplicates across splits out (images are then not
+            hashed); any other value of ``to_tfrecord``'s option reports them.
 
     Returns:
         A DataFrame with columns row, column, value, problem (empty when the table is clean).
@@ -240,7 +255,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
     skipped = df.index.isin(list(bad_rows | identical)) if bad_rows or identical else \
         np.zeros(len(df), dtype=bool)
     if image_col is not None:
-        options = ImageOptions(check=check or "header", max_bytes=max_image_bytes)
+        options = ImageOptions(check=check or "header", max_bytes=max_image_bytes,
+                               phash=one_of("leakage", leakage, LEAKAGE) != "ignore")
         size = max(1, min(64, int((~skipped).sum()) // 16))
         tasks = (joblib.delayed(inspect_images)(items, options, storage_options)
                  for items in _resolved(df, image_col, base_dir, skipped, size, found))

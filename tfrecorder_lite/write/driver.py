@@ -21,10 +21,15 @@ from ..errors import InvalidRowError, SchemaError
 from ..output import state as output_state
 from ..output import tfds
 from ..output.layout import (
-    REJECTED, STATE_DIR, index_name, label_files, level_files)
+    DATASET_INFO, REJECTED, STATE_DIR, hashes_name, index_name, label_files, level_files,
+    near_duplicates_name, rejected_name)
 from ..output.lock import FolderLock
 from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
 from ..redaction import redact_frame
+from ..images.phash import BITS, MAX_DISTANCE, describe, from_hex, near_duplicates
+from ..table.schema import problems_frame
+from . import append as appending
+from . import leakage as leaks
 from .runners import JoblibRunner
 
 logger = logging.getLogger(__name__)
@@ -40,6 +45,11 @@ class ConversionResult:
         labels: label id -> label text.
         rejected: the rows not written, indexed by input row label: input columns + ``reason``.
         metadata: the content of metadata.json.
+        problems: what was written but looks wrong, one row per problem (columns row,
+            column, value, problem, as ``validate()`` gives them): near-duplicate images
+            across splits with ``leakage="warn"``.
+        skipped: with ``append=True``, the rows not written because their image and label
+            were already in the output.
     """
 
     output_dir: str
@@ -47,10 +57,18 @@ class ConversionResult:
     labels: list
     rejected: pd.DataFrame
     metadata: dict
+    problems: pd.DataFrame = None
+    skipped: int = 0
+
+    def __post_init__(self):
+        if self.problems is None:
+            self.problems = problems_frame([])
 
     def __repr__(self):
+        problems = f", problems={len(self.problems)}" if len(self.problems) else ""
         return (f"ConversionResult(output_dir={self.output_dir!r}, counts={self.counts}, "
-                f"labels={_label_count(self.labels)}, rejected={len(self.rejected)})")
+                f"labels={_label_count(self.labels)}, rejected={len(self.rejected)}"
+                f"{problems})")
 
     def _repr_html_(self):
         """A notebook's view: counts per split, labels, and the first rejected rows."""
@@ -77,7 +95,7 @@ def _label_count(labels):
     return len(labels)
 
 
-def write_plan(plan, df, store, write, *, runner=None):
+def write_plan(plan, df, store, write, *, runner=None, previous=None):
     """Write every shard of ``plan`` into the ``store`` folder and finish with the manifest.
 
     Args:
@@ -85,8 +103,12 @@ def write_plan(plan, df, store, write, *, runner=None):
         df: the input table (for the rejected rows' columns).
         store: the output folder, a Store (its storage options also serve the image URLs).
         write: the WriteOptions (``on_error``, ``overwrite``, ``n_jobs`` for the default
-            runner, ``progress``).
+            runner, ``progress``, and ``leakage``: near-duplicate images across splits
+            reported, their later row rejected, or not looked for; the plan's images must be
+            hashed, ``ImageOptions.phash``, unless "ignore").
         runner: what runs the shard tasks (default: a JoblibRunner of ``write.n_jobs``).
+        previous: the Manifest of the output ``plan`` appends a generation to (the plan's
+            shards are named for it), or None.
 
     Returns:
         A ConversionResult.
@@ -100,8 +122,14 @@ def write_plan(plan, df, store, write, *, runner=None):
         store = lock.store  # on an object store every write first checks the lease
         files = [n for s in plan.shards for n in (s.name, index_name(s.name))]
         levels = [f.level for f in plan.label_fields if f.level is not None]
-        state = output_state.prepare(store, plan.fingerprint, files + level_files(levels),
-                                     write.overwrite)
+        if previous is None:
+            state = output_state.prepare(store, plan.fingerprint, files + level_files(levels),
+                                         write.overwrite)
+        else:
+            generation = plan.shards[0].generation
+            state = output_state.prepare_append(store, plan.fingerprint, files + [
+                hashes_name(generation), rejected_name(generation),
+                near_duplicates_name(generation)])
         if state.finished:
             logger.info("%s already holds this conversion; nothing to do", store.url)
             result = _result_from_disk(store, df)
@@ -117,7 +145,7 @@ def write_plan(plan, df, store, write, *, runner=None):
         _write_shards(plan, df, store, receipts, on_error, runner or JoblibRunner(write.n_jobs),
                       write.progress, lock)
         lock.check()  # and metadata.json's write checks the lease itself (lock.store)
-        return _finish(plan, df, store, receipts)
+        return _finish(plan, df, store, receipts, write.leakage, previous, write.raises)
 
 
 def _write_shards(plan, df, store, receipts, on_error, runner, progress, lock):
@@ -192,7 +220,166 @@ def _index_label(index):
     return index.name or "row"
 
 
-def _finish(plan, df, store, receipts):
+def _safe_csv(frame, index_label):
+    """The CSV text of a frame bound for a file: redacted, spreadsheet-safe."""
+    safe = redact_frame(frame).map(_spreadsheet_safe)
+    safe.index = safe.index.map(_spreadsheet_safe)
+    return safe.to_csv(index_label=index_label)
+
+
+def _label_texts(plan, positions):
+    """The label text of planned rows (several joined by "|"), as the hashes file keeps it."""
+    values = leaks.label_values(plan, positions)
+    return ["|".join(v[0][1]) if isinstance(v[0][1], tuple) else v[0][1] for v in values]
+
+
+def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=None):
+    """Find the near-duplicate images across splits among the records of ``receipts`` (and
+    between them and the earlier generations' images in ``before``).
+
+    With ``leakage="reject"``, the shards holding the later row of a pair are written again
+    without it (``receipts`` is updated). Writes the generation's hashes file, and with "warn"
+    the pairs' file.
+
+    Returns:
+        ``(problems frame, metadata.json's near_duplicates entry)``, or ``(None, None)`` when
+        there is nothing to look at.
+    """
+    if leakage == "ignore" or plan.image is None:
+        return None, None
+    split_of = {s.name: s.split for s in plan.shards}
+    labels = plan.planned_labels(df.index)
+    split_of_row = {h[0]: split_of[name] for name, r in receipts.items() for h in r.hashes}
+    old = [] if before is None or not len(before) else list(before.itertuples(index=False))
+
+    def where(key):
+        if isinstance(key, tuple):  # an earlier generation's image
+            row = old[key[1]]
+            return f"row {row.row!r} ({row.image_uri}, {row.split}, generation {row.generation})"
+        return f"row {labels[key]!r} ({plan.paths[key]}, {split_of_row[key]})"
+
+    def described(key):
+        if isinstance(key, tuple):
+            row = old[key[1]]
+            return row.row, row.split, row.image_uri
+        return labels[key], split_of_row[key], plan.paths[key]
+
+    entries = [((0, i), row.split, from_hex(row.phash + row.crops)) for i, row in enumerate(old)
+               if row.phash]
+    entries += sorted((h[0], split_of[name], None if h[2] is None else from_hex(h[2]))
+                      for name, receipt in receipts.items() for h in receipt.hashes)
+    pairs = [p for p in near_duplicates(entries) if not isinstance(p[0], tuple)]
+    found = len(pairs)
+    problems = problems_frame([])
+    if leakage == "reject":
+        drop = {later: describe(where(earlier), distance)
+                for later, (earlier, distance) in leaks.later_rows(pairs).items()}
+        for name, receipt in list(receipts.items()):
+            mine = {h[0]: drop[h[0]] for h in receipt.hashes if h[0] in drop}
+            if mine:
+                receipts[name] = leaks.without_rows(store, receipt, plan, mine)
+        pairs = []
+    elif pairs:
+        problems = problems_frame([
+            (labels[later], None, plan.paths[later], describe(where(earlier), distance))
+            for later, earlier, distance in pairs])
+        frame = leaks.pairs_frame(pairs, described)
+        store.write_atomic(near_duplicates_name(generation),
+                           _safe_csv(frame.set_index("row"), "row"))
+    written = sorted((h[0], split_of[name], h[1], h[2]) for name, r in receipts.items()
+                     for h in r.hashes)
+    texts = _label_texts(plan, [p for p, _, _, _ in written])
+    hashes = pd.DataFrame([(labels[p], split, plan.paths[p], digest, text,
+                            (value or "")[:16], (value or "")[16:])
+                           for (p, split, digest, value), text in zip(written, texts)],
+                          columns=leaks.HASH_COLUMNS).set_index("row")
+    if written:
+        store.write_atomic(hashes_name(generation), _safe_csv(hashes, "row"))
+    return problems, {
+        "hash": f"{BITS}-bit DCT perceptual hash of the luminance",
+        "max_distance": MAX_DISTANCE, "leakage": leakage, "pairs": found,
+        "hashes": [hashes_name(generation)] if written else [],
+        "file": near_duplicates_name(generation) if pairs else None}
+
+
+def recorded_image_options(image):
+    """The image options that decide a record's bytes, as metadata.json keeps them (an
+    append must use the same)."""
+    return {"check": image.check, "size": None if image.size is None else list(image.size),
+            "format": image.format, "quality": image.quality}
+
+
+def _finish_append(plan, df, store, receipts, leakage, previous, raises):
+    """Finish a generation appended to the output of ``previous`` (its Manifest): drop the
+    rows already there (skipped, or rejected with the reason naming both), look for
+    near-duplicates against every generation, and write its files and metadata.json. When
+    nothing new is left, every file of the generation is removed: the folder is unchanged."""
+    generation = plan.shards[0].generation
+    split_of = {s.name: s.split for s in plan.shards}
+    before = appending.written_before(store, previous)
+    new = [(h[0], split_of[name], h[1]) for name, r in receipts.items() for h in r.hashes]
+    fate = appending.decide([(*row, text) for row, text in
+                             zip(new, _label_texts(plan, [row[0] for row in new]))], before)
+    refused = [(p, reason) for p, reason in fate.items() if reason != appending.SKIPPED]
+    if raises:
+        _raise_first(plan, df, refused)
+    for name, receipt in list(receipts.items()):
+        mine = {h[0]: fate[h[0]] for h in receipt.hashes if h[0] in fate}
+        if mine:
+            receipts[name] = leaks.without_rows(store, receipt, plan, mine)
+    problems, near = _near_duplicates(plan, df, store, receipts, leakage, generation, before)
+    skipped = {p for p, reason in fate.items() if reason == appending.SKIPPED}
+    rejected = sorted((row, reason) for position, reason in
+                      [*plan.rejected, *(r for receipt in receipts.values() for r in receipt.rejected)]
+                      if position not in skipped for row in plan.table_rows(position))
+    rejected_df = _rejected_frame(df, rejected)
+    for name in [n for n, r in receipts.items() if not r.shard.num_examples]:
+        store.remove(name)  # a shard whose every row was already there
+        store.remove(index_name(name))
+        del receipts[name]
+    if not receipts:
+        store.remove(STATE_DIR)
+        logger.info("%s already holds every row of this append; nothing was changed",
+                    store.url)
+        return ConversionResult(store.url, {}, previous.labels, rejected_df,
+                                previous.to_json(), problems, len(skipped))
+    for name, vocabulary in label_files(plan.labels).items():
+        store.write_atomic(name, "".join(f"{text}\n" for text in vocabulary))
+    if rejected:
+        store.write_atomic(rejected_name(generation),
+                           _safe_csv(rejected_df, _index_label(df.index)))
+    fields = [(field.level, field.vocabulary) for field in plan.label_fields]
+    splits = {split: split_entry(mine, fields) for split in plan.splits
+              if (mine := [receipts[s.name] for s in plan.shards
+                           if s.split == split and s.name in receipts])}
+    counts = {split: entry.num_examples for split, entry in splits.items()}
+    earlier = previous.near_duplicates or {}
+    entry = {"generation": generation, "fingerprint": plan.fingerprint, "num_examples": counts,
+             "skipped": len(skipped), "rejected": len(rejected),
+             "rejected_file": rejected_name(generation) if rejected else None,
+             "hashes": (near or {}).get("hashes", [None])[0],
+             "near_duplicates": (near or {}).get("pairs", 0),
+             "near_duplicates_file": (near or {}).get("file")}
+    near = near and {**earlier, "hashes": [*earlier.get("hashes", ()), *near["hashes"]]}
+    manifest = appending.merged(previous, splits, None if plan.image is None else
+                                ImageSummary.from_receipts(previous.image.stored,
+                                                           receipts.values()),
+                                plan, entry, near)
+    for name, text in tfds.files(manifest).items():
+        if name != DATASET_INFO:  # its one name template cannot cover a generation's shards:
+            store.write_atomic(name, text)  # tensorflow_datasets reads generation 0 only
+    write_manifest(store, manifest)
+    store.remove(STATE_DIR)
+    logger.info("appended generation %d to %s: %s (%d already there, %d rejected)",
+                generation, store.url, counts, len(skipped), len(rejected))
+    return ConversionResult(store.url, counts, plan.labels, rejected_df, manifest.to_json(),
+                            problems, len(skipped))
+
+
+def _finish(plan, df, store, receipts, leakage="warn", previous=None, raises=False):
+    if previous is not None:
+        return _finish_append(plan, df, store, receipts, leakage, previous, raises)
+    problems, near = _near_duplicates(plan, df, store, receipts, leakage)
     rejected = sorted((row, reason) for position, reason in
                       [*plan.rejected, *(r for receipt in receipts.values() for r in receipt.rejected)]
                       for row in plan.table_rows(position))
@@ -209,9 +396,7 @@ def _finish(plan, df, store, receipts):
     for name, text in kind.extra_files(labels).items():
         store.write_atomic(name, text)
     if rejected:
-        safe = redact_frame(rejected_df).map(_spreadsheet_safe)
-        safe.index = safe.index.map(_spreadsheet_safe)
-        store.write_atomic(REJECTED, safe.to_csv(index_label=_index_label(df.index)))
+        store.write_atomic(REJECTED, _safe_csv(rejected_df, _index_label(df.index)))
     for field in plan.label_fields:
         written = {label for entry in splits.values()
                    for label in (entry.label_counts if field.level is None
@@ -235,7 +420,9 @@ def _finish(plan, df, store, receipts):
         split_assignment={
             "unassigned": "assign", "ratios": dict(plan.assignment),
             "by": "sha256 of the image_uri text" if plan.image is not None else
-            "sha256 of the row's cells (but the split)"} if plan.assignment else None)
+            "sha256 of the row's cells (but the split)"} if plan.assignment else None,
+        near_duplicates=near,
+        other={} if plan.image is None else {"image_options": recorded_image_options(plan.image)})
     metadata = manifest.to_json()
     for name, text in tfds.files(manifest).items():
         store.write_atomic(name, text)
@@ -243,7 +430,7 @@ def _finish(plan, df, store, receipts):
     store.remove(STATE_DIR)
     counts = {split: entry.num_examples for split, entry in splits.items()}
     logger.info("wrote %s to %s (%d rejected)", counts, store.url, len(rejected))
-    return ConversionResult(store.url, counts, labels, rejected_df, metadata)
+    return ConversionResult(store.url, counts, labels, rejected_df, metadata, problems)
 
 
 def _result_from_disk(store, df):
@@ -257,4 +444,15 @@ def _result_from_disk(store, df):
         reasons = table["reason"].tolist()
     rejected = _rejected_frame(df, list(zip(positions, reasons)))
     counts = {split: entry.num_examples for split, entry in manifest.splits.items()}
-    return ConversionResult(store.url, counts, manifest.labels, rejected, metadata)
+    problems = None
+    near = manifest.near_duplicates or {}
+    if near.get("file"):
+        pairs = pd.read_csv(io.BytesIO(store.read_bytes(near["file"])), dtype=str,
+                            keep_default_na=False)
+        row_of = {str(label): label for label in df.index}
+        problems = problems_frame([
+            (row_of.get(p.row, p.row), None, p.image_uri, describe(
+                f"row {row_of.get(p.other_row, p.other_row)!r} ({p.other_image_uri}, "
+                f"{p.other_split})", int(p.distance)))
+            for p in pairs.itertuples(index=False)])
+    return ConversionResult(store.url, counts, manifest.labels, rejected, metadata, problems)

@@ -46,11 +46,14 @@ class ShardSpec:
     positions: tuple
     compression: str = None
     source_bytes: int = 0
+    generation: int = 0
 
     @property
     def name(self):
-        """File name, e.g. ``train-00000-of-00004.tfrecord``."""
-        return shard_name(self.split, self.index, self.num_shards, self.compression)
+        """File name, e.g. ``train-00000-of-00004.tfrecord`` (an appended generation's:
+        ``train-g0001-00000-of-00004.tfrecord``)."""
+        return shard_name(self.split, self.index, self.num_shards, self.compression,
+                          generation=self.generation)
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,7 +162,7 @@ def _shard_count(requested, split, n_rows, n_bytes):
     return max(1, min(wanted, n_rows))
 
 
-def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
+def build_plan(prepared, write, image=ImageOptions(), storage_options=None, generation=0):
     """Decide labels, order and shards; rows with problems go to ``rejected``.
 
     Args:
@@ -168,6 +171,8 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
         write: the WriteOptions (shards, compression, order, checksums).
         image: ImageOptions, or None for a table without images (``image_col=None``).
         storage_options: fsspec options for image URLs (see ``storage.options_for``).
+        generation: 0 for a new output; ``k`` for the ``k``-th append to one (its shards are
+            named for it).
 
     Returns:
         A WritePlan.
@@ -225,7 +230,7 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
         count = _shard_count(write.num_shards, split, len(positions), n_bytes)
         bounds = [len(positions) * i // count for i in range(count + 1)]
         shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), compression,
-                             int(sizes[positions[a:b]].sum()))
+                             int(sizes[positions[a:b]].sum()), generation)
                    for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
 
     rejected = tuple(sorted(reasons.items()))
@@ -236,9 +241,13 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
         "labels": label_fields[0].vocabulary if single else
         [(f.level, f.vocabulary) for f in label_fields],
         **({"multi_label": True} if any(f.multi for f in label_fields) else {}),
-        # max_bytes decides only which rows are rejected, and those are listed below
+        # max_bytes decides only which rows are rejected, and those are listed below; the
+        # perceptual hash is beside the records, never in them
         "image": None if image is None else
-        {k: v for k, v in dataclasses.asdict(image).items() if k != "max_bytes"},
+        {k: v for k, v in dataclasses.asdict(image).items() if k not in ("max_bytes", "phash")},
+        # the default ("warn") keeps the fingerprint of outputs written before it existed
+        **({"leakage": write.leakage} if write.leakage != "warn" and image is not None
+           else {}),
         "compression": compression, "extra_kinds": tuple(
             (c.name, c.kind) + ((c.shape,) if c.shape else ()) for c in extra),
         "rejected": rejected,

@@ -119,7 +119,8 @@ class Work:
     def of(cls, plan, shards):
         """The Work of writing ``shards`` of ``plan``."""
         image = plan.image
-        check = None if image is None else "resize" if image.size is not None else image.check
+        check = None if image is None else "resize" if image.size is not None else \
+            "decode" if image.phash else image.check  # the perceptual hash decodes pixels
         remote = image is not None and any(plan.paths.any_remote(s.positions) for s in shards)
         sizes = [len(s.positions) for s in shards]
         return cls(check, sum(sizes), sum(s.source_bytes for s in shards), len(shards),

@@ -7,12 +7,14 @@ concurrently) and prepared by the task's own threads, in order; a writing thread
 and writes them. No TensorFlow, and no image bytes go back to the caller: only the receipt.
 """
 
+import hashlib
 import json
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .. import storage
+from ..images import phash
 from ..images.normalize import (ImageOptions, ImageRejected, prepare_content, read_images,
                                 unreadable_reason)
 from ..output.layout import STATE_DIR, index_name, receipt_name
@@ -133,8 +135,9 @@ def prepare_records(rows, image_options, features, storage_options=None, file_co
 
     Returns:
         One ``(record, info)`` per row: the record's chunks (see ``encode_example_chunks``)
-        and ``(format, height, width, channels, what each label feature counts)``, or
-        ``(None, reason)``.
+        and ``(format, height, width, channels, what each label feature counts, hashes)``
+        (hashes: the source file's sha256 and the image's perceptual hash, as hex, when
+        ``image_options.phash``, else None), or ``(None, reason)``.
     """
     kinds = features.kinds()
     labels = features.labels
@@ -152,7 +155,7 @@ def prepare_records(rows, image_options, features, storage_options=None, file_co
         if unreadable is not None:
             out.append((None, f"{unreadable[0]}: {unreadable_reason(unreadable[1])}"))
             continue
-        image, info = None, (None, 0, 0, 0)
+        image, info, hashes = None, (None, 0, 0, 0), None
         if image_options is not None:
             try:
                 stored = prepare_content(content, image_options)
@@ -161,12 +164,15 @@ def prepare_records(rows, image_options, features, storage_options=None, file_co
                 continue
             image = (stored, storage.basename(path))
             info = (stored.format, stored.height, stored.width, stored.channels)
+            if image_options.phash:
+                hashes = (hashlib.sha256(content).hexdigest(),
+                          None if stored.phash is None else phash.to_hex(stored.phash))
         try:
             record = features.encode(image, values, files)
         except RecordRejected as exc:
             out.append((None, str(exc)))
             continue
-        info += (tuple(label.counted(record) for label in labels),)  # what label_counts count
+        info += (tuple(label.counted(record) for label in labels), hashes)  # counts: see counted
         out.append((example.encode_example_chunks(record, kinds), info))
     return out
 
@@ -194,6 +200,7 @@ class ShardSink:
         self.sizes, self.channels, self.formats = set(), set(), Counter()
         self.labels = [Counter() for _ in range(label_fields)]  # label id -> records, per field
         self.max_size = [0, 0]
+        self.hashes = []  # (position, sha256, perceptual hash, format, height, width, channels)
 
     def add(self, position, record, info):
         """Add one prepared row: its record and info, or None and the rejection reason."""
@@ -201,7 +208,9 @@ class ShardSink:
             self.rejected.append((position, info))
             return
         self._batch.append(record)
-        fmt, height, width, channels, label_ids = info
+        fmt, height, width, channels, label_ids, hashes = info
+        if hashes is not None:
+            self.hashes.append((position, *hashes, fmt, height, width, channels))
         for counts, ids in zip(self.labels, label_ids):  # an id, ids, or id -> amount
             counts.update(ids if isinstance(ids, (tuple, list, dict)) else (ids,))
         if fmt is None:  # a record without an image
@@ -247,7 +256,8 @@ class ShardSink:
         receipt = Receipt(
             shard, tuple(self.rejected), tuple(sorted(self.sizes)), tuple(self.max_size),
             tuple(sorted(self.channels)), dict(self.formats),
-            tuple({str(k): v for k, v in sorted(counts.items())} for counts in self.labels))
+            tuple({str(k): v for k, v in sorted(counts.items())} for counts in self.labels),
+            hashes=tuple(self.hashes))
         state.write_atomic(receipt_name(self.name), json.dumps(receipt.to_json()))
         return receipt
 

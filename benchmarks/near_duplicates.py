@@ -1,0 +1,180 @@
+"""Near-duplicates across splits: what hashing costs a conversion, how the search scales, and
+what it finds on the 3,000-image set.
+
+Three parts (all by default):
+
+- ``convert``: the 3,000 set converted with ``leakage="warn"`` (every image hashed) and with
+  ``leakage="ignore"``, for ``check="decode"`` and ``check="header"``; interleaved rounds,
+  wall seconds, medians and the per-round ratio.
+- ``search``: ``phash.near_pairs`` over 100,000 and 1,000,000 images (random hashes, six per
+  image as the writer keeps them: the whole image and five crops; splits 80/10/10), wall
+  and CPU seconds.
+- ``quality``: the 3,000 distinct images hashed as a conversion hashes them: the pairs found
+  among them (none should be), and for every 10th image, made into a copy each way (50%
+  resize, JPEG q50, PNG, 5% crop at a corner, 2.5% crop all round, +10% brightness), whether
+  the copy is found and at what distance.
+
+Usage:
+    python benchmarks/near_duplicates.py                   # every part
+    python benchmarks/near_duplicates.py --part search --sizes 100000 1000000
+    python benchmarks/near_duplicates.py --part convert --cpu --repeats 5
+"""
+
+import argparse
+import io
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from PIL import Image, ImageEnhance
+
+import dataset
+
+sys.path.insert(0, str(dataset.REPO_ROOT))
+
+from tfrecorder_lite.images import phash  # noqa: E402
+
+
+def convert(args):
+    import tfrecorder_lite
+
+    csv = dataset.generate_dataset(args.images, Path(args.workdir))
+    df = pd.read_csv(csv)
+    dataset.warm_page_cache(df)
+    out = Path(args.workdir) / "near_duplicates_out"
+    rows = [(check, leakage) for check in ("decode", "header") for leakage in ("ignore", "warn")]
+    times = {row: [] for row in rows}
+    clock = time.process_time if args.cpu else time.perf_counter
+    options = {"n_jobs": 1} if args.cpu else {}
+    tfrecorder_lite.to_tfrecord(df, out, progress=False, overwrite=True)  # warm the workers
+    for round_ in range(args.repeats):
+        for check, leakage in rows[round_ % len(rows):] + rows[:round_ % len(rows)]:
+            shutil.rmtree(out, ignore_errors=True)
+            os.sync()
+            start = clock()
+            tfrecorder_lite.to_tfrecord(df, out, check=check, leakage=leakage, progress=False,
+                                        **options)
+            times[(check, leakage)].append(clock() - start)
+    shutil.rmtree(out, ignore_errors=True)
+    what = "CPU seconds of one process (n_jobs=1)" if args.cpu else "wall seconds"
+    print(f"\n## Conversion of the {len(df)}-image set, {args.repeats} rounds, {what} "
+          f"(load average {os.getloadavg()[0]:.1f})\n")
+    print("| check | leakage | median s | min-max s | images/s |")
+    print("|---|---|---|---|---|")
+    for check, leakage in rows:
+        t = times[(check, leakage)]
+        print(f"| {check} | {leakage} | {statistics.median(t):.2f} | {min(t):.2f}-{max(t):.2f} "
+              f"| {len(df) / statistics.median(t):.0f} |")
+    for check in ("decode", "header"):
+        plain, hashed = times[(check, "ignore")], times[(check, "warn")]
+        per_round = statistics.median(a / b for a, b in zip(plain, hashed))
+        print(f"\ncheck={check}: speed with hashing / without = "
+              f"{statistics.median(plain) / statistics.median(hashed):.2f}x (medians), "
+              f"{per_round:.2f}x (per round)")
+
+
+def search(args):
+    print("\n## near_pairs: images with 6 hashes each (whole + 5 crops), splits 80/10/10, "
+          f"max distance {phash.MAX_DISTANCE}\n")
+    print("| images | hashes | bands (whole images' index) | wall s | CPU s | pairs |")
+    print("|---|---|---|---|---|---|")
+    for n in args.sizes:
+        rng = np.random.default_rng(n)
+        hashes = rng.integers(0, 2 ** 63, (n, 1 + len(phash.CROPS)), dtype=np.uint64)
+        groups = rng.choice(3, n, p=[0.8, 0.1, 0.1])
+        queries = int((groups != 0).sum()) * hashes.shape[1]  # the larger of the 2 searches
+        widths, radius = phash._bands(n, queries, phash.MAX_DISTANCE)
+        wall, cpu = time.perf_counter(), time.process_time()
+        first, _, _ = phash.near_pairs(hashes, groups)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        print(f"| {n:,} | {hashes.size:,} | {len(widths)} of {max(widths)} bits, radius "
+              f"{radius} | {wall:.2f} | {cpu:.2f} | {len(first)} |")
+
+
+def _encode(image, fmt="JPEG", **options):
+    out = io.BytesIO()
+    image.save(out, fmt, **options)
+    return out.getvalue()
+
+
+def _crop(image, left, top, right, bottom):
+    w, h = image.size
+    return image.crop((round(w * left), round(h * top), w - round(w * right),
+                       h - round(h * bottom)))
+
+
+COPIES = {
+    "resized to 50%": lambda im: _encode(im.resize((im.width // 2, im.height // 2),
+                                                   Image.LANCZOS), quality=90),
+    "JPEG quality 50": lambda im: _encode(im, quality=50),
+    "PNG": lambda im: _encode(im, "PNG"),
+    "5% crop at a corner": lambda im: _encode(_crop(im, 0.05, 0.05, 0, 0), quality=90),
+    "2.5% crop all round": lambda im: _encode(_crop(im, 0.025, 0.025, 0.025, 0.025),
+                                              quality=90),
+    "+10% brightness": lambda im: _encode(ImageEnhance.Brightness(im).enhance(1.1),
+                                          quality=90),
+}
+
+
+def _hashes(data):
+    """The hashes a conversion with check="decode" takes of a file."""
+    from tfrecorder_lite.images.normalize import ImageOptions, prepare_image
+
+    return prepare_image(data, ImageOptions(phash=True)).phash
+
+
+def quality(args):
+    csv = dataset.generate_dataset(args.images, Path(args.workdir))
+    df = pd.read_csv(csv)
+    hashes = []
+    for path in df.image_uri:
+        with open(path, "rb") as f:
+            hashes.append(_hashes(f.read()))
+    hashes = np.array(hashes, dtype=np.uint64)
+    groups = pd.factorize(df.split)[0]
+    first, second, distance = phash.near_pairs(hashes, groups)
+    everyone = phash.near_pairs(hashes, np.arange(len(df)))  # any two images, split or not
+    print(f"\n## The {len(df)} distinct images: {len(first)} pair(s) across splits reported; "
+          f"any two images: {len(everyone[0])} pair(s) within {phash.MAX_DISTANCE} bits"
+          + (f" (distances {sorted(everyone[2].tolist())})" if len(everyone[0]) else ""))
+    lowest = phash.near_pairs(hashes, np.arange(len(df)), 16)[2]
+    print(f"closest two distinct images: {lowest.min() if len(lowest) else '> 16'} bits\n")
+    print("| copy in another split | found | largest distance | distances |")
+    print("|---|---|---|---|")
+    sample = range(0, len(df), 10)
+    for how, make in COPIES.items():
+        found, distances = 0, []
+        for i in sample:
+            copy = _hashes(make(Image.open(df.image_uri[i]).convert("RGB")))
+            pair = phash.near_pairs(np.array([hashes[i], copy], dtype=np.uint64), [0, 1], 63)
+            distances.append(int(pair[2][0]))
+            found += distances[-1] <= phash.MAX_DISTANCE
+        counts = pd.Series(distances).value_counts().sort_index()
+        print(f"| {how} | {found}/{len(sample)} | {max(distances)} | "
+              f"{', '.join(f'{d}: {n}' for d, n in counts.items())} |")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--part", choices=["convert", "search", "quality", "all"],
+                        default="all")
+    parser.add_argument("--images", type=int, default=3000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--workdir", default=dataset.DEFAULT_WORKDIR)
+    parser.add_argument("--cpu", action="store_true",
+                        help="convert: time the CPU of one process (n_jobs=1) instead of the "
+                             "wall time of the default parallelism (steadier on a busy machine)")
+    args = parser.parse_args(argv)
+    for part, run in (("quality", quality), ("search", search), ("convert", convert)):
+        if args.part in (part, "all"):
+            run(args)
+
+
+if __name__ == "__main__":
+    main()

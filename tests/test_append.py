@@ -1,0 +1,239 @@
+"""to_tfrecord(append=True): a new generation beside the earlier ones, and readers that know
+generations."""
+
+import json
+import os
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+
+import tfrecorder_lite
+from tfrecorder_lite.output import layout
+from tfrecorder_lite.output.manifest import read_manifest, split_shards
+
+from imagegen import rich_photo
+from processes import TESTS, kill_when
+
+
+def _table(root, n=16, labels=("cat", "dog", "bird")):
+    root.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for i in range(n):
+        path = root / f"img{i}.jpg"
+        rich_photo(200 + 8 * i, 240, seed=100 + i).save(path, quality=90)
+        rows.append(("TRAIN" if i % 4 else "TEST", str(path), labels[i % len(labels)]))
+    return pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+
+
+def _files(folder):
+    return {name: (folder / name).read_bytes() for name in os.listdir(folder)}
+
+
+def _records(out, generation=None):
+    """(split, image bytes, label text) of every record load() gives."""
+    found = []
+    for split, dataset in tfrecorder_lite.load(out, as_supervised=False,
+                                               generation=generation).items():
+        for example in dataset:
+            found.append((split, example["image/encoded"].numpy(),
+                          example["image/class/text"].numpy().decode()))
+    return sorted(found)
+
+
+def test_an_append_holds_both_tables_once_and_changes_no_earlier_file(tmp_path):
+    df = _table(tmp_path / "images")
+    a, b = df.iloc[:10], df.iloc[6:].assign(label=lambda d: d.label.where(d.index < 12,
+                                                                          "fish"))
+    out = tmp_path / "out"
+    first = a.tfrecord.to_tfrecord(out, progress=False, num_shards=1)
+    before = _files(out)
+    result = b.tfrecord.to_tfrecord(out, progress=False, num_shards=1, append=True)
+    assert result.skipped == 4 and result.rejected.empty
+    assert result.counts == {"TRAIN": 5, "TEST": 1}
+    after = _files(out)
+    changed = {name for name in before if after[name] != before[name]}
+    # labels.txt grew by "fish", and so did tfds' names of the labels and its features.json
+    assert changed == {layout.METADATA, layout.LABELS, layout.TFDS_LABEL_NAMES,
+                       layout.TFDS_FEATURES}
+    assert after[layout.LABELS] == before[layout.LABELS] + b"fish\n"  # earlier ids kept
+    assert {n for n in after if n not in before} == {
+        "train-g0001-00000-of-00001.tfrecord", "train-g0001-00000-of-00001.tfindex",
+        "test-g0001-00000-of-00001.tfrecord", "test-g0001-00000-of-00001.tfindex",
+        layout.hashes_name(1)}
+    assert tfrecorder_lite.verify(out).startswith("OK")
+    # every image once: the output is A and B
+    union = _records(out)
+    assert len(union) == len(df) == len({image for _, image, _ in union})
+    metadata = json.loads((out / layout.METADATA).read_text())
+    assert [g["generation"] for g in metadata["generations"]] == [0, 1]
+    assert metadata["generations"][1]["skipped"] == 4
+    assert metadata["splits"]["TRAIN"]["num_examples"] == 12
+    shards = metadata["splits"]["TRAIN"]["shards"]
+    assert [s.get("generation", 0) for s in shards] == [0, 1]  # earlier generations first
+    manifest, _ = read_manifest(out)
+    assert [s.name for s in split_shards(manifest, "TRAIN", 0)] == \
+        [s["name"] for s in first.metadata["splits"]["TRAIN"]["shards"]]
+    summary = str(tfrecorder_lite.read_metadata(out))
+    assert "2 generations: 0: TRAIN 7, TEST 3; 1: TRAIN 5, TEST 1 (4 already there)" in summary
+    assert "TRAIN: 12 examples in 2 shard(s)" in summary
+
+
+def test_load_of_generation_0_gives_the_first_table_exactly(tmp_path):
+    df = _table(tmp_path / "images", n=12)
+    a, b = df.iloc[:8], df.iloc[8:]
+    out = tmp_path / "out"
+    a.tfrecord.to_tfrecord(out, progress=False)
+    alone = _records(out)
+    b.tfrecord.to_tfrecord(out, progress=False, append=True)
+    assert _records(out, generation=0) == alone
+    assert len(_records(out, generation=1)) == 12
+    with pytest.raises(tfrecorder_lite.ManifestError, match="generation must be 0 to 1"):
+        tfrecorder_lite.load(out, "TRAIN", generation=2)
+
+
+def test_a_changed_label_or_split_is_rejected_naming_both(tmp_path):
+    df = _table(tmp_path / "images", n=6)
+    out = tmp_path / "out"
+    df.tfrecord.to_tfrecord(out, progress=False)
+    changed = df.iloc[[1, 2]].copy()
+    changed.loc[1, "label"] = "horse"       # TRAIN row 1 was "dog"
+    changed.loc[2, "split"] = "TEST"        # row 2 was in TRAIN
+    with pytest.raises(tfrecorder_lite.InvalidRowError, match="label changed from 'dog' to "
+                                                              "'horse'"):
+        changed.tfrecord.to_tfrecord(out, progress=False, append=True)
+    result = changed.tfrecord.to_tfrecord(out, progress=False, append=True, on_error="skip")
+    reasons = result.rejected.reason.to_dict()
+    assert reasons[1].startswith("label changed from 'dog' to 'horse': the same image as "
+                                 f"row '1' ({df.image_uri[1]}) of generation 0")
+    assert reasons[2].startswith("already in TRAIN: the same image as row '2'")
+    assert tfrecorder_lite.verify(out).startswith("OK")
+
+
+def test_an_append_with_nothing_new_changes_no_file(tmp_path):
+    df = _table(tmp_path / "images", n=8)
+    out = tmp_path / "out"
+    df.tfrecord.to_tfrecord(out, progress=False)
+    before = _files(out)
+    result = df.iloc[2:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    assert result.skipped == 6 and result.counts == {}
+    assert _files(out) == before
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"compression": "GZIP"}, "compression must be the output's"),
+    ({"image_size": 32}, "the output's records were written with size None"),
+    ({"check": "header"}, "check 'decode' \\(asked: 'header'\\)"),
+    ({"overwrite": True}, "choose one"),
+])
+def test_options_that_change_records_must_be_the_outputs(tmp_path, options, message):
+    df = _table(tmp_path / "images", n=6)
+    out = tmp_path / "out"
+    df.iloc[:3].tfrecord.to_tfrecord(out, progress=False)
+    before = _files(out)
+    with pytest.raises(tfrecorder_lite.SchemaError, match=message):
+        df.iloc[3:].tfrecord.to_tfrecord(out, progress=False, append=True, **options)
+    assert _files(out) == before
+
+
+def test_append_needs_a_finished_output_with_hashes(tmp_path):
+    df = _table(tmp_path / "images", n=4)
+    with pytest.raises(tfrecorder_lite.ManifestError, match="not found"):
+        df.tfrecord.to_tfrecord(tmp_path / "none", progress=False, append=True)
+    df.iloc[:2].tfrecord.to_tfrecord(tmp_path / "plain", progress=False, leakage="ignore")
+    with pytest.raises(tfrecorder_lite.SchemaError, match="keeps no hashes of its images"):
+        df.iloc[2:].tfrecord.to_tfrecord(tmp_path / "plain", progress=False, append=True)
+
+
+def test_a_near_duplicate_of_an_earlier_generation_is_found(tmp_path):
+    from PIL import Image
+
+    df = _table(tmp_path / "images", n=6)
+    out = tmp_path / "out"
+    df.tfrecord.to_tfrecord(out, progress=False)
+    copy = tmp_path / "images" / "copy.png"
+    Image.open(df.image_uri[0]).save(copy)  # row 0 is in TEST
+    new = pd.DataFrame([("TRAIN", str(copy), "cat")], columns=df.columns)
+    result = new.tfrecord.to_tfrecord(out, progress=False, append=True)
+    assert result.problems.problem[0].startswith(
+        f"near-duplicate across splits: looks like row '0' ({df.image_uri[0]}, TEST, "
+        "generation 0)")
+    pairs = pd.read_csv(out / layout.near_duplicates_name(1))
+    assert pairs.other_row.tolist() == [0]
+
+
+# A real append that stops for good before committing the shard that follows its first
+# argv[4] shard commits, once it has written the file argv[3] (then it is killed).
+APPEND_SCRIPT = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[5])
+    import pandas as pd
+    from processes import stop_before_shard_commit
+    import tfrecorder_lite
+    stop_before_shard_commit(sys.argv[3], after=int(sys.argv[4]))
+    tfrecorder_lite.to_tfrecord(pd.read_csv(sys.argv[1]), sys.argv[2], append=True,
+                                num_shards=3, n_jobs=1, progress=False)
+""")
+
+
+def test_a_killed_append_leaves_the_output_readable_and_a_rerun_finishes_it(tmp_path):
+    df = _table(tmp_path / "images", n=20)
+    a, b = df.iloc[:8], df.iloc[8:]
+    b.to_csv(tmp_path / "b.csv", index=False)
+    script = tmp_path / "append.py"
+    script.write_text(APPEND_SCRIPT)
+    out, reference = tmp_path / "out", tmp_path / "reference"
+    for folder in (out, reference):
+        a.tfrecord.to_tfrecord(folder, progress=False, num_shards=3)
+    before = _files(out)
+    killed = kill_when([sys.executable, str(script), str(tmp_path / "b.csv"), str(out),
+                        str(tmp_path / "gate"), "1", TESTS],
+                       lambda: os.path.exists(tmp_path / "gate"))
+    assert killed, "the append ended before it reached the gate"
+    # the earlier generation is untouched and still reads as it was
+    assert all((out / name).read_bytes() == data for name, data in before.items())
+    assert tfrecorder_lite.verify(out).startswith("OK")
+    assert any(n.startswith(("train-g0001", "test-g0001")) for n in os.listdir(out))
+    # the re-run finishes it: the same files, byte for byte, as an uninterrupted append
+    pd.read_csv(tmp_path / "b.csv").tfrecord.to_tfrecord(out, progress=False, append=True,
+                                                         num_shards=3, n_jobs=1)
+    pd.read_csv(tmp_path / "b.csv").tfrecord.to_tfrecord(reference, progress=False,
+                                                         append=True, num_shards=3, n_jobs=1)
+    assert _files(out) == _files(reference)
+    assert tfrecorder_lite.verify(out).startswith("OK")
+
+
+def test_an_append_to_an_output_on_s3(s3, tmp_path):
+    df = _table(tmp_path / "images", n=10)
+    out = s3.new_bucket() + "/out"
+    df.iloc[:6].tfrecord.to_tfrecord(out, progress=False)
+    first = {name: s3.fs.cat_file(f"{out}/{name}") for name in
+             (p.rsplit("/", 1)[1] for p in s3.fs.ls(out, detail=False))}
+    result = df.iloc[4:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    assert result.skipped == 2 and sum(result.counts.values()) == 4
+    for name, data in first.items():
+        if name not in (layout.METADATA,):
+            assert s3.fs.cat_file(f"{out}/{name}") == data, name
+    assert tfrecorder_lite.verify(out).startswith("OK")
+    manifest, _ = read_manifest(out)
+    assert sum(s.num_examples for split in manifest.splits
+               for s in split_shards(manifest, split, 0)) == 6
+    assert sum(e.num_examples for e in manifest.splits.values()) == 10
+
+
+def test_data_source_and_load_by_index_read_every_generation_or_the_one_asked(tmp_path):
+    df = _table(tmp_path / "images", n=12)
+    out = tmp_path / "out"
+    df.iloc[:8].tfrecord.to_tfrecord(out, progress=False)
+    df.iloc[8:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    whole = tfrecorder_lite.data_source(out, "TRAIN")
+    first = tfrecorder_lite.data_source(out, "TRAIN", generation=0)
+    assert len(whole) == 9 and len(first) == 6
+    # generation 0's records come first, in the same order, in both
+    assert [first[i]["image/encoded"] for i in range(6)] == \
+        [whole[i]["image/encoded"] for i in range(6)]
+    by_index = tfrecorder_lite.load(out, "TRAIN", as_supervised=False, shuffle="global", seed=1,
+                                   generation=0)
+    assert sorted(e["image/encoded"].numpy() for e in by_index) == \
+        sorted(first[i]["image/encoded"] for i in range(6))

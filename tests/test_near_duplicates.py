@@ -1,0 +1,236 @@
+"""Near-duplicate images across splits: the perceptual hash, its search, validate() and
+to_tfrecord(leakage=...)."""
+
+import hashlib
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image, ImageEnhance
+
+import tfrecorder_lite
+from tfrecorder_lite.images import phash
+from tfrecorder_lite.output import layout
+
+from imagegen import exif_bytes, rich_photo, sideways
+
+
+def _crop(image, left, top, right, bottom):
+    w, h = image.size
+    return image.crop((round(w * left), round(h * top), w - round(w * right),
+                       h - round(h * bottom)))
+
+
+# How a copy of a TEST photo may have been made before it landed in TRAIN: (file suffix,
+# Pillow format, save options, the copy's pixels from the original's).
+COPIES = {
+    "resized to 50%": ("jpg", "JPEG", {"quality": 90},
+                       lambda im: im.resize((im.width // 2, im.height // 2), Image.LANCZOS)),
+    "JPEG quality 50": ("jpg", "JPEG", {"quality": 50}, lambda im: im),
+    "saved as PNG": ("png", "PNG", {}, lambda im: im),
+    "cropped 5% at a corner": ("jpg", "JPEG", {"quality": 90},
+                               lambda im: _crop(im, 0.05, 0.05, 0, 0)),
+    "cropped 2.5% all round": ("jpg", "JPEG", {"quality": 90},
+                               lambda im: _crop(im, 0.025, 0.025, 0.025, 0.025)),
+    "10% brighter": ("jpg", "JPEG", {"quality": 90},
+                     lambda im: ImageEnhance.Brightness(im).enhance(1.1)),
+    "stored sideways with its EXIF rotation": ("jpg", "JPEG", {"quality": 90},
+                                               lambda im: im),  # see _leaky_table
+}
+
+
+def _leaky_table(root, distinct=12):
+    """Distinct photos in TRAIN and TEST, plus one TRAIN copy of a TEST photo per COPIES entry.
+
+    Returns:
+        ``(table, {copy's row: (original's row, how it was made)})``.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    rows, copies = [], {}
+    for i in range(distinct):
+        path = root / f"photo{i}.jpg"
+        rich_photo(300 + 20 * (i % 4), 400 - 20 * (i % 3), seed=i).save(path, quality=92)
+        rows.append(("TRAIN" if i % 2 else "TEST", str(path), "cat" if i % 3 else "dog"))
+    originals = [i for i in range(distinct) if rows[i][0] == "TEST"]
+    for n, (how, (suffix, fmt, options, make)) in enumerate(COPIES.items()):
+        original = originals[n % len(originals)]
+        image = make(Image.open(rows[original][1]).convert("RGB"))
+        path = root / f"copy{n}.{suffix}"
+        if how.startswith("stored sideways"):
+            sideways(image, 6).save(path, fmt, exif=exif_bytes(6), **options)
+        else:
+            image.save(path, fmt, **options)
+        copies[len(rows)] = (original, how)
+        rows.append(("TRAIN", str(path), rows[original][2]))
+    return pd.DataFrame(rows, columns=["split", "image_uri", "label"]), copies
+
+
+# ----------------------------------------------------------------------------- the hash
+
+@pytest.mark.parametrize("how", list(COPIES))
+def test_a_copy_hashes_near_its_original_and_far_from_other_photos(how):
+    suffix, fmt, options, make = COPIES[how]
+    original = rich_photo(320, 420, seed=3)
+    copy = make(original)
+    if how.startswith("stored sideways"):
+        copy = sideways(copy, 6)
+        options = dict(options, exif=exif_bytes(6))
+    encoded = io.BytesIO()
+    copy.save(encoded, fmt, **options)
+    hashes = np.array([phash.hash_encoded(_jpeg(original)), phash.hash_encoded(encoded.getvalue()),
+                       phash.hash_encoded(_jpeg(rich_photo(320, 420, seed=4)))], dtype=np.uint64)
+    first, second, distance = phash.near_pairs(hashes, [0, 1, 2])
+    assert list(zip(first, second)) == [(0, 1)]  # the copy, and never the other photo
+    assert distance[0] <= phash.MAX_DISTANCE
+
+
+def _jpeg(image, quality=92):
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=quality)
+    return out.getvalue()
+
+
+def test_distinct_photos_are_never_pairs():
+    hashes = [phash.hash_encoded(_jpeg(rich_photo(240 + i % 5 * 16, 320 - i % 3 * 16, seed=i)))
+              for i in range(150)]
+    first, _, _ = phash.near_pairs(hashes, [i % 3 for i in range(150)])
+    assert len(first) == 0
+
+
+def test_the_search_finds_exactly_the_pairs_that_comparing_all_pairs_finds():
+    rng = np.random.default_rng(5)
+    n = 1500
+    hashes = rng.integers(0, 2 ** 63, (n, 3), dtype=np.uint64)
+    groups = rng.choice(3, n, p=[0.7, 0.2, 0.1])
+    for i in range(150):  # planted near pairs at every distance up to 12, crops included
+        bits = rng.choice(63, i % 13, replace=False)
+        hashes[n - 1 - i, i % 3] = hashes[i, 0] ^ np.uint64(sum(1 << int(b) for b in bits))
+    for max_distance in (0, 3, 8, 12):
+        got = set(zip(*(a.tolist() for a in phash.near_pairs(hashes, groups, max_distance))))
+        whole = hashes[:, 0]
+        distances = np.minimum(
+            np.bitwise_count(whole[:, None, None] ^ hashes[None, :, :]).min(axis=2),
+            np.bitwise_count(hashes[:, None, :] ^ whole[None, :, None]).min(axis=2))
+        close = (distances <= max_distance) & (groups[:, None] != groups[None, :])
+        want = {(a, b, int(distances[a, b])) for a, b in zip(*np.nonzero(np.triu(close, 1)))}
+        assert got == want and len(want) >= 15 * (max_distance >= 8)
+
+
+def test_hashes_bad_input_is_refused_with_the_value():
+    with pytest.raises(ValueError, match="max_distance must be 0 to 63, not 64"):
+        phash.near_pairs([1, 2], [0, 1], 64)
+    with pytest.raises(ValueError, match="16 hex digits each, not 'xyz'"):
+        phash.from_hex("xyz")
+
+
+# ----------------------------------------------------------------------------- validate()
+
+@pytest.mark.parametrize("check", ["header", "decode"])
+def test_validate_reports_every_copy_with_both_rows_and_no_distinct_photo(tmp_path, check):
+    df, copies = _leaky_table(tmp_path / "images")
+    problems = df.tfrecord.validate(check=check)
+    near = problems[problems.problem.str.startswith("near-duplicate across splits")]
+    reported = dict(zip(near.row, near.problem))
+    assert set(reported) == set(copies), [copies[r][1] for r in set(copies) - set(reported)]
+    for row, (original, _) in copies.items():
+        assert f"looks like row {original} ({df.image_uri[original]}, TEST)" in reported[row]
+        assert " bits)" in reported[row]
+    assert df.tfrecord.validate(check=check, leakage="ignore").empty
+
+
+# ----------------------------------------------------------------------------- to_tfrecord()
+
+def test_to_tfrecord_warns_writes_every_row_and_lists_the_pairs_beside_the_manifest(tmp_path):
+    df, copies = _leaky_table(tmp_path / "images")
+    result = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    assert sum(result.counts.values()) == len(df) and result.rejected.empty
+    assert set(result.problems.row) == set(copies)
+    assert "problems=7" in repr(result)
+    pairs = pd.read_csv(tmp_path / "out" / layout.NEAR_DUPLICATES)
+    assert {(r, o) for r, o in zip(pairs.row, pairs.other_row)} == \
+        {(row, original) for row, (original, _) in copies.items()}
+    assert set(pairs.split) == {"TRAIN"} and set(pairs.other_split) == {"TEST"}
+    assert (pairs.distance <= phash.MAX_DISTANCE).all()
+    near = result.metadata["near_duplicates"]
+    assert near["pairs"] == len(copies) and near["file"] == layout.NEAR_DUPLICATES
+    assert near["hashes"] == [layout.hashes_name(0)]
+    # the hashes file: every written image once, with the sha256 of its file
+    hashes = pd.read_csv(tmp_path / "out" / layout.hashes_name(0))
+    assert sorted(hashes.row) == list(range(len(df)))
+    for row in hashes.itertuples():
+        with open(df.image_uri[row.row], "rb") as f:
+            assert row.sha256 == hashlib.sha256(f.read()).hexdigest()
+        assert len(row.phash) == 16 and len(row.crops) == 16 * len(phash.CROPS)
+    # a re-run of the finished output gives the same problems, from the folder
+    again = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    assert again.problems.equals(result.problems)
+    assert tfrecorder_lite.verify(tmp_path / "out").startswith("OK")
+
+
+def test_reject_rejects_the_later_row_of_each_pair_and_writes_the_rest_as_without_it(tmp_path):
+    df, copies = _leaky_table(tmp_path / "images")
+    result = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False, leakage="reject",
+                                     shuffle=False, num_shards=1)
+    assert set(result.rejected.index) == set(copies)
+    for row, (original, _) in copies.items():
+        assert result.rejected.reason[row].startswith(
+            f"near-duplicate across splits: looks like row {original} ")
+    rejected_csv = pd.read_csv(tmp_path / "out" / layout.REJECTED)
+    assert set(rejected_csv.row) == set(copies)
+    assert result.problems.empty and not (tmp_path / "out" / layout.NEAR_DUPLICATES).exists()
+    # the shards hold exactly what a conversion of the table without those rows holds
+    kept = df.drop(index=list(copies))
+    plain = kept.tfrecord.to_tfrecord(tmp_path / "plain", progress=False, leakage="ignore",
+                                      shuffle=False, num_shards=1)
+    for split, entry in result.metadata["splits"].items():
+        for mine, theirs in zip(entry["shards"], plain.metadata["splits"][split]["shards"]):
+            assert (tmp_path / "out" / mine["name"]).read_bytes() == \
+                (tmp_path / "plain" / theirs["name"]).read_bytes()
+            assert (tmp_path / "out" / mine["index"]["name"]).read_bytes() == \
+                (tmp_path / "plain" / theirs["index"]["name"]).read_bytes()
+    assert result.metadata["splits"] == plain.metadata["splits"]
+    assert result.metadata["image"] == plain.metadata["image"]
+    assert tfrecorder_lite.verify(tmp_path / "out").startswith("OK")
+    hashes = pd.read_csv(tmp_path / "out" / layout.hashes_name(0))
+    assert set(hashes.row) == set(kept.index)
+
+
+def test_ignore_neither_hashes_nor_reports_and_writes_the_same_shards(tmp_path):
+    df, copies = _leaky_table(tmp_path / "images")
+    ignored = df.tfrecord.to_tfrecord(tmp_path / "ignored", progress=False, leakage="ignore")
+    warned = df.tfrecord.to_tfrecord(tmp_path / "warned", progress=False)
+    assert ignored.problems.empty and "near_duplicates" not in ignored.metadata
+    assert not (tmp_path / "ignored" / layout.hashes_name(0)).exists()
+    for entry in ignored.metadata["splits"].values():
+        for shard in entry["shards"]:
+            assert (tmp_path / "ignored" / shard["name"]).read_bytes() == \
+                (tmp_path / "warned" / shard["name"]).read_bytes()
+    assert sum(ignored.counts.values()) == len(df)
+
+
+def test_header_check_and_resized_outputs_find_the_copies_too(tmp_path):
+    df, copies = _leaky_table(tmp_path / "images")
+    header = df.tfrecord.to_tfrecord(tmp_path / "header", progress=False, check="header")
+    resized = df.tfrecord.to_tfrecord(tmp_path / "resized", progress=False, image_size=64)
+    assert set(header.problems.row) == set(resized.problems.row) == set(copies)
+
+
+def test_leakage_is_checked_before_anything_is_written(tmp_path):
+    df, _ = _leaky_table(tmp_path / "images", distinct=2)
+    with pytest.raises(tfrecorder_lite.SchemaError,
+                       match=r"leakage must be one of \('warn', 'reject', 'ignore'\), not 'drop'"):
+        df.tfrecord.to_tfrecord(tmp_path / "out", progress=False, leakage="drop")
+    assert not (tmp_path / "out").exists()
+
+
+def test_overwrite_removes_the_hashes_and_pairs_files(tmp_path):
+    df, _ = _leaky_table(tmp_path / "images")
+    df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    assert (tmp_path / "out" / layout.NEAR_DUPLICATES).exists()
+    df.tfrecord.to_tfrecord(tmp_path / "out", progress=False, overwrite=True, leakage="ignore")
+    names = {p.name for p in (tmp_path / "out").iterdir()}
+    assert layout.NEAR_DUPLICATES not in names and layout.hashes_name(0) not in names
+    metadata = json.loads((tmp_path / "out" / "metadata.json").read_text())
+    assert "near_duplicates" not in metadata

@@ -1,0 +1,324 @@
+"""Perceptual hashes of images, and the pairs of near-identical ones across splits.
+
+A hash is 64 bits: the signs, against their median, of the 63 lowest-frequency DCT
+coefficients of the image's luminance shrunk to 32x32 (the DC term left out). The same photo
+resized, re-encoded (JPEG at another quality, PNG), brightened or darkened a little keeps
+nearly the same bits; two different photos differ in about half of them. The distance is the
+number of differing bits (Hamming).
+
+:func:`near_pairs` finds every pair of hashes within a distance without comparing all pairs:
+the 64 bits are cut into bands, each band indexed by its value, and a pair within distance
+``d`` of ``m`` bands has some band within ``ceil((d + 1) / m) - 1`` bits (pigeonhole), so
+each hash looks up only the values that close to its own bands (multi-index hashing).
+"""
+
+import functools
+import io
+import itertools
+import math
+import warnings
+
+import numpy as np
+from PIL import Image, ImageOps
+
+BITS = 64
+MAX_DISTANCE = 6  # at most this many differing bits is a near-duplicate (a distance is even)
+KIND = "near-duplicate across splits"  # the problem's name, as validate() reports it
+_SIDE = 32  # the image is shrunk to _SIDE x _SIDE before the DCT
+_LOW = 8  # coefficients kept: the _LOW x _LOW lowest frequencies, DC left out
+DRAFT_SIZE = (16, 16)  # a JPEG is decoded at the smallest scale at least this large
+_WORK = 64  # a larger decoded image is first reduced to _WORK to 2 * _WORK pixels a side
+# The crops hashed beside the whole image, as fractions cut off (left, top, right, bottom):
+# 5% off two sides at each corner, and 2.5% off every side.
+CROPS = ((0.05, 0.05, 0, 0), (0, 0, 0.05, 0.05), (0.05, 0, 0, 0.05), (0, 0.05, 0.05, 0),
+         (0.025, 0.025, 0.025, 0.025))
+_FRACTIONS = ((0, 0, 0, 0), *CROPS)  # the whole image, then the crops
+
+
+def _dct_rows(n, rows):
+    """The first ``rows`` rows of the orthonormal DCT-II matrix of size ``n``."""
+    k = np.arange(rows)[:, None]
+    i = np.arange(n)[None, :]
+    matrix = np.cos(np.pi * (2 * i + 1) * k / (2 * n)) * math.sqrt(2 / n)
+    matrix[0] /= math.sqrt(2)
+    return matrix
+
+
+_DCT = _dct_rows(_SIDE, _LOW)
+
+
+def _upright_rgb_or_gray(image):
+    """``image`` as L or RGB (transparent pixels as white, as a viewer shows them)."""
+    if image.mode in ("L", "RGB"):
+        return image
+    if "A" in image.mode or "transparency" in image.info:
+        image = image.convert("RGBA")
+        background = Image.new("RGB", image.size, (255, 255, 255))
+        background.paste(image, mask=image.getchannel("A"))
+        return background
+    return image.convert("RGB")
+
+
+def perceptual_hashes(image):
+    """The perceptual hashes of a Pillow image (as displayed: rotate it upright first): of
+    the whole image, then of its crops in ``CROPS``.
+
+    A copy cropped by a few percent is far from the whole image's hash but near one of its
+    crops' (:func:`near_pairs` compares whole images with whole images and crops).
+
+    Args:
+        image: a loaded Pillow image of any mode and size.
+
+    Returns:
+        A tuple of ``1 + len(CROPS)`` ints in ``[0, 2**63)``.
+    """
+    gray = _upright_rgb_or_gray(image)
+    gray = gray if gray.mode == "L" else gray.convert("L")
+    factor = max(1, min(gray.size) // _WORK)
+    if factor > 1:  # a large decode: a box filter down to _WORK to 2 * _WORK pixels a side
+        gray = gray.reduce(factor)
+    width, height = gray.size
+    pixels = np.asarray(gray, dtype=np.float64)
+    # each crop shrunk to _SIDE x _SIDE by area and its low DCT terms, as two products
+    low = (_rows(height) @ pixels @ _columns(width)).reshape(len(_FRACTIONS), -1)[:, 1:]
+    median = np.partition(low, 31, axis=1)[:, 31:32]  # the 32nd of 63 AC terms
+    bits = np.zeros((len(_FRACTIONS), BITS), dtype=bool)
+    bits[:, 1:] = low > median  # the top bit stays 0
+    return tuple(int.from_bytes(row, "big") for row in np.packbits(bits, axis=1))
+
+
+def _area_weights(start, stop, size):
+    """The ``(_SIDE, size)`` matrix that shrinks pixels ``[start, stop)`` (fractions of the
+    line) of a ``size``-pixel line to _SIDE pixels, each the mean of the pixels it covers."""
+    edges = np.linspace(start * size, stop * size, _SIDE + 1)
+    pixels = np.arange(size)
+    covered = np.clip(np.minimum(edges[1:, None], pixels + 1) -
+                      np.maximum(edges[:-1, None], pixels), 0, None)
+    return covered / covered.sum(axis=1, keepdims=True)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rows(height):
+    """Per crop, its rows' shrink folded into the DCT: ``(crops, _LOW, height)``."""
+    return np.stack([_DCT @ _area_weights(top, 1 - bottom, height)
+                     for _, top, _, bottom in _FRACTIONS])
+
+
+@functools.lru_cache(maxsize=1024)
+def _columns(width):
+    """Per crop, its columns' shrink folded into the DCT: ``(crops, width, _LOW)``."""
+    return np.stack([(_DCT @ _area_weights(left, 1 - right, width)).T
+                     for left, _, right, _ in _FRACTIONS])
+
+
+def perceptual_hash(image):
+    """The perceptual hash of the whole of a Pillow image (see :func:`perceptual_hashes`)."""
+    return perceptual_hashes(image)[0]
+
+
+def hash_encoded(data):
+    """The perceptual hashes of encoded image bytes, decoding as little as the format allows.
+
+    A JPEG is decoded at a reduced scale (libjpeg's 1/2 to 1/8, still at least 32 pixels a
+    side); other formats are decoded whole. The EXIF orientation is applied.
+
+    Returns:
+        The hashes (:func:`perceptual_hashes`), or None when the bytes do not decode.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            image = Image.open(io.BytesIO(data))
+            if image.format in ("JPEG", "MPO"):
+                image.draft("L", DRAFT_SIZE)  # the hash needs only the luminance
+            image.load()
+            image = ImageOps.exif_transpose(image)
+            return perceptual_hashes(image)
+    except Exception:  # an image that does not decode has no hash; its check says why
+        return None
+
+
+def to_hex(values):
+    """Hashes as text: 16 hex digits each, side by side."""
+    return "".join(f"{value:016x}" for value in values)
+
+
+def from_hex(text):
+    """Hashes from their text (ValueError when it is not 16 hex digits a hash)."""
+    if not isinstance(text, str) or not text or len(text) % 16:
+        raise ValueError(f"perceptual hashes are 16 hex digits each, not {text!r}")
+    return tuple(int(text[i:i + 16], 16) for i in range(0, len(text), 16))
+
+
+def distance(a, b):
+    """The number of bits two hashes differ in."""
+    return (a ^ b).bit_count()
+
+
+def _popcount(values):
+    """Set bits of each uint64."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(values)
+    count = np.zeros(values.shape, dtype=np.uint8)
+    for shift in range(0, BITS, 16):
+        count += _POPCOUNT16[((values >> np.uint64(shift)) & np.uint64(0xFFFF)).astype(np.int64)]
+    return count
+
+
+_POPCOUNT16 = np.array([bin(i).count("1") for i in range(1 << 16)], dtype=np.uint8)
+
+
+def _bands(count, queries, max_distance):
+    """``(band widths, radius)``: the cheapest band layout for ``queries`` lookups among
+    ``count`` hashes (each band looked up within ``radius`` bits; at most 24 bits a band)."""
+    best = None
+    for bands in range(2, 10):
+        width = -(-BITS // bands)
+        if width > 24:
+            continue
+        radius = -(-(max_distance + 1) // bands) - 1
+        probes = sum(math.comb(width, i) for i in range(radius + 1))
+        cost = bands * (queries * probes * (1 + count / 2 ** width) + 2 ** width)
+        if best is None or cost < best[0]:
+            widths = [BITS // bands + (1 if i < BITS % bands else 0) for i in range(bands)]
+            best = (cost, widths, radius)
+    return best[1], best[2]
+
+
+def _flips(width, radius):
+    """Every value of ``width`` bits with at most ``radius`` bits set."""
+    masks = [0]
+    for r in range(1, radius + 1):
+        masks += [sum(1 << b for b in bits) for bits in itertools.combinations(range(width), r)]
+    return np.array(masks, dtype=np.int64)
+
+
+def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 20):
+    """Every pair of images within ``max_distance`` bits whose groups differ.
+
+    Two images are that close when the hash of one whole image is within ``max_distance``
+    of the other's whole image or of one of its crops. Every pair across groups has an image
+    outside the largest group, so only those look others up: their hashes (whole and crops)
+    among the whole images' hashes, and their whole images' among the crops of the largest
+    group. A table that is mostly TRAIN costs little more than its other splits.
+
+    Args:
+        hashes: uint64 array-like, one hash per image, or one row per image: its whole
+            image's hash, then its crops' (as :func:`perceptual_hashes` gives them).
+        groups: int array-like, one group per image (e.g. the split): pairs within one group
+            are left out.
+        max_distance: the largest distance of a pair, 0 to 63.
+        chunk: lookups made at once (bounds memory).
+
+    Returns:
+        ``(first, second, distance)``: int64 arrays of the pairs' image indexes (first <
+        second) and their smallest distance, sorted by ``(second, first)``.
+    """
+    hashes = np.asarray(hashes, dtype=np.uint64)
+    hashes = hashes[:, None] if hashes.ndim == 1 else hashes
+    groups = np.asarray(groups, dtype=np.int64)
+    if not 0 <= max_distance < BITS:
+        raise ValueError(f"max_distance must be 0 to {BITS - 1}, not {max_distance!r}")
+    empty = np.zeros(0, dtype=np.int64)
+    names, sizes = np.unique(groups, return_counts=True)
+    if len(names) < 2:
+        return empty, empty, empty
+    images, per_image = hashes.shape
+    askers = np.flatnonzero(groups != names[np.argmax(sizes)])
+    largest = np.flatnonzero(groups == names[np.argmax(sizes)])
+    searches = [  # (index: image of each hash, its hashes; queries: likewise)
+        (np.arange(images), hashes[:, 0], np.repeat(askers, per_image), hashes[askers].ravel()),
+        (np.repeat(largest, per_image - 1), hashes[largest, 1:].ravel(), askers,
+         hashes[askers, 0])]
+    found = [_search(groups, *search, max_distance, chunk) for search in searches
+             if len(search[1]) and len(search[3])]
+    if not found:
+        return empty, empty, empty
+    first = np.concatenate([f[0] for f in found])
+    second = np.concatenate([f[1] for f in found])
+    distance = np.concatenate([f[2] for f in found])
+    first, second = np.minimum(first, second), np.maximum(first, second)
+    order = np.lexsort((distance, first, second))  # by pair, its smallest distance first
+    first, second, distance = first[order], second[order], distance[order]
+    keep = np.ones(len(first), dtype=bool)
+    keep[1:] = (first[1:] != first[:-1]) | (second[1:] != second[:-1])
+    return first[keep], second[keep], distance[keep]
+
+
+def _search(groups, index_images, index, query_images, queries, max_distance, chunk):
+    """``(query image, index image, distance)`` of every query hash within ``max_distance``
+    of an index hash of an image in another group (multi-index hashing over bands)."""
+    widths, radius = _bands(len(index), len(queries), max_distance)
+    found, shift = [], BITS
+    for width in widths:
+        shift -= width
+        found.append(_band_pairs(index, queries, shift, width, radius, max_distance, chunk,
+                                 groups[index_images], groups[query_images]))
+    asking = np.concatenate([f[0] for f in found])
+    other = np.concatenate([f[1] for f in found])
+    distance = _popcount(queries[asking] ^ index[other]).astype(np.int64)
+    return query_images[asking], index_images[other], distance
+
+
+def _band_pairs(index, queries, shift, width, radius, max_distance, chunk, index_groups,
+                query_groups):
+    """``(query, index hash)`` positions of the close pairs across groups found through one
+    band."""
+    mask = np.uint64((1 << width) - 1)
+    keys = ((index >> np.uint64(shift)) & mask).astype(np.int64)
+    query_keys = ((queries >> np.uint64(shift)) & mask).astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    in_order = index[order]  # a bucket's hashes side by side
+    counts = np.bincount(keys, minlength=1 << width).astype(np.int32)  # half the memory
+    starts = (np.cumsum(counts, dtype=np.int64) - counts).astype(np.int32)
+    flips = _flips(width, radius)
+    step = max(1, chunk // len(flips))
+    out_query, out_index = [], []
+    for begin in range(0, len(queries), step):
+        asking = np.arange(begin, min(len(queries), begin + step))
+        probes = (query_keys[asking][:, None] ^ flips[None, :]).ravel()
+        found = counts[probes]
+        total = int(found.sum(dtype=np.int64))
+        if not total:
+            continue
+        # position in ``order`` of every hash found: its bucket's start plus its rank there
+        skip = starts[probes] - (np.cumsum(found, dtype=np.int64) - found)
+        positions = np.arange(total) + np.repeat(skip, found)
+        per_query = found.reshape(len(asking), len(flips)).sum(axis=1)
+        mine = np.repeat(queries[asking], per_query)
+        close = np.flatnonzero(_popcount(in_order[positions] ^ mine) <= max_distance)
+        other = order[positions[close]]
+        asking = np.repeat(asking, per_query)[close]
+        keep = index_groups[other] != query_groups[asking]
+        out_query.append(asking[keep])
+        out_index.append(other[keep])
+    if not out_query:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(out_query), np.concatenate(out_index)
+
+
+def near_duplicates(entries, max_distance=MAX_DISTANCE):
+    """The pairs of near-identical images in different splits.
+
+    Args:
+        entries: ``(key, split, perceptual hashes (a tuple of ints, as
+            :func:`perceptual_hashes` gives them) or None)`` per image, in table order (the
+            order that decides which row of a pair is the later one).
+        max_distance: the largest distance (differing bits) of a pair.
+
+    Returns:
+        ``(later key, earlier key, distance)`` per pair, in order of the later key's entry.
+    """
+    entries = [e for e in entries if e[2] is not None]
+    if not entries:
+        return []
+    splits = {split: i for i, split in enumerate(dict.fromkeys(e[1] for e in entries))}
+    first, second, distance = near_pairs([e[2] for e in entries],
+                                         [splits[e[1]] for e in entries], max_distance)
+    return [(entries[b][0], entries[a][0], int(d))
+            for a, b, d in zip(first.tolist(), second.tolist(), distance.tolist())]
+
+
+def describe(other, distance):
+    """The problem text of a row that looks like ``other`` (its description)."""
+    return f"{KIND}: looks like {other} (distance {distance} of {BITS} bits)"

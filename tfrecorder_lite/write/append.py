@@ -1,0 +1,112 @@
+"""Appending a generation to a finished output: what is already there, and the merged manifest.
+
+An append writes only new files (its shards, named for its generation, their index files, its
+hashes and rejected rows' files), then rewrites ``labels.txt`` (new labels get the next ids)
+and ``metadata.json`` last. Rows whose image (by the sha256 of its file) is already in the
+output with the same label and split are skipped; with another label or split they are
+rejected naming both. Both are known from the earlier generations' hashes files, never by
+reading their images again.
+"""
+
+import io
+from collections import Counter
+from dataclasses import replace
+
+import pandas as pd
+
+from ..output.layout import hashes_name
+from ..output.manifest import ImageSummary, SplitEntry
+from ..table.splits import SPLITS
+
+SKIPPED = "already in the output"  # the reason of a skipped row (never written to a file)
+
+
+def written_before(store, manifest):
+    """Every image the output holds, from its hashes files: a DataFrame (generation, row,
+    split, image_uri, sha256, label, phash, crops), oldest first."""
+    frames = []
+    for name in (manifest.near_duplicates or {}).get("hashes", ()):
+        frame = pd.read_csv(io.BytesIO(store.read_bytes(name)), dtype=str,
+                            keep_default_na=False)
+        frames.append(frame.assign(generation=int(name[len("hashes-g"):-len(".csv")])))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def decide(records, before):
+    """What becomes of each new record whose file is already in the output.
+
+    Args:
+        records: ``(position, split, sha256, label text)`` of the new records.
+        before: :func:`written_before`'s frame.
+
+    Returns:
+        ``{position: reason}``: :data:`SKIPPED` for the same image, label and split; else the
+        reason it is rejected (``already in TEST``, ``label changed from 'cat' to 'dog'``).
+    """
+    known = {}
+    for row in before.itertuples(index=False):
+        known.setdefault(row.sha256, row)
+    out = {}
+    for position, split, digest, label in records:
+        old = known.get(digest)
+        if old is None:
+            continue
+        where = f"row {old.row!r} ({old.image_uri}) of generation {old.generation}"
+        if old.split != split:
+            out[position] = f"already in {old.split}: the same image as {where}"
+        elif old.label != label:
+            out[position] = (f"label changed from {old.label!r} to {label!r}: the same image "
+                             f"as {where}; relabelling is not an append")
+        else:
+            out[position] = SKIPPED
+    return out
+
+
+def _summary(old, new):
+    """The ImageSummary of two generations' images."""
+    if old is None or new is None:
+        return old or new
+    max_size = tuple(max(a, b) for a, b in zip(old.max_size or (0, 0), new.max_size or (0, 0)))
+    formats = Counter(old.formats)
+    formats.update(new.formats)
+    return ImageSummary(old.stored, old.size if old.size == new.size else None, max_size,
+                        old.channels if old.channels == new.channels else None,
+                        dict(sorted(formats.items())))
+
+
+def _counts(labels, old, new):
+    """Label counts of two generations of a split, in label id order."""
+    total = Counter(old)
+    total.update(new)
+    return {text: total[text] for text in labels if total[text]}
+
+
+def merged(previous, splits, receipts_summary, plan, entry, near):
+    """The Manifest of the output after a generation.
+
+    Args:
+        previous: the Manifest before it.
+        splits: split -> SplitEntry of the generation's shards.
+        receipts_summary: the ImageSummary of its images (None without images).
+        plan: its WritePlan.
+        entry: its ``generations`` entry.
+        near: its ``near_duplicates`` entry (None: unchanged).
+    """
+    out = {}
+    for split in SPLITS:
+        old, new = previous.splits.get(split), splits.get(split)
+        if old is None and new is None:
+            continue
+        old = old or SplitEntry(0, {}, ())
+        new = new or SplitEntry(0, {}, ())
+        out[split] = SplitEntry(old.num_examples + new.num_examples,
+                                _counts(plan.labels, old.label_counts, new.label_counts),
+                                old.shards + new.shards)
+    generations = list(previous.generations or [{
+        "generation": 0, "fingerprint": previous.fingerprint,
+        "num_examples": {s: e.num_examples for s, e in previous.splits.items()},
+        "hashes": hashes_name(0)}])
+    return replace(previous, labels=plan.labels, splits=out,
+                   image=_summary(previous.image, receipts_summary),
+                   fingerprint=plan.fingerprint, near_duplicates=near or previous.near_duplicates,
+                   generations=generations + [entry])

@@ -70,13 +70,13 @@ class SegmentationMask(ClassLabel):
                            self.ignore_value, self.allow_lossy)
 
     def encode(self, value, image=None, files=()):
-        """``value``: the image's source id; ``image``: the row's ``(StoredImage, file
-        name)``; ``files``: the mask file's bytes. A mask is checked against the image as it
-        was read; an image resized as it is written takes its mask resized by nearest
-        neighbour."""
+        """``value``: ``((), (), source id)`` (the ids and texts the mask holds are known once
+        it is read); ``image``: the row's ``(StoredImage, file name)``; ``files``: the mask
+        file's bytes. A mask is checked against the image as it was read; an image resized as
+        it is written takes its mask resized by nearest neighbour."""
         from ..images import masks
 
-        source_id, (data,) = value, files
+        (_, _, source_id), (data,) = value, files
         stored = image[0]
         size = stored.source_size or (stored.height, stored.width)
         try:

@@ -77,12 +77,13 @@ class SegmentationTable:
 
     @staticmethod
     def label_fields(prepared, options, refused):
-        """``(label fields, per row: (source id,))``: the mask's bytes come with the row."""
+        """``(label fields, per row: ((ids, texts, source id),))``: ids and texts are empty
+        (the mask's, known once it is read, are the record's); its bytes come with the row."""
         field = mask_field(options)
         frame = prepared.frame
         source_ids = frame["image_id"].astype(str).tolist() if "image_id" in frame.columns \
             else [str(p) for p in range(len(frame))]
-        return (field,), tuple((s,) for s in source_ids)
+        return (field,), tuple((((), (), s),) for s in source_ids)
 
     @staticmethod
     def image_feature():

@@ -171,6 +171,18 @@ def test_pixel_boxes_are_divided_by_the_image_size(box_table, tmp_path):
         "box 1 of 2: xmax 41 is outside [0, 40] (the image's width)"}
 
 
+def test_pixel_boxes_of_jpegs_resized_as_they_are_written(box_table, tmp_path):
+    """A JPEG resized at write time is decoded at a smaller scale first: its pixel boxes are
+    still divided by the file's size, not the smaller one."""
+    pixels = box_table.assign(xmin=box_table.xmin * 40, xmax=box_table.xmax * 40,
+                              ymin=box_table.ymin * 30, ymax=box_table.ymax * 30)
+    pixels.tfrecord.to_tfrecord(tmp_path / "px", box_units="pixels", image_size=(12, 16),
+                                progress=False)
+    box_table.tfrecord.to_tfrecord(tmp_path / "rel", image_size=(12, 16), progress=False)
+    assert sorted(_decoded(tmp_path / "px", "TRAIN").values()) == \
+        sorted(_decoded(tmp_path / "rel", "TRAIN").values())
+
+
 @pytest.mark.parametrize("box_format", ["rel_yxyx", "rel_xyxy", "xyxy", "yxyx", "xywh",
                                         "center_xywh", "center_yxhw", "rel_xywh",
                                         "rel_center_xywh"])

@@ -3,13 +3,16 @@ task, converted to the same records as the equivalent AutoML CSV or per-box tabl
 by ``convert()`` and the command line by their content; every malformed line or file reported
 by line (or file) and field; paths inside them kept inside the folder the user named."""
 
+import io
 import json
 import math
 import re
 import os
 
+import numpy as np
 import pandas as pd
 import pytest
+from PIL import Image
 
 import tfrecorder_lite
 from tfrecorder_lite import InvalidRowError, SchemaError, cli
@@ -18,6 +21,7 @@ from tfrecorder_lite.record.encoding import decode_example
 from tfrecorder_lite.record.framing import iter_records
 from tfrecorder_lite.storage import Store
 from conftest import photo, save
+from imagegen import read_examples
 
 ML_USE = "aiplatform.googleapis.com/ml_use"
 OPTIONS = dict(progress=False, n_jobs=1)
@@ -153,7 +157,7 @@ def test_vertex_bounding_boxes_give_the_records_of_the_per_box_table(folder):
     assert records_by_file(folder / "v") == records_by_file(folder / "t")
 
 
-def test_vertex_masks_give_the_segmentation_table_which_convert_refuses_for_now(folder):
+def test_vertex_masks_give_the_segmentation_table_and_its_records(folder):
     colors = [{"color": {"red": 1.0}, "displayName": "road"},  # protobuf JSON leaves zeros out
               {"color": {"red": 0.0, "green": 0.5019608, "blue": 1}, "displayName": "sky"}]
     (folder / "masks.jsonl").write_text("\n".join(
@@ -167,9 +171,23 @@ def test_vertex_masks_give_the_segmentation_table_which_convert_refuses_for_now(
         + ["gs://bucket/x.png"]
     assert table.attrs["task"] == "segmentation"
     assert table.attrs["mask_colors"] == {(255, 0, 0): "road", (0, 128, 255): "sky"}
-    with pytest.raises(SchemaError, match="segmentation input is not supported yet"):
-        tfrecorder_lite.convert(folder / "masks.jsonl", folder / "out", **OPTIONS)
-    assert not (folder / "out" / "metadata.json").exists()
+    # the local masks, as colours: written as single-channel PNGs of the colours' class ids
+    ids = {}
+    for i in range(3):
+        height, width = 30 + 2 * i, 40 + i
+        ids[f"im{i}.jpg"] = np.zeros((height, width), np.uint8)
+        ids[f"im{i}.jpg"][:, width // 2:] = 1
+        colours = np.zeros((height, width, 3), np.uint8)
+        colours[ids[f"im{i}.jpg"] == 0] = (255, 0, 0)
+        colours[ids[f"im{i}.jpg"] == 1] = (0, 128, 255)
+        save(Image.fromarray(colours, "RGB"), folder / "masks" / f"im{i}.png", "PNG")
+    local = (folder / "masks.jsonl").read_text().splitlines()[:3]
+    (folder / "local.jsonl").write_text("\n".join(local) + "\n")
+    result = tfrecorder_lite.convert(folder / "local.jsonl", folder / "out", **OPTIONS)
+    assert result.metadata["task"] == "segmentation" and result.labels == ["road", "sky"]
+    for record in read_examples(folder / "out"):
+        mask = Image.open(io.BytesIO(record["image/segmentation/class/encoded"]))
+        assert np.array_equal(np.asarray(mask), ids[record["image/filename"].decode()])
 
 
 def test_every_malformed_vertex_line_is_reported_with_its_line_and_field(folder):

@@ -151,8 +151,20 @@ def _parser():
                                    "(default: from its name, e.g. instances_val2017.json)")
     c.add_argument("--image-dir", help="the images of a COCO .json file, a path or a URL "
                                        "(default: the file's folder)")
+    c.add_argument("--include-masks", action="store_true",
+                   help="a COCO .json file's instance masks too (image/object/mask)")
     c.add_argument("--box-units", choices=options.BOX_UNITS, default="relative",
                    help="a detection table's coordinates: fractions of the image, or pixels")
+    c.add_argument("--mask-col", metavar="COL",
+                   help="a table of masks' mask column (default: mask_uri when present)")
+    c.add_argument("--mask-labels", type=_label_list, metavar="LABEL[,LABEL]",
+                   help="the label of each class id of the masks (id = position)")
+    c.add_argument("--mask-colors", type=_json_object('{"#ff0000": "car"}'), metavar="JSON",
+                   help="colour masks' colour table: '#rrggbb' -> label (null: ignored)")
+    c.add_argument("--ignore-value", type=_ignore_value, default=255, metavar="ID",
+                   help="class id of ignored mask pixels (default 255; 'none': no such id)")
+    c.add_argument("--allow-lossy-masks", action="store_true",
+                   help="take JPEG and WebP masks (refused by default)")
     c.add_argument("--runner", metavar="NAME",
                    help="run the shard tasks as an Apache Beam pipeline on this runner, e.g. "
                         "DirectRunner, DataflowRunner, FlinkRunner (needs "
@@ -208,6 +220,22 @@ def _label_columns(text):
     return columns[0] if len(columns) == 1 else columns
 
 
+def _label_list(text):
+    """``--mask-labels``: labels separated by commas."""
+    return [label.strip() for label in text.split(",")]
+
+
+def _ignore_value(text):
+    """``--ignore-value``: a class id, or ``none``."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a class id (0 to 255) or none, not "
+                                         f"{text!r}") from None
+
+
 def _convert(args):
     result = convert(
         args.source, args.output_dir, split_col=args.split_col, image_col=args.image_col or None,
@@ -218,9 +246,12 @@ def _convert(args):
         overwrite=args.overwrite, n_jobs=args.jobs, progress=not args.no_progress,
         sha256=args.sha256, encoding=args.encoding, base_dir=args.base_dir, task=args.task,
         split=args.split, image_dir=args.image_dir,
+        **({"include_masks": True} if args.include_masks else {}),
         max_image_bytes=args.max_image_bytes, unassigned=args.unassigned,
         split_ratios=args.split_ratios, box_units=args.box_units, runner=args.runner,
-        pipeline_options=args.pipeline_options,
+        pipeline_options=args.pipeline_options, mask_col=args.mask_col,
+        mask_labels=args.mask_labels, mask_colors=args.mask_colors,
+        ignore_value=args.ignore_value, allow_lossy_masks=args.allow_lossy_masks,
         storage_options=args.storage_options, leakage=args.leakage, append=args.append)
     counts = ", ".join(f"{split} {n}" for split, n in result.counts.items())
     _print(f"wrote {counts} to {result.output_dir}")

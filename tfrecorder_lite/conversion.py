@@ -24,7 +24,8 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
                 storage_options=None, max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject",
                 split_ratios=None, label_sep=None, features=None, box_units="relative",
                 box_columns=None, runner=None, pipeline_options=None, leakage="warn",
-                append=False):
+                append=False, mask_col=None, mask_labels=None, mask_colors=None,
+                ignore_value=255, allow_lossy_masks=False):
     """Write the table's images as TFRecord shards per split, with a manifest.
 
     Args:
@@ -92,10 +93,21 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             top left) or "pixels" (divided by the image's size when it is written).
         box_columns: a table of boxes' per-box columns (default: those named is_crowd,
             iscrowd, difficult, truncated, occluded, area, group_of, weight, depiction).
+        mask_col: a table of masks' mask column (default: ``mask_uri`` when the table
+            has it): one mask file per image, the image's size.
+        mask_labels: the label of each class id of the masks (id = position); default: the
+            colour table's labels, or the ids themselves.
+        mask_colors: ``{(r, g, b): label}`` (or ``"#rrggbb"`` keys) for colour masks; a
+            label None marks the ignore value.
+        ignore_value: the class id of pixels to ignore (default 255), kept as it is, or None.
+        allow_lossy_masks: take JPEG and WebP masks (refused by default: lossy compression
+            changes class ids near edges).
 
     Each kind of table is written its own way (``table/kinds.py``): a table with the columns
     ``xmin, ymin, xmax, ymax`` is a table of boxes, one row per box, written as one record per
-    image with the keys object detectors read (``record/boxes.py``).
+    image with the keys object detectors read (``record/boxes.py``); a table with a
+    ``mask_uri`` column (or ``mask_col``) is a table of masks, one row per image, written with
+    the keys segmentation models read (``record/masks.py``).
 
     Returns:
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).
@@ -113,7 +125,8 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             without apache-beam installed, before anything is written.
     """
     table = TableOptions(split_col, image_col, label_col, label_map, label_sep, features,
-                         unassigned, split_ratios, box_units, box_columns, base_dir)
+                         unassigned, split_ratios, box_units, box_columns, base_dir, mask_col,
+                         mask_colors, mask_labels, ignore_value, allow_lossy_masks)
     write = WriteOptions(num_shards, compression, shuffle, seed, sha256, on_error, overwrite,
                          n_jobs, progress, leakage)
     image = image_options(check, image_size, image_format, max_image_bytes, leakage)
@@ -204,11 +217,12 @@ def convert(source, output_dir, **options):
     resolve against the CSV's folder (a URL for a remote CSV) unless ``base_dir`` is given. Takes
     the options of :func:`to_tfrecord`, and of ``sources.read_source``: ``encoding`` (default
     ``"utf-8"``) of a CSV file, ``task`` (one of ``table.sources.TASKS``: how to read
-    a CSV that its shape does not tell), ``split`` and ``image_dir`` of a COCO file.
+    a CSV that its shape does not tell), ``split``, ``image_dir`` and ``include_masks`` (each
+    box's instance mask) of a COCO file.
     """
     columns = {k: options[k] for k in ("split_col", "image_col", "label_col") if k in options}
-    reading = {k: options.pop(k) for k in ("encoding", "task", "split", "image_dir")
-               if k in options}
+    reading = {k: options.pop(k) for k in ("encoding", "task", "split", "image_dir",
+                                           "include_masks") if k in options}
     check_conversion(**options)  # every option, before the source is read
     Store(output_dir, options.get("storage_options")).check_writable()
     df, base_dir = sources.read_source(source, storage_options=options.get("storage_options"),

@@ -12,6 +12,7 @@ from .errors import SchemaError
 from .images.normalize import DEFAULT_MAX_BYTES, ImageOptions
 from .record.boxes import BOX_FORMATS
 from .record.framing import normalize_compression
+from .table import segmentation
 from .table.schema import split_assignment
 from .table.splits import canonical
 
@@ -78,20 +79,35 @@ class TableOptions:
     box_units: str = "relative"
     box_columns: object = None
     base_dir: str = None
+    mask_col: str = None
+    mask_colors: dict = None
+    mask_labels: object = None
+    ignore_value: int = 255
+    allow_lossy_masks: bool = False
     assignment: tuple = dataclasses.field(init=False, default=None)
 
     def __post_init__(self):
         one_of("unassigned", self.unassigned, UNASSIGNED)
         one_of("box_units", self.box_units, BOX_UNITS)
+        object.__setattr__(self, "mask_colors", segmentation.mask_colors(self.mask_colors))
+        object.__setattr__(self, "mask_labels", segmentation.mask_labels(self.mask_labels))
+        segmentation.ignore_value(self.ignore_value)
+        if not isinstance(self.allow_lossy_masks, bool):
+            raise SchemaError(f"allow_lossy_masks must be True or False, not "
+                              f"{self.allow_lossy_masks!r}")
+        if self.mask_col is not None and not isinstance(self.mask_col, str):
+            raise SchemaError(f"mask_col must be a column name, not {self.mask_col!r}")
+        segmentation.mask_field(self)  # labels, colours and ignore value agree
         object.__setattr__(self, "assignment", split_assignment(
             self.unassigned, self.split_ratios, self.split_col))
 
     def of_frame(self, df):
-        """These options for ``df``: a ``label_map`` it carries in ``df.attrs`` (``read_coco``
-        keeps COCO's category ids there) when none is given."""
-        if self.label_map is None and df.attrs.get("label_map") is not None:
-            return dataclasses.replace(self, label_map=df.attrs["label_map"])
-        return self
+        """These options for ``df``: a ``label_map`` or ``mask_colors`` it carries in
+        ``df.attrs`` (``read_coco`` keeps COCO's category ids there, ``read_vertex`` the
+        colours of its masks) when none is given."""
+        given = {name: df.attrs[name] for name in ("label_map", "mask_colors")
+                 if getattr(self, name) is None and df.attrs.get(name) is not None}
+        return dataclasses.replace(self, **given) if given else self
 
 
 @dataclass(frozen=True, eq=False)

@@ -421,16 +421,17 @@ def prepare_content(content, options):
 
 def _resize(image, fmt, rotate, orientation, options):
     height, width = options.size
+    swapped = orientation in (5, 6, 7, 8)  # stored sideways
+    # the upright size of the file's pixels, before a JPEG is drafted at a smaller scale
+    source_size = image.size if rotate and swapped else image.size[::-1]
     if fmt == "jpeg":
-        swapped = orientation in (5, 6, 7, 8)  # stored sideways: draft the transposed size
-        image.draft("RGB", (height, width) if swapped else (width, height))
+        image.draft("RGB", (height, width) if swapped else (width, height))  # transposed
     _load(image, fmt)
     if rotate:
         image = ImageOps.exif_transpose(image)
     image = _to_8bit(image)
     if image.mode != "RGB":
         image = image.convert("RGB")  # resized output is uniform: 3 channels, alpha dropped
-    source_size = (image.height, image.width)
     resized = image.resize((width, height), Image.BILINEAR)
     return replace(_encode(resized, options.format, options.quality),
                    source_size=source_size), image

@@ -527,7 +527,7 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
         what = " and ".join(f"{len(texts)} {short(level)} labels" for level, texts in levels) \
             + "".join(f" {line}" for line in more)
     else:
-        what = f"{len(labels)} labels" + (" (multi-label)" if manifest.task else "")
+        what = f"{len(labels)} labels" + (f" ({manifest.task})" if manifest.task else "")
     compression = manifest.compression or "none"
     if image is None:
         lines = [f"{where}: {what}, no images, compression {compression},"
@@ -548,6 +548,8 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
                                                 g.get("num_examples", {}).items()) or "none")
             + (f" ({g['skipped']} already there)" if g.get("skipped") else "")
             for g in manifest.generations))
+    counted = kind_of(manifest.task).counted
+    unit = "" if counted == "records" else f" {counted}"
     for split, info in manifest.splits.items():
         size = human_size(sum(shard.bytes for shard in info.shards))
         lines.append(f"{split}: {info.num_examples} examples in {len(info.shards)} "
@@ -559,7 +561,7 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
             lines += [f"  {short(level)}:"] if level else []
             indent = "    " if level else "  "
             shown, more = first(level_counts.items(), "labels", indent)
-            lines += [f"{indent}{short(label)}: {count}" for label, count in shown] + more
+            lines += [f"{indent}{short(label)}: {count}{unit}" for label, count in shown] + more
         lines += more_levels
     return "\n".join(lines)
 

@@ -27,7 +27,8 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
             label_map=None, check="header", on_error="skip", base_dir=None, n_jobs=-1,
             storage_options=None, unassigned="reject", split_ratios=None, label_sep=None,
             features=None, label=None, multi_hot=False, box_format="rel_yxyx",
-            box_units="relative", box_columns=None, with_info=False):
+            box_units="relative", box_columns=None, with_info=False, mask_col=None,
+            mask_labels=None, mask_colors=None, ignore_value=255, allow_lossy_masks=False):
     """A ``tf.data.Dataset`` of one split of the table, read and decoded as ``load()`` would.
 
     Args:
@@ -60,7 +61,8 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
                               multi_hot, box_format)
     one_of("shuffle", shuffle, (False, True))  # "global" reads written records by index
     table = TableOptions(split_col, image_col, label_col, label_map, label_sep, features,
-                         unassigned, split_ratios, box_units, box_columns, base_dir)
+                         unassigned, split_ratios, box_units, box_columns, base_dir, mask_col,
+                         mask_colors, mask_labels, ignore_value, allow_lossy_masks)
     write = WriteOptions(num_shards=1, shuffle=True, seed=seed, on_error=on_error)
     image = None if image_col is None else image_options(check)
     prepared = prepare(df, table)

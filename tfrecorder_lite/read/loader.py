@@ -345,8 +345,10 @@ def decoder(tf, features, options, ratios=(), spec=None):
                                       options.dct_method)
         if as_supervised:
             return image, label_of(parsed, image)
-        if target is not None:
-            return {**parsed, "image": image, **label_of(parsed, image)}
+        if target is not None:  # a dict of outputs, or one tensor under the feature's name
+            found = label_of(parsed, image)
+            return {**parsed, "image": image,
+                    **(found if isinstance(found, dict) else {target.name: found})}
         return {**parsed, "image": image}
 
     return decode

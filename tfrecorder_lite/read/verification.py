@@ -62,6 +62,7 @@ class _Label:
     metadata.json's labels and counts the ids, per split."""
 
     def __init__(self, feature):
+        self.feature = feature
         self.level = getattr(feature, "level", None)
         self.vocabulary = list(feature.vocabulary)
         self.id_key, self.text_key = feature.keys
@@ -84,7 +85,8 @@ class _Label:
                                  f"({_clip(self.vocabulary[label_id])!r})")
 
     def count(self, split, parsed):
-        self.counts.setdefault(split, Counter()).update(parsed[self.id_key][1])
+        counted = self.feature.counted({key: values for key, (_, values) in parsed.items()})
+        self.counts.setdefault(split, Counter()).update(counted)
 
     def label_counts(self, split):
         """The split's label counts as metadata.json has them (label text -> count)."""

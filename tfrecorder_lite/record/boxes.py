@@ -6,12 +6,13 @@ written, its label map (``label_map.pbtxt``) and its metadata.json entry (:data:
 Plain Python (a shard task imports it); TensorFlow only in ``decode``, Pillow only in ``draw``.
 """
 
+import io
 import itertools
 import numbers
 from dataclasses import dataclass
 
 from .features import ClassLabel, Feature, RecordKind, RecordRejected, _TFDS
-from .keys import BYTES, FLOAT, INT64, KEY_SHA256, SOURCE_ID
+from .keys import BYTES, FLOAT, HEIGHT, INT64, KEY_SHA256, SOURCE_ID, WIDTH
 
 # The TF Object Detection API's keys (research/object_detection/core/standard_fields.py),
 # which the TF Model Garden's decoder reads too.
@@ -19,6 +20,7 @@ OBJECT_PREFIX = "image/object/"
 BBOX_KEYS = tuple(f"image/object/bbox/{name}" for name in ("xmin", "ymin", "xmax", "ymax"))
 OBJECT_LABEL = "image/object/class/label"
 OBJECT_TEXT = "image/object/class/text"
+OBJECT_MASK = "image/object/mask"  # one single-channel PNG of 0/1 per box
 OBJECT_KEYS = {**dict.fromkeys(BBOX_KEYS, FLOAT), OBJECT_LABEL: INT64, OBJECT_TEXT: BYTES}
 IMAGE_ID_KEYS = {SOURCE_ID: BYTES, KEY_SHA256: BYTES}
 LABEL_MAP = "label_map.pbtxt"  # the Object Detection API's label map
@@ -110,10 +112,14 @@ class Boxes(ClassLabel):
         vocabulary: class id -> text (id 0, the background, has no text).
         box_columns: ``(column, kind)`` of each per-box column.
         units: "relative" or "pixels" (divided by the image's size as it is written).
+        masks: each box has an instance mask (``image/object/mask``: one PNG of 0/1 per box,
+            the image's size, as the Object Detection API's ``create_coco_tf_record.py
+            --include_masks`` writes them).
     """
 
     box_columns: tuple = ()
     units: str = "relative"
+    masks: bool = False
 
     @property
     def keys(self):
@@ -126,12 +132,17 @@ class Boxes(ClassLabel):
         entries[OBJECT_TEXT] = {"dtype": BYTES, "shape": [None]}
         entries.update({object_key(column): {"dtype": kind, "shape": [None]}
                         for column, kind in self.box_columns})
+        if self.masks:
+            entries[OBJECT_MASK] = {"dtype": BYTES, "shape": [None]}
         return entries
 
     def encode(self, value, image=None, files=()):
         """``value``: ``(class ids, class texts, source id, boxes, *per-box column values)``,
-        boxes as ``(xmin, ymin, xmax, ymax)``."""
+        boxes as ``(xmin, ymin, xmax, ymax)``, and with ``masks`` each box's COCO polygons or
+        RLE last."""
         ids, texts, source_id, boxes, *columns = value
+        if self.masks:
+            *columns, masks = columns
         if self.units == "pixels":
             stored = image[0]
             height, width = stored.source_size or (stored.height, stored.width)
@@ -145,6 +156,8 @@ class Boxes(ClassLabel):
             record[key] = [box[i] for box in boxes]
         for (column, _), values in zip(self.box_columns, columns):
             record[object_key(column)] = values
+        if self.masks:
+            record[OBJECT_MASK] = instance_masks(masks, image[0])
         return record
 
     first_id = 1  # 0 is the background of the Object Detection API's label maps
@@ -153,12 +166,16 @@ class Boxes(ClassLabel):
     def check_values(self, values):
         """What is wrong with a written record's objects (``values``: record key -> list of
         values), or None: list lengths that differ, boxes not relative or not ordered."""
-        keys = [*BBOX_KEYS, *self.keys, *(object_key(c) for c, _ in self.box_columns)]
+        keys = [*BBOX_KEYS, *self.keys, *(object_key(c) for c, _ in self.box_columns),
+                *([OBJECT_MASK] if self.masks else [])]
         lengths = {key: len(values.get(key, ())) for key in keys}
         if len(set(lengths.values())) > 1:
             return "object lists of different lengths: " + ", ".join(
                 f"{key.removeprefix(OBJECT_PREFIX)} {n}" for key, n in lengths.items())
-        return box_problem(list(zip(*(values[key] for key in BBOX_KEYS))))
+        problem = box_problem(list(zip(*(values[key] for key in BBOX_KEYS))))
+        if problem or not self.masks:
+            return problem
+        return _mask_problem(values)
 
     def tfds(self, image_size=None):
         entries = Feature.tfds(self)
@@ -185,19 +202,32 @@ class Boxes(ClassLabel):
                    "center_xywh": ((x0 + x1) / 2, (y0 + y1) / 2, x1 - x0, y1 - y0),
                    "center_yxhw": ((y0 + y1) / 2, (x0 + x1) / 2, y1 - y0, x1 - x0)}[name]
         boxes = tf.reshape(tf.stack(columns, axis=-1), [-1, 4])
-        return {"boxes": boxes, "labels": parsed[OBJECT_LABEL]}
+        if not self.masks:
+            return {"boxes": boxes, "labels": parsed[OBJECT_LABEL]}
+        return {"boxes": boxes, "labels": parsed[OBJECT_LABEL],
+                "masks": _decode_masks(tf, parsed, options.image_size)}
 
     def batch_padding(self, tf):
         """Boxes and labels padded with -1, as Keras' bounding-box layers and KerasHub's
         detectors take them."""
-        return {"boxes": tf.constant(-1, tf.float32), "labels": tf.constant(-1, tf.int64)}
+        padding = {"boxes": tf.constant(-1, tf.float32), "labels": tf.constant(-1, tf.int64)}
+        if self.masks:
+            padding["masks"] = tf.constant(0, tf.uint8)
+        return padding
 
     def draw(self, thumbnail, values, font):
-        """Draw the record's boxes, each with its label, on its thumbnail."""
-        from PIL import ImageDraw
+        """Draw the record's boxes, each with its label (and its instance mask, translucent),
+        on its thumbnail."""
+        from PIL import Image, ImageDraw
 
         if BBOX_KEYS[0] not in values:
             return
+        ids = values.get(OBJECT_LABEL, (None, []))[1]
+        for encoded, number in zip(values.get(OBJECT_MASK, (None, []))[1], ids):
+            mask = Image.open(io.BytesIO(encoded)).convert("L").resize(
+                thumbnail.size, Image.Resampling.NEAREST)
+            colour = Image.new("RGB", thumbnail.size, _BOX_COLOURS[number % len(_BOX_COLOURS)])
+            thumbnail.paste(colour, (0, 0), mask.point([0] + [_MASK_ALPHA] * 255))
         draw = ImageDraw.Draw(thumbnail)
         width, height = thumbnail.size
         boxes = zip(*(values[key][1] for key in BBOX_KEYS))
@@ -215,6 +245,86 @@ class Boxes(ClassLabel):
                           fill=colour, font=font)
 
 
+def instance_masks(masks, stored):
+    """One PNG of 0/1 per box from its COCO polygons or RLE (or their JSON text), at the size
+    of the StoredImage ``stored`` (rasterized at the source's size, then resized by nearest
+    neighbour when the image was).
+
+    Raises:
+        RecordRejected: "box 2 of 3: ..." for a missing mask, a polygon outside the image or an
+            RLE of another size.
+    """
+    import json
+
+    import numpy as np
+    from PIL import Image
+
+    from ..images import masks as rasterize
+
+    height, width = stored.source_size or (stored.height, stored.width)
+    encoded = []
+    for number, mask in enumerate(masks, 1):
+        try:
+            if isinstance(mask, str):
+                try:
+                    mask = json.loads(mask)
+                except ValueError:
+                    raise rasterize.MaskRejected("mask is neither polygons nor an RLE (not "
+                                                 "JSON)") from None
+            if isinstance(mask, dict):
+                pixels = rasterize.rle_mask(mask, height, width)
+            elif isinstance(mask, (list, tuple)) and mask and \
+                    all(isinstance(p, (list, tuple)) for p in mask):
+                pixels = rasterize.rasterize_polygons(mask, height, width)
+            else:
+                raise rasterize.MaskRejected(f"no mask ({str(mask)[:40]}): a mask is a list "
+                                             "of polygons or an RLE")
+        except rasterize.MaskRejected as exc:
+            raise RecordRejected(f"box {number} of {len(masks)}: {exc}") from None
+        if (height, width) != (stored.height, stored.width):
+            pixels = np.asarray(Image.fromarray(pixels, "L").resize(
+                (stored.width, stored.height), Image.Resampling.NEAREST))
+        encoded.append(rasterize.instance_png(pixels))
+    return encoded
+
+
+def _mask_problem(values):
+    """What is wrong with a record's instance masks (one PNG of 0/1 each, the image's size)."""
+    from ..images.masks import decode_ids
+
+    size = (values[HEIGHT][0], values[WIDTH][0]) if HEIGHT in values else None
+    count = len(values[OBJECT_MASK])
+    for number, encoded in enumerate(values[OBJECT_MASK], 1):
+        try:
+            mask = decode_ids(encoded)
+        except ValueError as exc:
+            return f"mask {number} of {count}: {str(exc).removeprefix('its mask ')}"
+        if size is not None and mask.shape != tuple(size):
+            return (f"mask {number} of {count} is {mask.shape[0]}x{mask.shape[1]} pixels, its "
+                    f"image {size[0]}x{size[1]}")
+        if int(mask.max(initial=0)) > 1:
+            return f"mask {number} of {count} holds {int(mask.max())}: instance masks hold 0 and 1"
+    return None
+
+
+def _decode_masks(tf, parsed, image_size):
+    """The uint8 ``[N, H, W]`` instance masks of a parsed record (``image_size``: resized by
+    nearest neighbour)."""
+    height, width = parsed[HEIGHT], parsed[WIDTH]
+    encoded = parsed[OBJECT_MASK]
+    masks = tf.cond(  # map_fn cannot stack no masks
+        tf.size(encoded) > 0,
+        lambda: tf.map_fn(lambda png: tf.io.decode_png(png, channels=1)[..., 0], encoded,
+                          fn_output_signature=tf.TensorSpec([None, None], tf.uint8)),
+        lambda: tf.zeros(tf.stack([0, height, width]), tf.uint8))
+    masks = tf.reshape(masks, tf.stack([-1, height, width]))
+    if image_size is None:
+        return masks
+    masks = tf.image.resize(masks[..., None], image_size, method="nearest")[..., 0]
+    return tf.ensure_shape(tf.cast(masks, tf.uint8), (None, *image_size))
+
+
+_MASK_ALPHA = 110  # of 255: an instance mask's opacity
 _BOX_COLOURS = ((230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30, 180))
 
 
@@ -239,12 +349,13 @@ class DetectionRecords(RecordKind):
     label_id_keys = (OBJECT_LABEL,)
 
     def label_fields(self, manifest):
-        fixed = (*BBOX_KEYS, OBJECT_LABEL, OBJECT_TEXT)
+        fixed = (*BBOX_KEYS, OBJECT_LABEL, OBJECT_TEXT, OBJECT_MASK)
         box_columns = tuple(
             (key.removeprefix(OBJECT_PREFIX), spec["dtype"])
             for key, spec in manifest.features.items()
             if key.startswith(OBJECT_PREFIX) and key not in fixed)
-        return (Boxes(vocabulary=tuple(manifest.labels), box_columns=box_columns),)
+        return (Boxes(vocabulary=tuple(manifest.labels), box_columns=box_columns,
+                      masks=OBJECT_MASK in manifest.features),)
 
     def fixed_keys(self, labels, task):
         return OBJECT_KEYS, [None]

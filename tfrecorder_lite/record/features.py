@@ -190,6 +190,12 @@ class ClassLabel(Feature):
         of values), beyond ids and texts, or None."""
         return None
 
+    def counted(self, values):
+        """What a split's ``label_counts`` count of one record (``values``: record key ->
+        value(s), as encoded or as read back): its label id(s), each once, or a mapping
+        id -> amount (e.g. pixels)."""
+        return values[self.keys[0]]
+
     def batch_padding(self, tf):
         """The values that pad a batch of this feature's targets, or None (ragged lists)."""
         return None
@@ -340,6 +346,11 @@ class RecordKind:
         """``{file name: text}`` of the files this kind writes beside the label files
         (``labels``: metadata.json's labels)."""
         return {}
+
+    def written_labels(self, features, labels, label_counts):
+        """metadata.json's labels of an output once its records are written (``labels``: the
+        plan's, ``label_counts``: split -> label -> count): the plan's by default."""
+        return labels
 
     def manifest_entry(self, features, label_counts):
         """metadata.json fields of this kind (``label_counts``: split -> label -> count)."""

@@ -19,6 +19,11 @@ class ClassificationTable:
         return True
 
     @staticmethod
+    def table_label_col(options):
+        """The label column(s) the table must have."""
+        return options.label_col
+
+    @staticmethod
     def prepare(df, options):
         """``(records frame, members, refused, used columns, details)``: the table as it is."""
         return df, None, {}, set(), None

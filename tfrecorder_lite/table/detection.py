@@ -2,7 +2,9 @@
 
 A detection table has the columns ``split, image_uri, label, xmin, ymin, xmax, ymax`` (boxes
 relative to the image, 0,0 top left, or in pixels with ``box_units="pixels"``), plus any per-box
-columns (``is_crowd``, ``difficult``, ``area``, ...) and per-image columns. An image without
+columns (``is_crowd``, ``difficult``, ``area``, ...), ``mask`` (each box's instance mask: COCO
+polygons in pixels or an RLE, as ``read_coco(include_masks=True)`` gives them) and per-image
+columns. An image without
 objects is one row with an empty label and empty coordinates. Rows are grouped by split and
 image (boxes in table order); the image's first row stands for it in the plan, and every row of
 a refused image is reported with the image's reason. pandas only, no I/O.
@@ -21,6 +23,7 @@ from ..record.boxes import BOX_COLUMNS, DETECTION, Boxes, box_problem
 from ..record.features import ImageFeature
 
 BOX_UNITS = ("relative", "pixels")
+MASK_COLUMN = "mask"  # each box's instance mask: COCO polygons or RLE (read_coco's include_masks)
 PER_BOX = ("is_crowd", "iscrowd", "difficult", "truncated", "occluded", "area", "group_of",
            "weight", "depiction")  # columns that are per box when present
 
@@ -40,13 +43,19 @@ class DetectionTable:
         return options.image_col is not None and is_detection_table(df)
 
     @staticmethod
+    def table_label_col(options):
+        """The label column(s) the table must have."""
+        return options.label_col
+
+    @staticmethod
     def prepare(df, options):
         """``(records frame, members, refused, used columns, ImageTable)``: one row per
         image."""
         table = image_table(df, options.split_col, options.image_col, options.label_col,
                             options.box_units, options.box_columns)
+        masks = {MASK_COLUMN} if MASK_COLUMN in table.images.columns else set()
         return table.images, table.members, dict(table.refused), \
-            {"boxes", *table.box_columns}, table
+            {"boxes", *table.box_columns, *masks}, table
 
     @staticmethod
     def file_columns(options):
@@ -127,6 +136,9 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
     if not isinstance(label_col, str):
         raise SchemaError("a detection table has one label column (each box's label)")
     used = {c for c in (split_col, image_col, label_col, *BOX_COLUMNS) if c is not None}
+    masks = MASK_COLUMN in df.columns and MASK_COLUMN not in used
+    if masks:
+        used.add(MASK_COLUMN)
     if box_columns is None:
         box_columns = [c for c in df.columns if c in PER_BOX and c not in used]
     unknown = [c for c in box_columns if c not in df.columns or c in used]
@@ -144,9 +156,11 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
     coordinates = df[list(BOX_COLUMNS)].to_numpy(dtype=object).tolist()
     labels = df[label_col].tolist()
     per_box = {c: df[c].tolist() for c in box_columns}
+    mask_cells = df[MASK_COLUMN].tolist() if masks else None
     rows, refused = [], {}
     for image, positions in enumerate(members):
         boxes, box_labels, values = [], [], {c: [] for c in box_columns}
+        image_masks = []
         for p in positions:
             box, label = [_number(v) for v in coordinates[p]], labels[p]
             if is_blank(label) and all(v is None for v in box):
@@ -155,6 +169,8 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
             box_labels.append(None if is_blank(label) else label)
             for c in box_columns:
                 values[c].append(per_box[c][p])
+            if masks:
+                image_masks.append(mask_cells[p])
         reason = None
         if None in box_labels:
             reason = f"box {box_labels.index(None) + 1} of {len(boxes)}: empty label"
@@ -162,15 +178,18 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
             reason = box_problem(boxes)
         if reason:
             refused[image] = reason
-        rows.append((tuple(boxes), tuple(box_labels), *(tuple(values[c]) for c in box_columns)))
+        rows.append((tuple(boxes), tuple(box_labels), *(tuple(values[c]) for c in box_columns),
+                     *((tuple(image_masks),) if masks else ())))
     head = df.iloc[[positions[0] for positions in members]]
     per_image = [c for c in df.columns if c not in used and c not in box_columns]
     images = head[[c for c in (split_col, image_col) if c is not None] + per_image].copy()
-    columns = list(zip(*rows)) if rows else [()] * (2 + len(box_columns))
+    columns = list(zip(*rows)) if rows else [()] * (2 + len(box_columns) + masks)
     images.insert(len(images.columns), "boxes", list(columns[0]))
     images.insert(len(images.columns), label_col, list(columns[1]))
     for c, values in zip(box_columns, columns[2:]):
         images.insert(len(images.columns), c, list(values))
+    if masks:
+        images.insert(len(images.columns), MASK_COLUMN, list(columns[-1]))
     return ImageTable(images, tuple(tuple(m) for m in members), tuple(box_columns), refused)
 
 
@@ -226,8 +245,11 @@ def box_fields(images, label_col, label_map, per_box_columns, units, refused):
         kind, values = _box_column(images[column].tolist(), column in _FLOAT_BOX_COLUMNS)
         box_columns.append((column, kind))
         per_box.append(values)
+    masks = MASK_COLUMN in images.columns
+    if masks:
+        per_box.append(images[MASK_COLUMN].tolist())
     field = Boxes(vocabulary=tuple(vocabulary), column=label_col,
-                  box_columns=tuple(box_columns), units=units)
+                  box_columns=tuple(box_columns), units=units, masks=masks)
     values = [((i, t, s, b, *cols),) for i, t, s, b, *cols in zip(
         ids, texts, source_ids, images["boxes"].tolist(), *per_box)]
     return (field,), tuple(values)

@@ -204,7 +204,8 @@ def automl_detection_table(rows, name, split_col="split", image_col="image_uri",
 
 # ----------------------------------------------------------------------------- COCO
 
-def read_coco(annotations_json, image_dir=None, split=None, storage_options=None):
+def read_coco(annotations_json, image_dir=None, split=None, storage_options=None,
+              include_masks=False):
     """The per-box table of a COCO ``instances_*.json`` file.
 
     Boxes (``bbox`` ``[x, y, w, h]`` in pixels) are divided by their image's ``width`` and
@@ -222,6 +223,9 @@ def read_coco(annotations_json, image_dir=None, split=None, storage_options=None
             ``"UNASSIGNED"``); default: read from the file name (``instances_val2017.json`` ->
             VALIDATION).
         storage_options: fsspec options for a remote file.
+        include_masks: also a ``mask`` column: each box's ``segmentation`` as COCO has it
+            (polygons in pixels, or an RLE for ``iscrowd`` boxes), rasterized when its record
+            is written (``image/object/mask``, one PNG of 0/1 per box).
 
     Raises:
         SchemaError: the split cannot be told from the name, the file is no COCO JSON, or an
@@ -250,8 +254,10 @@ def read_coco(annotations_json, image_dir=None, split=None, storage_options=None
                 continue
             objects.append((split, uri, names[annotation["category_id"]], *box,
                             1 if annotation.get("iscrowd") else 0,
-                            _number(annotation.get("area")), image.get("id")))
-        rows += objects or [(split, uri, None, *_NO_BOX, None, math.nan, image.get("id"))]
+                            _number(annotation.get("area")), image.get("id"),
+                            *((annotation.get("segmentation"),) if include_masks else ())))
+        rows += objects or [(split, uri, None, *_NO_BOX, None, math.nan, image.get("id"),
+                             *((None,) if include_masks else ()))]
     for reason, where in skipped.items():
         if where:
             logger.warning("%s: %d box(es) %s left out (as the TF Model Garden's "
@@ -262,7 +268,7 @@ def read_coco(annotations_json, image_dir=None, split=None, storage_options=None
                        "left out, e.g. image_id %r", path, sum(map(len, boxes_of.values())),
                        next(iter(boxes_of)))
     table = _table(rows, ["split", "image_uri", "label", *BOX_COLUMNS, "is_crowd", "area",
-                          "image_id"])
+                          "image_id", *(["mask"] if include_masks else [])])
     table.attrs["label_map"] = {name: id_ for id_, name in names.items()}
     return table
 

@@ -1,10 +1,11 @@
 """The kinds of table, decided once: which kind a table is, and the table as that kind plans it.
 
-A kind of table is one module (``table/classification.py``, ``table/detection.py``) whose
-``KIND`` has:
+A kind of table is one module (``table/classification.py``, ``table/detection.py``,
+``table/segmentation.py``) whose ``KIND`` has:
 
 - ``record``: its RecordKind (``record/kinds.py``);
 - ``recognizes(df, options)``: whether ``df`` is a table of this kind;
+- ``table_label_col(options)``: the label column(s) the table must have (None: none);
 - ``prepare(df, options)``: ``(records frame, members, refused, used columns, details)``;
 - ``file_columns(options)``: the columns of each record's other files (read beside its image);
 - ``check_labels(df, options)``: SchemaError for labels no record can hold;
@@ -23,11 +24,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from . import classification, detection, schema
+from . import classification, detection, schema, segmentation
 from ..errors import SchemaError
 
 #: the table kinds, the first that recognizes a table wins (classification takes any table)
-KINDS = (detection.KIND, classification.KIND)
+KINDS = (detection.KIND, segmentation.KIND, classification.KIND)
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,9 +77,11 @@ def prepare(df, options, check_labels=True):
         SchemaError: missing columns, bad per-kind columns or labels no record can hold, before
             any file is read.
     """
-    schema.check_columns(df, options.split_col, options.image_col, options.label_col)
+    if not isinstance(df, pd.DataFrame):
+        schema.check_columns(df, options.split_col, options.image_col, options.label_col)
     options = options.of_frame(df)
     kind = kind_of(df, options)
+    schema.check_columns(df, options.split_col, options.image_col, kind.table_label_col(options))
     frame, members, refused, used, details = kind.prepare(df, options)
     files = tuple(kind.file_columns(options))
     missing = [column for column in files if column not in frame.columns]

@@ -22,7 +22,8 @@ TASKS = detection_sources.TASKS  # how a CSV that its shape does not tell may be
 
 
 def read_source(source, *, split_col="split", image_col="image_uri", label_col="label",
-                encoding="utf-8", storage_options=None, task=None, split=None, image_dir=None):
+                encoding="utf-8", storage_options=None, task=None, split=None, image_dir=None,
+                include_masks=False):
     """Return ``(table, base_dir)``: the rows to convert and the folder relative paths start from.
 
     Args:
@@ -37,12 +38,14 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
         task: how to read a CSV: ``"detection"`` (an AutoML detection CSV),
             ``"classification"``, or None to tell them apart by the file's shape.
         split, image_dir: a COCO file's split (default: from its name) and image folder
-            (default: the file's folder); see ``detection_sources.read_coco``.
+            (default: the file's folder), and ``include_masks`` (its boxes' instance masks);
+            see ``detection_sources.read_coco``.
     """
     if task not in (None, *TASKS):
         raise SchemaError(f"task must be one of {TASKS} or None, not {task!r}")
     if isinstance(source, pd.DataFrame):
-        _refuse_options("a DataFrame", split=split, image_dir=image_dir, task=task)
+        _refuse_options("a DataFrame", split=split, image_dir=image_dir, task=task,
+                        include_masks=include_masks or None)
         return source, None
     if not isinstance(source, (str, os.PathLike)):
         raise SchemaError(f"source must be a DataFrame, or the path or URL of a CSV file, a "
@@ -51,9 +54,10 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
     classification = task if task == "classification" else None
     if path.lower().endswith(".json"):
         _refuse_options("a COCO annotations file", task=classification)
-        table = detection_sources.read_coco(path, image_dir, split, storage_options)
+        table = detection_sources.read_coco(path, image_dir, split, storage_options,
+                                            include_masks)
         return _named(table, split_col, image_col, label_col), storage.parent(path)
-    _refuse_options(source, split=split, image_dir=image_dir)
+    _refuse_options(source, split=split, image_dir=image_dir, include_masks=include_masks or None)
     if path.lower().endswith((".yaml", ".yml")):
         _refuse_options("a YOLO data.yaml", task=classification)
         return _yolo(path, split_col, image_col, label_col, storage_options)
@@ -89,15 +93,9 @@ def _yolo(path, split_col, image_col, label_col, storage_options):
 
 
 def _vertex(data, path, split_col, image_col, label_col):
-    """The table of a Vertex AI file, refused when it holds masks: no record kind writes
-    them yet."""
-    table = vertex.vertex_table(data, path)
-    if table.attrs.get("task") == "segmentation":
-        raise SchemaError(f"{path} holds segmentation masks (segmentationAnnotation): "
-                          "segmentation input is not supported yet; "
-                          "tfrecorder_lite.read_vertex() returns its table (split, image_uri, "
-                          "mask_uri, and attrs['mask_colors'])")
-    return _named(table, split_col, image_col, label_col)
+    """The table of a Vertex AI file (a table of masks keeps its colour table in
+    ``attrs["mask_colors"]``, which the masks are read through)."""
+    return _named(vertex.vertex_table(data, path), split_col, image_col, label_col)
 
 
 def _named(table, split_col, image_col, label_col):
@@ -112,9 +110,9 @@ def _refuse_options(source, **options):
     """Raise SchemaError when an option is given (not None) that ``source`` does not use."""
     given = [f"{k}={v!r}" for k, v in options.items() if v is not None]
     if given:
-        raise SchemaError(f"{', '.join(given)} does not apply to {source}: split= and "
-                          "image_dir= are for a COCO .json file, task= tells an AutoML "
-                          "detection CSV from a classification CSV")
+        raise SchemaError(f"{', '.join(given)} does not apply to {source}: split=, "
+                          "image_dir= and include_masks= are for a COCO .json file, task= "
+                          "tells an AutoML detection CSV from a classification CSV")
 
 
 def read_csv(data, name, split_col="split", image_col="image_uri", label_col="label",

@@ -13,8 +13,10 @@ from .kinds import prepare
 from ..errors import UnsupportedURLError
 from ..options import LEAKAGE, TableOptions, one_of
 from ..images.normalize import (
-    DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images)
+    DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images,
+    unreadable_reason)
 from ..images.phash import describe, near_duplicates
+from ..record.features import RecordRejected
 
 
 _BLOCK = 1 << 16  # rows hashed, or whose paths are resolved, at a time
@@ -32,6 +34,32 @@ def inspect_images(items, options, storage_options=None):
             out.append((position, None, str(exc), None))  # no digest: bytes not compared
         else:
             out.append((position, hashlib.sha256(content).digest(), None, stored.phash))
+    return out
+
+
+def inspect_files(items, options, storage_options, prepared, values):
+    """Check each row's other files (e.g. its mask) against its image as its record would be
+    (a joblib task); ``items``: ``(position, image path, other files' paths)``, ``values``: the
+    row values of the kind's label fields. Returns ``(position, problem or None)`` of the rows
+    whose image is fine (the image check reports the others)."""
+    paths = [path for _, image, files in items for path in (image, *files)]
+    contents = iter(read_images(paths, options, storage_options))
+    out = []
+    for position, image, files in items:
+        content, found = next(contents), [next(contents) for _ in files]
+        try:
+            stored = prepare_content(content, options)
+        except ImageRejected:
+            continue
+        problem = next((f"{column}: {unreadable_reason(c)}" for column, c in
+                        zip(prepared.files, found) if isinstance(c, Exception)), None)
+        if problem is None:
+            try:
+                for field, value in zip(values[0], values[1][position]):
+                    field.encode(value, (stored, storage.basename(image)), tuple(found))
+            except RecordRejected as exc:
+                problem = str(exc)
+        out.append((position, problem))
     return out
 
 
@@ -133,6 +161,36 @@ def _check_images(df, image_col, base_dir, splits, found, results):
     found += [problem for _, problem in image_found]
 
 
+def _file_problems(df, prepared, image_col, positions, check, base_dir, n_jobs,
+                   storage_options, max_bytes):
+    """validate()'s problems of each row's other files (a kind's file columns, e.g. a mask),
+    read and checked against the row's image, for the rows at ``positions``."""
+    column = prepared.files[0]
+    problems, items = [], []
+    for position in positions:
+        try:
+            image = storage.resolve(df[image_col].iloc[position], base_dir)
+        except UnsupportedURLError:
+            continue  # the image check reports it
+        try:
+            files = tuple(storage.resolve(df[c].iloc[position], base_dir) for c in prepared.files)
+        except UnsupportedURLError as exc:
+            problems.append((df.index[position], column, df[column].iloc[position], str(exc)))
+            continue
+        items.append((position, image, files))
+    values = prepared.kind.label_fields(prepared, prepared.options, {})
+    options = ImageOptions(check=check, max_bytes=max_bytes)
+    size = max(1, min(64, len(items) // 16))
+    results = joblib.Parallel(n_jobs=n_jobs, prefer="threads")(
+        joblib.delayed(inspect_files)(items[i:i + size], options, storage_options, prepared,
+                                      values)
+        for i in range(0, len(items), size))
+    for position, problem in (r for chunk in results for r in chunk):
+        if problem:
+            problems.append((df.index[position], column, df[column].iloc[position], problem))
+    return problems
+
+
 def _where(df, position, image_col, splits):
     return f"row {df.index[position]!r} ({df[image_col].iloc[position]}, {splits[position]})"
 
@@ -141,7 +199,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
              check="header", base_dir=None, n_jobs=-1, storage_options=None,
              max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject", split_ratios=None,
              label_sep=None, features=None, box_units="relative", box_columns=None,
-             leakage="warn"):
+             mask_col=None, mask_labels=None, mask_colors=None, ignore_value=255,
+             allow_lossy_masks=False, leakage="warn"):
     """Report every problem of the table, one row per problem.
 
     Checks columns, split values, labels (also labels that differ only in case or spaces,
@@ -150,7 +209,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
     reports rows whose image bytes equal another row's (train/test leakage across splits,
     duplicates within one), rows whose image looks like one in another split (the same photo
     resized, re-encoded, slightly cropped or brightened: ``near-duplicate across splits``,
-    found by a perceptual hash), and rows identical to another.
+    found by a perceptual hash), and rows identical to another. A row's other files (a mask)
+    are read and checked against its image as its record would be, with the same reasons.
 
     Args:
         df: the table; the column and label options are those of ``to_tfrecord``.
@@ -161,7 +221,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         max_image_bytes: larger image files are reported ("file too large") without being read.
         unassigned, split_ratios: as in ``to_tfrecord``: rows without a split are problems, or
             are given one (and then checked for leakage in it).
-        label_sep, features, box_units, box_columns: as in ``to_tfrecord``. Each kind of
+        label_sep, features, box_units, box_columns, mask_col, mask_labels, mask_colors,
+            ignore_value, allow_lossy_masks: as in ``to_tfrecord``. Each kind of
             table adds its own checks (a per-box table: its boxes; see ``table/kinds.py``).
         leakage: "ignore" to leave near-duplicates across splits out (images are then not
             hashed); any other value of ``to_tfrecord``'s option reports them.
@@ -175,7 +236,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
     """
     prepared = prepare(df, TableOptions(
         split_col, image_col, label_col, label_map, label_sep, features, unassigned,
-        split_ratios, box_units, box_columns, base_dir), check_labels=False)
+        split_ratios, box_units, box_columns, base_dir, mask_col, mask_colors, mask_labels,
+        ignore_value, allow_lossy_masks), check_labels=False)
     kind, table = prepared.kind, prepared.options
     assignment = table.assignment
     problems = schema.row_problems(df, split_col, image_col, kind.label_column(table),
@@ -205,12 +267,20 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
             _check_images(df, image_col, base_dir, splits, found, _parallel(n_jobs)(tasks))
     if check is not None:  # each row's other files (e.g. a mask): there, and not too large
         others = {int(position): "" for position in np.flatnonzero(skipped)}
+        others.update({position: "" for position, _ in
+                       prepared.rows_of(prepared.refused.items())})
+        unusable = set(others)
         for column in prepared.files:
             refused = dict(others)
             stat_files(df[column], refused, base_dir, max_image_bytes, storage_options,
                        column=column)
             found += [(df.index[position], column, df[column].iloc[position], reason)
                       for position, reason in refused.items() if reason]
+            unusable.update(position for position, reason in refused.items() if reason)
+        if prepared.files and image_col is not None:  # then read, checked against the image
+            found += _file_problems(df, prepared, image_col,
+                                    [p for p in range(len(df)) if p not in unusable], check,
+                                    base_dir, n_jobs, storage_options, max_image_bytes)
     if found:
         wanted = {p[0] for p in found}
         order = {row: i for i, row in enumerate(df.index) if row in wanted}

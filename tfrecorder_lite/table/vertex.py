@@ -13,7 +13,7 @@ JSON Lines hold one image a line: ``imageGcsUri``, its annotations, and its spli
 - ``segmentationAnnotation`` / ``maskAnnotation`` (``maskGcsUri`` or ``categoryMaskGcsUri``
   with ``annotationSpecColors``): ``split, image_uri, mask_uri``, with
   ``table.attrs["mask_colors"] = {(r, g, b): label}``, marked ``table.attrs["task"] =
-  "segmentation"``: no record kind writes masks yet, so ``convert()`` refuses that table.
+  "segmentation"``: a table of masks, whose masks are read through those colours.
 
 Polygon and polyline annotations are refused (segmentation input is not supported yet).
 Annotation resource labels and data item labels other than ``ml_use`` are Vertex AI's own

@@ -384,28 +384,31 @@ def _finish(plan, df, store, receipts, leakage="warn", previous=None, raises=Fal
                       [*plan.rejected, *(r for receipt in receipts.values() for r in receipt.rejected)]
                       for row in plan.table_rows(position))
     rejected_df = _rejected_frame(df, rejected)
-    for name, vocabulary in label_files(plan.labels).items():
-        store.write_atomic(name, "".join(f"{text}\n" for text in vocabulary))
-    kind = plan.record_kind
-    for name, text in kind.extra_files(plan.labels).items():
-        store.write_atomic(name, text)
-    if rejected:
-        store.write_atomic(REJECTED, _safe_csv(rejected_df, _index_label(df.index)))
     fields = [(field.level, field.vocabulary) for field in plan.label_fields]
     by_split = {split: [receipts[s.name] for s in plan.shards if s.split == split]
                 for split in plan.splits}
     splits = {split: split_entry(shards, fields) for split, shards in by_split.items()}
+    kind = plan.record_kind
+    labels = kind.written_labels(plan.features, plan.labels,
+                                 {split: entry.label_counts for split, entry in splits.items()})
+    for name, vocabulary in label_files(labels).items():
+        store.write_atomic(name, "".join(f"{text}\n" for text in vocabulary))
+    for name, text in kind.extra_files(labels).items():
+        store.write_atomic(name, text)
+    if rejected:
+        store.write_atomic(REJECTED, _safe_csv(rejected_df, _index_label(df.index)))
     for field in plan.label_fields:
         written = {label for entry in splits.values()
                    for label in (entry.label_counts if field.level is None
                                  else entry.label_counts[field.level])}
-        unused = [text for text in field.vocabulary if text not in written]
+        vocabulary = labels if field.level is None else labels[field.level]
+        unused = [text for text in vocabulary if text not in written]
         if unused:
             logger.warning("%d label(s)%s have an id but no example (their every image was "
                            "rejected while writing, or label_map lists them): %s", len(unused),
                            f" of level {field.level}" if field.level else "", unused[:10])
     manifest = Manifest(
-        labels=plan.labels, features=plan.features.describe(), compression=plan.compression,
+        labels=labels, features=plan.features.describe(), compression=plan.compression,
         image=None if plan.image is None else ImageSummary.from_receipts(
             "resized" if plan.image.size is not None else "encoded", receipts.values()),
         splits=splits, rejected=len(rejected),
@@ -427,7 +430,7 @@ def _finish(plan, df, store, receipts, leakage="warn", previous=None, raises=Fal
     store.remove(STATE_DIR)
     counts = {split: entry.num_examples for split, entry in splits.items()}
     logger.info("wrote %s to %s (%d rejected)", counts, store.url, len(rejected))
-    return ConversionResult(store.url, counts, plan.labels, rejected_df, metadata, problems)
+    return ConversionResult(store.url, counts, labels, rejected_df, metadata, problems)
 
 
 def _result_from_disk(store, df):

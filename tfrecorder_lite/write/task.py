@@ -135,12 +135,12 @@ def prepare_records(rows, image_options, features, storage_options=None, file_co
 
     Returns:
         One ``(record, info)`` per row: the record's chunks (see ``encode_example_chunks``)
-        and ``(format, height, width, channels, label ids, hashes)`` (hashes: the source
-        file's sha256 and the image's perceptual hash, as hex, when ``image_options.phash``,
-        else None), or ``(None, reason)``.
+        and ``(format, height, width, channels, what each label feature counts, hashes)``
+        (hashes: the source file's sha256 and the image's perceptual hash, as hex, when
+        ``image_options.phash``, else None), or ``(None, reason)``.
     """
     kinds = features.kinds()
-    label_count = len(features.labels)
+    labels = features.labels
     out = []
     count = len(file_columns)
     paths = [path for row in rows for path in
@@ -167,12 +167,12 @@ def prepare_records(rows, image_options, features, storage_options=None, file_co
             if image_options.phash:
                 hashes = (hashlib.sha256(content).hexdigest(),
                           None if stored.phash is None else phash.to_hex(stored.phash))
-        info += (tuple(value[0] for value in values[:label_count]), hashes)  # ids to count
         try:
             record = features.encode(image, values, files)
         except RecordRejected as exc:
             out.append((None, str(exc)))
             continue
+        info += (tuple(label.counted(record) for label in labels), hashes)  # counts: see counted
         out.append((example.encode_example_chunks(record, kinds), info))
     return out
 
@@ -211,8 +211,8 @@ class ShardSink:
         fmt, height, width, channels, label_ids, hashes = info
         if hashes is not None:
             self.hashes.append((position, *hashes, fmt, height, width, channels))
-        for counts, ids in zip(self.labels, label_ids):
-            counts.update(ids if isinstance(ids, tuple) else (ids,))
+        for counts, ids in zip(self.labels, label_ids):  # an id, ids, or id -> amount
+            counts.update(ids if isinstance(ids, (tuple, list, dict)) else (ids,))
         if fmt is None:  # a record without an image
             return
         self.formats[fmt] += 1

@@ -1,0 +1,301 @@
+"""Segmentation masks with Pillow and numpy: check one mask against its image and the labels,
+and give the single-channel PNG of class ids to store, with its pixel counts.
+
+A semantic mask is a single-channel image of class ids ("L", or "1"), a palette image ("P",
+the index is the class), or a colour image ("RGB", "RGBA" opaque) mapped to classes through a
+colour table. Masks stay class ids, pixel for pixel: a lossy mask (JPEG, WebP) is refused
+unless allowed, and nothing here resizes or interpolates. Instance masks (COCO polygons and
+RLE) are rasterized to 0/1 arrays and stored one PNG each.
+"""
+
+import io
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from .normalize import DEFAULT_MAX_PIXELS
+
+DEFAULT_IGNORE = 255  # the TF Model Garden's ignore_label
+LOSSY_FORMATS = ("JPEG", "MPO", "WEBP")
+_ID_MODES = ("L", "1", "P", "I", "I;16")
+_COLOUR_MODES = ("RGB", "RGBA", "P", "L")
+_SHOWN = 3  # unknown values a reason names
+
+
+class MaskRejected(Exception):
+    """The mask cannot be stored; ``str(exc)`` is the reason (naming the value and pixels)."""
+
+
+@dataclass(frozen=True)
+class MaskOptions:
+    """How a table's masks are read.
+
+    Attributes:
+        num_labels: class ids 0 to ``num_labels - 1`` are labels (None: any id but the ignore
+            value is a label).
+        colors: ``((r, g, b), id)`` pairs of a colour table (id None: the ignore value), or
+            None when masks hold class ids.
+        ignore_value: the id of pixels to ignore (kept as it is), or None.
+        allow_lossy: take JPEG and WebP masks (their ids may be off near edges).
+    """
+
+    num_labels: int = None
+    colors: tuple = None
+    ignore_value: int = DEFAULT_IGNORE
+    allow_lossy: bool = False
+
+
+@dataclass(frozen=True)
+class PreparedMask:
+    """The mask to store: a single-channel PNG of class ids, and what it holds.
+
+    Attributes:
+        encoded: the PNG's bytes.
+        ids: the class ids present, ascending (the ignore value left out).
+        pixels: the pixels of each of ``ids``.
+        ignored: pixels of the ignore value.
+    """
+
+    encoded: bytes
+    ids: tuple
+    pixels: tuple
+    ignored: int = 0
+
+
+def prepare_mask(data, size, options=MaskOptions()):
+    """Check ``data`` (a mask file's bytes) against its image and give the mask to store.
+
+    Args:
+        data: the mask file's bytes.
+        size: ``(height, width)`` of the row's image, as it was read (before any resize).
+        options: MaskOptions.
+
+    Returns:
+        A PreparedMask; a single-channel 8-bit PNG of known ids is kept byte for byte.
+
+    Raises:
+        MaskRejected: with the reason (another size, a lossy format, an unknown id or colour
+            named with its pixel count, an unreadable file).
+    """
+    try:
+        mask = Image.open(io.BytesIO(data))
+        mask_format = mask.format
+        if mask.width * mask.height > DEFAULT_MAX_PIXELS:
+            raise MaskRejected(f"mask of {mask.width}x{mask.height} pixels is larger than "
+                               f"{DEFAULT_MAX_PIXELS} pixels")
+        if mask_format in LOSSY_FORMATS and not options.allow_lossy:
+            raise MaskRejected(f"mask is a {mask_format} file, which is lossy (its class ids "
+                               "change near edges): use PNG masks, or allow_lossy_masks=True")
+        if (mask.height, mask.width) != tuple(size):
+            raise MaskRejected(f"mask is {mask.height}x{mask.width} pixels (height x width), "
+                               f"its image {size[0]}x{size[1]}")
+        if getattr(mask, "n_frames", 1) > 1:
+            raise MaskRejected(f"mask has {mask.n_frames} frames; a mask is one image")
+        mask.load()
+    except MaskRejected:
+        raise
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError,
+            Image.DecompressionBombError) as exc:
+        raise MaskRejected(f"mask cannot be read: {type(exc).__name__}: {exc}") from None
+    kept = options.colors is None and mask_format == "PNG" and mask.mode == "L"
+    if kept:  # already a single-channel PNG of ids
+        ids = mask
+    elif options.colors is not None:
+        ids = Image.fromarray(_colour_ids(mask, options.colors, options.ignore_value), "L")
+    else:
+        ids = _class_ids(mask)
+    counts = id_counts(ids, options.num_labels, options.ignore_value)
+    problem = _unknown_ids(counts, options)
+    if problem:
+        raise MaskRejected(problem)
+    encoded = data if kept else _encode(ids)
+    present = [i for i in np.flatnonzero(counts).tolist() if i != options.ignore_value]
+    ignored = int(counts[options.ignore_value]) if options.ignore_value is not None else 0
+    return PreparedMask(encoded, tuple(present), tuple(int(counts[i]) for i in present),
+                        ignored)
+
+
+_FEW_LABELS = 32  # up to this many labels, each is counted apart (faster than a histogram)
+
+
+def id_counts(ids, num_labels=None, ignore_value=DEFAULT_IGNORE):
+    """The pixels of each of the 256 ids of an "L" image of class ids (a numpy array of 256).
+
+    With few labels, each label and the ignore value is counted apart, and the whole histogram
+    is taken only when they do not add up to every pixel (an unknown id)."""
+    if num_labels is not None and num_labels <= _FEW_LABELS:
+        pixels = np.asarray(ids).ravel()
+        counts = np.zeros(256, dtype=np.int64)
+        for i in {*range(num_labels), *(() if ignore_value is None else (ignore_value,))}:
+            counts[i] = np.count_nonzero(pixels == i)
+        if int(counts.sum()) == pixels.size:
+            return counts
+    return np.array(ids.histogram())
+
+
+def _class_ids(mask):
+    """The "L" image of the class ids of a mask that holds ids (or palette indexes)."""
+    if mask.mode == "L":
+        return mask
+    if mask.mode not in _ID_MODES:
+        raise MaskRejected(f"mask is a {mask.mode} image: a mask of class ids is single-channel "
+                           "(L), palette (P) or 1-bit; a colour mask needs mask_colors")
+    if mask.mode == "P":  # the indexes, not the palette's colours
+        return Image.frombytes("L", mask.size, mask.tobytes())
+    ids = np.asarray(mask)
+    if ids.dtype == bool:
+        return Image.fromarray(ids.astype(np.uint8), "L")
+    high = int(ids.max(initial=0))
+    if high > 255 or int(ids.min(initial=0)) < 0:
+        value = high if high > 255 else int(ids.min())
+        pixels = int((ids == value).sum())
+        raise MaskRejected(f"mask class id {value} ({pixels} pixels) is outside 0 to 255")
+    return Image.fromarray(ids.astype(np.uint8), "L")
+
+
+def _colour_ids(mask, colors, ignore_value):
+    """The uint8 ``[H, W]`` class ids of a colour mask, through the colour table ``colors``."""
+    if mask.mode not in _COLOUR_MODES:
+        raise MaskRejected(f"mask is a {mask.mode} image: with mask_colors a mask is an RGB, "
+                           "RGBA (opaque), palette or grey image")
+    if mask.mode == "RGBA":
+        alpha = np.asarray(mask.getchannel("A"))
+        if (alpha != 255).any():
+            raise MaskRejected(f"mask has {int((alpha != 255).sum())} transparent pixels: a "
+                               "colour mask is opaque")
+    rgb = np.asarray(mask.convert("RGB"), dtype=np.uint32)
+    packed = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
+    found, inverse, pixels = np.unique(packed.ravel(), return_inverse=True, return_counts=True)
+    table = {(r << 16) | (g << 8) | b: i for (r, g, b), i in colors}
+    unknown = [(int(c), int(n)) for c, n in zip(found, pixels) if int(c) not in table]
+    if unknown:
+        shown = ", ".join(f"colour {_rgb(c)} ({n} pixels)" for c, n in unknown[:_SHOWN])
+        more = f" and {len(unknown) - _SHOWN} more" if len(unknown) > _SHOWN else ""
+        raise MaskRejected(f"mask {shown}{more} not in mask_colors")
+    lookup = np.array([ignore_value if table[int(c)] is None else table[int(c)] for c in found],
+                      dtype=np.uint8)
+    return lookup[inverse].reshape(packed.shape)
+
+
+def _rgb(packed):
+    return f"({packed >> 16}, {(packed >> 8) & 255}, {packed & 255})"
+
+
+def _unknown_ids(counts, options):
+    """The reason a mask of these id counts (256 bins) holds ids that are no label, or None."""
+    if options.num_labels is None:
+        return None
+    known = np.zeros(256, dtype=bool)
+    known[:options.num_labels] = True
+    if options.ignore_value is not None:
+        known[options.ignore_value] = True
+    unknown = np.flatnonzero((counts > 0) & ~known).tolist()
+    if not unknown:
+        return None
+    shown = ", ".join(f"{i} ({int(counts[i])} pixels)" for i in unknown[:_SHOWN])
+    more = f" and {len(unknown) - _SHOWN} more" if len(unknown) > _SHOWN else ""
+    ignore = "" if options.ignore_value is None else \
+        f" or the ignore value {options.ignore_value}"
+    return (f"mask class id {shown}{more} is not a label (ids 0 to {options.num_labels - 1}"
+            f"{ignore})")
+
+
+def resized(mask, size, ignore_value=DEFAULT_IGNORE):
+    """The PreparedMask ``mask`` resized by nearest neighbour to ``(height, width)`` (its ids
+    are never interpolated; an id may vanish when its pixels do), its pixels counted again."""
+    ids = Image.fromarray(decode_ids(mask.encoded), "L").resize((size[1], size[0]),
+                                                                Image.Resampling.NEAREST)
+    counts = id_counts(ids)
+    present = [i for i in np.flatnonzero(counts).tolist() if i != ignore_value]
+    ignored = int(counts[ignore_value]) if ignore_value is not None else 0
+    return PreparedMask(_encode(ids), tuple(present), tuple(int(counts[i]) for i in present),
+                        ignored)
+
+
+def encode_ids(ids):
+    """A single-channel 8-bit PNG of a uint8 ``[H, W]`` array."""
+    return _encode(Image.fromarray(np.ascontiguousarray(ids, dtype=np.uint8), "L"))
+
+
+def _encode(image):
+    """The PNG of an "L" image."""
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def decode_ids(encoded):
+    """The uint8 ``[H, W]`` class ids of a stored mask PNG (single channel).
+
+    Raises:
+        ValueError: not a single-channel 8-bit PNG.
+    """
+    try:
+        mask = Image.open(io.BytesIO(encoded))
+        mask.load()
+    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+        raise ValueError(f"its mask cannot be read: {exc}") from None
+    if mask.format != "PNG" or mask.mode != "L":
+        raise ValueError(f"its mask is a {mask.format} {mask.mode} image, not a single-channel "
+                         "8-bit PNG")
+    return np.asarray(mask)
+
+
+# --------------------------------------------------------------------------- instance masks
+
+def rasterize_polygons(polygons, height, width):
+    """A uint8 ``[H, W]`` 0/1 mask of COCO polygons (``[[x1, y1, x2, y2, ...], ...]``, pixel
+    coordinates), filled as ``pycocotools.mask.frPyObjects`` does.
+
+    Raises:
+        MaskRejected: a polygon of fewer than three points, or with a point outside the image.
+    """
+    from . import coco_rle
+
+    for number, polygon in enumerate(polygons, 1):
+        if len(polygon) < 6 or len(polygon) % 2:
+            raise MaskRejected(f"polygon {number} has {len(polygon)} coordinates: a polygon is "
+                               "at least three x, y points")
+        xs, ys = np.asarray(polygon[0::2], float), np.asarray(polygon[1::2], float)
+        if not (np.isfinite(xs).all() and np.isfinite(ys).all()):
+            raise MaskRejected(f"polygon {number} has a coordinate that is not a number")
+        outside = (xs < 0) | (xs > width) | (ys < 0) | (ys > height)
+        if outside.any():
+            i = int(np.flatnonzero(outside)[0])
+            raise MaskRejected(f"polygon {number}: point ({xs[i]:g}, {ys[i]:g}) is outside the "
+                               f"image ({width}x{height}, width x height)")
+    mask = np.zeros((height, width), dtype=np.uint8)
+    for polygon in polygons:
+        mask |= coco_rle.decode(coco_rle.from_polygon(polygon, height, width), height, width)
+    return mask
+
+
+def rle_mask(rle, height, width):
+    """A uint8 ``[H, W]`` 0/1 mask of a COCO RLE (``{"size": [h, w], "counts": [...] or
+    "..."}``, uncompressed or compressed).
+
+    Raises:
+        MaskRejected: its size is not the image's, or its counts do not cover it.
+    """
+    from . import coco_rle
+
+    size = rle.get("size") if isinstance(rle, dict) else None
+    if not (isinstance(size, (list, tuple)) and len(size) == 2):
+        raise MaskRejected(f"RLE without a size [height, width]: {str(rle)[:80]}")
+    if [int(size[0]), int(size[1])] != [height, width]:
+        raise MaskRejected(f"RLE size {int(size[0])}x{int(size[1])} is not its image's "
+                           f"{height}x{width} (height x width)")
+    counts = rle.get("counts")
+    if isinstance(counts, (str, bytes)):
+        counts = coco_rle.uncompress(counts.encode() if isinstance(counts, str) else counts)
+    try:
+        return coco_rle.decode(counts, height, width)
+    except ValueError as exc:
+        raise MaskRejected(f"RLE {exc}") from None
+
+
+def instance_png(mask):
+    """One instance mask as the Object Detection API stores it: a single-channel PNG of 0/1."""
+    return encode_ids(mask)
+

@@ -139,6 +139,9 @@ def _parser():
                                    "(default: from its name, e.g. instances_val2017.json)")
     c.add_argument("--image-dir", help="the images of a COCO .json file, a path or a URL "
                                        "(default: the file's folder)")
+    c.add_argument("--allow-outside-paths", action="store_true",
+                   help="read images a COCO file or VOC folder names outside its image folder "
+                        "(../, absolute paths, URLs); by default they are rejected rows")
     c.add_argument("--box-units", choices=["relative", "pixels"], default="relative",
                    help="a detection table's coordinates: fractions of the image, or pixels")
     c.add_argument("--runner", metavar="NAME",
@@ -198,7 +201,7 @@ def _convert(args):
         on_error=args.on_error, shuffle=not args.no_shuffle, seed=args.seed,
         overwrite=args.overwrite, n_jobs=args.jobs, progress=not args.no_progress,
         sha256=args.sha256, encoding=args.encoding, base_dir=args.base_dir, task=args.task,
-        split=args.split, image_dir=args.image_dir,
+        split=args.split, image_dir=args.image_dir, allow_outside_paths=args.allow_outside_paths,
         max_image_bytes=args.max_image_bytes, unassigned=args.unassigned,
         split_ratios=args.split_ratios, box_units=args.box_units, runner=args.runner,
         pipeline_options=args.pipeline_options,

@@ -139,10 +139,14 @@ def convert(source, output_dir, **options):
     resolve against the CSV's folder (a URL for a remote CSV) unless ``base_dir`` is given. Takes
     the options of :func:`to_tfrecord`, and of ``sources.read_source``: ``encoding`` (default
     ``"utf-8"``) of a CSV file, ``task`` (``"detection"`` or ``"classification"``: how to read
-    a CSV that its shape does not tell), ``split`` and ``image_dir`` of a COCO file.
+    a CSV that its shape does not tell), ``split`` and ``image_dir`` of a COCO file, and
+    ``allow_outside_paths`` (read images a COCO file or VOC folder names outside its image
+    folder: refused rows otherwise) and ``max_annotation_bytes`` (default 1 GiB: a larger COCO
+    file is refused before it is read).
     """
     columns = {k: options[k] for k in ("split_col", "image_col", "label_col") if k in options}
-    reading = {k: options.pop(k) for k in ("encoding", "task", "split", "image_dir")
+    reading = {k: options.pop(k) for k in ("encoding", "task", "split", "image_dir",
+                                           "allow_outside_paths", "max_annotation_bytes")
                if k in options}
     Store(output_dir, options.get("storage_options")).check_writable()  # before reading
     df, base_dir = sources.read_source(source, storage_options=options.get("storage_options"),

@@ -13,12 +13,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .record.boxes import BOX_COLUMNS, box_problem
 from .errors import SchemaError
+from .labels import label_problem
+from .record.boxes import BOX_COLUMNS, box_problem
+from .schema import parse_number
 
 BOX_UNITS = ("relative", "pixels")
 PER_BOX = ("is_crowd", "iscrowd", "difficult", "truncated", "occluded", "area", "group_of",
            "weight", "depiction")  # columns that are per box when present
+
+
+# ``df.attrs[SOURCE_PROBLEMS]``: ``{row label: reason}`` of rows a source refused (an
+# annotation naming a file outside its image folder, a value of the wrong type); every row of
+# such an image carries its reason, and the image is refused with it.
+SOURCE_PROBLEMS = "source_problems"
 
 
 def is_detection_table(df):
@@ -75,6 +83,9 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
                           f"table")
     keys = list(zip(*(df[c].astype(str).tolist() for c in (split_col, image_col)
                       if c is not None)))
+    source_problems = _source_problems(df)
+    for position, reason in source_problems.items():  # a refused image may have no path:
+        keys[position] += (reason,)                    # its reason keeps it apart
     first, members = {}, []
     for position, key in enumerate(keys):
         if key not in first:
@@ -95,9 +106,14 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
             box_labels.append(None if _blank(label) else label)
             for c in box_columns:
                 values[c].append(per_box[c][p])
-        reason = None
-        if None in box_labels:
+        reason = next((source_problems[p] for p in positions if p in source_problems), None)
+        unstorable = [(n, p) for n, p in enumerate(map(label_problem, box_labels), 1) if p]
+        if reason:
+            pass
+        elif None in box_labels:
             reason = f"box {box_labels.index(None) + 1} of {len(boxes)}: empty label"
+        elif unstorable:
+            reason = f"box {unstorable[0][0]} of {len(boxes)}: {unstorable[0][1]}"
         elif box_units == "relative":
             reason = box_problem(boxes)
         if reason:
@@ -112,6 +128,15 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
     for c, values in zip(box_columns, columns[2:]):
         images.insert(len(images.columns), c, list(values))
     return ImageTable(images, tuple(tuple(m) for m in members), tuple(box_columns), refused)
+
+
+def _source_problems(df):
+    """``{table position: reason}`` of the rows ``df.attrs[SOURCE_PROBLEMS]`` names."""
+    problems = df.attrs.get(SOURCE_PROBLEMS) or {}
+    if not problems:
+        return {}
+    position_of = {row: p for p, row in enumerate(df.index)}
+    return {position_of[row]: reason for row, reason in problems.items() if row in position_of}
 
 
 def _blank(value):
@@ -130,7 +155,7 @@ def _number(value):
         if not value.strip():
             return None
         try:
-            return float(value)
+            return parse_number(value)  # "0.5_0", "nan", "inf" are no numbers
         except ValueError:
             return value  # box_problem names it
     return value

@@ -8,11 +8,31 @@ several. pandas only, no I/O.
 import numpy as np
 import pandas as pd
 
+from .output.layout import CONTROL, label_problem  # noqa: F401 (the label rule, here too)
 from .record import keys
 from .errors import SchemaError
 
 _LISTS = (list, tuple, set, frozenset, np.ndarray)
 _SCALARS = {"string", "bytes", "integer", "floating", "mixed-integer-float", "boolean", "empty"}
+
+
+def text_series(values):
+    """``values`` as pandas' string dtype; text that is not valid Unicode (a lone surrogate,
+    which a string column refuses) has it replaced by U+FFFD (the checks then name it)."""
+    try:
+        return values.astype("string")
+    except UnicodeEncodeError:
+        return values.map(lambda v: v.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+                          if isinstance(v, str) else v).astype("string")
+
+
+def unstorable(values):
+    """Mask of the labels :func:`label_problem` refuses (one pass in C when it can)."""
+    try:
+        text = values.astype("string")
+    except UnicodeEncodeError:
+        return values.map(lambda v: label_problem(v) is not None).astype(bool)
+    return text.str.contains(CONTROL).fillna(False).astype(bool)
 
 
 def label_columns(label_col):

@@ -128,7 +128,8 @@ def _label_ids(values, label_map, skip):
     takes no id (unless ``label_map`` gives it one).
     """
     skip = [a or b for a, b in zip(
-        skip, (values.isna() | values.astype("string").str.strip().eq("").fillna(True)).tolist())]
+        skip, (values.isna() | labels.text_series(values).str.strip().eq("").fillna(True)
+               ).tolist())]
     cells = values.tolist()  # plain Python values: iterating the Series is slower
     if label_map is not None:
         mapping = schema.label_map_ids(label_map)

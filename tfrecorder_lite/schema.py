@@ -41,7 +41,7 @@ def used_columns(split_col, image_col, label_col):
 
 def canonical_splits(values):
     """Map split values to TRAIN / VALIDATION / TEST (case-insensitive); unknown -> None."""
-    upper = values.astype("string").str.strip().str.upper()
+    upper = labels.text_series(values).str.strip().str.upper()
     return upper.map(ALIASES).astype(object).where(upper.notna(), None)
 
 
@@ -107,7 +107,7 @@ def table_splits(df, split_col, image_col, assignment=None):
         splits, open_rows = pd.Series([None] * len(df), index=df.index, dtype=object), None
     else:
         splits = canonical_splits(df[split_col])
-        upper = df[split_col].astype("string").str.strip().str.upper()
+        upper = labels.text_series(df[split_col]).str.strip().str.upper()
         open_rows = _blank(df[split_col]) | upper.eq(UNASSIGNED).fillna(False)
     if assignment is not None:
         keys = row_keys(df, split_col, image_col)
@@ -129,8 +129,24 @@ def is_integer_labels(labels):
 # largest: an id beyond both of these is refused as a likely mistake (a code, not a class id).
 MAX_LABEL_ID = 100_000
 _IDS_PER_ROW = 10
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _INTEGRAL_TEXT = re.compile(r"^[+-]?\d+\.0*$")  # "1.0", written by tools that saw a float
+
+
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
+
+
+def parse_number(text):
+    """A number written as text in plain decimal notation (``0.5``, ``.3``, ``-2``, ``1e-3``;
+    spaces around it allowed), as a float: the rule of every number a table or annotation file
+    holds as text.
+
+    Raises:
+        ValueError: for anything else, which ``float()`` would take or guess at: ``0.5_0``,
+            ``nan``, ``inf``, ``0x10``, digits of other scripts, an empty text.
+    """
+    if not isinstance(text, str) or not _DECIMAL.fullmatch(text.strip()):
+        raise ValueError(f"{text!r} is not a number (plain decimal notation, e.g. 0.25)")
+    return float(text)
 
 
 def label_text(value):
@@ -151,7 +167,7 @@ def max_label_id(n_rows):
 
 def _blank(values):
     """Mask of missing or whitespace-only cells."""
-    return values.isna() | values.astype("string").str.strip().eq("").fillna(True)
+    return values.isna() | labels.text_series(values).str.strip().eq("").fillna(True)
 
 
 def row_problems(df, split_col, image_col, label_col, label_map=None, assignment=None,
@@ -220,9 +236,8 @@ def _label_problems(df, column, level, label_map, label_sep):
     else:
         blank = _blank(elements)
         report(blank, lambda v: "empty label")
-    control = ~blank & elements.astype("string").str.contains(_CONTROL).fillna(False)
-    report(control, lambda v: f"label {str(v)!r} holds a control character (a label is one "
-                              "line of labels.txt)")
+    control = ~blank & labels.unstorable(elements)
+    report(control, labels.label_problem)
     usable = ~blank & ~control
     if label_map is not None:
         known = label_map_ids(label_map)
@@ -299,10 +314,11 @@ def label_map_ids(label_map):
     if too_far:
         raise SchemaError(f"label_map ids are class ids 0..N-1; {max(mapping.values())} for "
                           f"{len(mapping)} labels would give labels.txt a line for every id")
-    control = [k for k in mapping if _CONTROL.search(str(k))]
-    if control:
-        raise SchemaError(f"label_map labels hold control characters: {control[:3]} (a label "
-                          "is one line of labels.txt)")
+    unstorable = [problem for problem in map(labels.label_problem, mapping) if problem]
+    if unstorable:
+        raise SchemaError("label_map labels hold control characters or invalid text: "
+                          f"{unstorable[0]}" + (
+            f" (and {len(unstorable) - 1} more such labels)" if len(unstorable) > 1 else ""))
     _refuse_shared(mapping)
     return mapping
 

@@ -19,7 +19,9 @@ _IMAGE_EXTENSIONS = {
 
 
 def read_source(source, *, split_col="split", image_col="image_uri", label_col="label",
-                encoding="utf-8", storage_options=None, task=None, split=None, image_dir=None):
+                encoding="utf-8", storage_options=None, task=None, split=None, image_dir=None,
+                allow_outside_paths=False,
+                max_annotation_bytes=detection_sources.MAX_ANNOTATION_BYTES):
     """Return ``(table, base_dir)``: the rows to convert and the folder relative paths start from.
 
     Args:
@@ -33,6 +35,9 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
             ``"classification"``, or None to tell them apart by the file's shape.
         split, image_dir: a COCO file's split (default: from its name) and image folder
             (default: the file's folder); see ``detection_sources.read_coco``.
+        allow_outside_paths, max_annotation_bytes: of a COCO file or a Pascal VOC folder:
+            read images its annotations name outside the image folder too; the largest COCO
+            file read (see ``table.annotation_files``).
     """
     if task not in (None, *detection_sources.TASKS):
         raise SchemaError(f"task must be one of {detection_sources.TASKS} or None, not {task!r}")
@@ -46,13 +51,16 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
     classification = task if task == "classification" else None
     if path.lower().endswith(".json"):
         _refuse_options("a COCO annotations file", task=classification)
-        table = detection_sources.read_coco(path, image_dir, split, storage_options)
+        table = detection_sources.read_coco(path, image_dir, split, storage_options,
+                                            allow_outside_paths=allow_outside_paths,
+                                            max_annotation_bytes=max_annotation_bytes)
         return _named(table, split_col, image_col, label_col), storage.parent(path)
     _refuse_options(source, split=split, image_dir=image_dir)
     if storage.is_dir(path, storage_options):
         if detection_sources.is_voc_folder(path, storage_options):
             _refuse_options("a Pascal VOC folder", task=classification)
-            table = detection_sources.read_voc(path, storage_options)
+            table = detection_sources.read_voc(path, storage_options,
+                                               allow_outside_paths=allow_outside_paths)
             return _named(table, split_col, image_col, label_col), path
         _refuse_options("an image folder", task=task if task == "detection" else None)
         return read_image_folder(path, split_col, image_col, label_col, storage_options), path

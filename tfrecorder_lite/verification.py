@@ -4,7 +4,7 @@ from collections import Counter
 
 from .errors import ManifestError, VerifyError
 from .output.layout import (LABEL_MAP, index_name, label_files, label_map_pbtxt,
-                            tfds_label_names)
+                            label_problem, tfds_label_names)
 from .output.manifest import hxw, label_counts, read_manifest
 from .record import encoding as example
 from .record import keys
@@ -242,8 +242,7 @@ def _label_file_problems(store, manifest):
     label_map.pbtxt, tfds' label names where present) against metadata.json's labels."""
     files = {name: "".join(f"{text}\n" for text in texts)
              for name, texts in label_files(manifest.labels).items()}
-    if manifest.task == "detection" and isinstance(manifest.boxes, dict) and \
-            manifest.boxes.get("label_map") == LABEL_MAP:
+    if manifest.task == "detection":  # whatever metadata.json's boxes say of it
         files[LABEL_MAP] = label_map_pbtxt(manifest.labels)
     optional = set()
     if not manifest.compression:  # tfds' files, written for uncompressed outputs
@@ -251,7 +250,11 @@ def _label_file_problems(store, manifest):
             name = tfds_label_names(label.keys[0])
             files[name] = "".join(f"{text}\n" for text in label.vocabulary)
             optional.add(name)
-    problems = []
+    problems = [f"metadata.json: {name} line {i + 1}: {problem}"
+                for name, texts in label_files(manifest.labels).items()
+                for i, problem in enumerate(map(label_problem, texts)) if problem]
+    if problems:  # files that cannot be written as metadata.json says
+        return problems
     for name, text in files.items():
         expected = text.encode("utf-8")
         found = _read_head(store, name, len(expected) + 1)
@@ -350,6 +353,10 @@ def verify(output_dir, decode=False, *, storage_options=None):
         whole = whole and split_whole
     if whole and images is not None:
         problems += images.problems(manifest.image)
+    if feature_set.boxes is not None:
+        counted = {split: sum(labels[0].counts.get(split, {}).values())
+                   for split in manifest.splits} if whole else None
+        problems += feature_set.boxes.manifest_problems(manifest.boxes, counted, LABEL_MAP)
     problems += _label_file_problems(store, manifest)
     if problems:
         shown = problems[:_PROBLEMS_SHOWN]

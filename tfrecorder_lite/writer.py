@@ -9,13 +9,13 @@ receipt comes back. The bytes of a shard depend only on its rows, never on what 
 
 import io
 from html import escape
-import logging
 import re
 from dataclasses import dataclass
 
 import pandas as pd
 from tqdm.auto import tqdm
 
+from . import redaction
 from ._version import __version__
 from .errors import InvalidRowError, SchemaError
 from .output import state as output_state
@@ -28,7 +28,7 @@ from .output.manifest import (ImageSummary, Manifest, read_manifest, split_entry
 from .redaction import redact_frame
 from .runners import JoblibRunner
 
-logger = logging.getLogger(__name__)
+logger = redaction.logger(__name__)  # every record redacted
 
 
 @dataclass
@@ -97,7 +97,7 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
     """
     if on_error == "raise" and plan.rejected:
         _raise_first(plan, df, plan.rejected)
-    if not plan.shards:
+    if not any(shard.positions for shard in plan.shards):
         _refuse_empty(plan, df)
     with FolderLock(store) as lock:
         store = lock.store  # on an object store every write first checks the lease
@@ -146,16 +146,19 @@ def _write_shards(plan, df, store, receipts, on_error, runner, progress, lock):
             bar.update(receipt.shard.num_examples + len(receipt.rejected))
 
 
-def _refuse_empty(plan, df):
+def _refuse_empty(plan, df, rejected=None):
     """Raise SchemaError for a plan with nothing to write: an empty table, or one whose every
-    row was rejected (an output without records is no output, and readers refuse it)."""
-    if not len(df) or not plan.rejected:
+    row was rejected (``rejected``: (position, reason) pairs, default the plan's), by the
+    table's checks or while writing (an output without records is no output, and readers
+    refuse it)."""
+    rejected = plan.rejected if rejected is None else rejected
+    if not len(df) or not rejected:
         raise SchemaError("the table has no rows: there is nothing to convert; nothing was "
                           "written")
     shown = "; ".join(f"row {df.index[plan.table_rows(position)[0]]!r}: {reason}"
-                      for position, reason in sorted(plan.rejected)[:3])
+                      for position, reason in sorted(rejected)[:3])
     raise SchemaError(f"none of the table's {len(df)} rows can be written ({shown}"
-                      f"{'; ...' if len(plan.rejected) > 3 else ''}); nothing was written. "
+                      f"{'; ...' if len(rejected) > 3 else ''}); nothing was written. "
                       "validate() lists every row's problem.")
 
 
@@ -196,8 +199,14 @@ def _index_label(index):
 
 
 def _finish(plan, df, store, receipts):
-    rejected = sorted((row, reason) for position, reason in
-                      [*plan.rejected, *(r for receipt in receipts.values() for r in receipt.rejected)]
+    refused = [*plan.rejected, *(r for receipt in receipts.values() for r in receipt.rejected)]
+    if not any(receipt.shard.num_examples for receipt in receipts.values()):
+        for shard in plan.shards:  # every row was rejected while writing: no output at all
+            store.remove(shard.name)
+            store.remove(index_name(shard.name))
+        store.remove(STATE_DIR)
+        _refuse_empty(plan, df, refused)
+    rejected = sorted((row, reason) for position, reason in refused
                       for row in plan.table_rows(position))
     rejected_df = _rejected_frame(df, rejected)
     for name, vocabulary in label_files(plan.labels).items():
@@ -217,7 +226,7 @@ def _finish(plan, df, store, receipts):
         written = {label for entry in splits.values()
                    for label in (entry.label_counts if field.level is None
                                  else entry.label_counts[field.level])}
-        unused = [text for text in field.vocabulary if text not in written]
+        unused = [text for text in field.vocabulary if text and text not in written]
         if unused:
             logger.warning("%d label(s)%s have an id but no example (their every image was "
                            "rejected while writing, or label_map lists them): %s", len(unused),
@@ -230,12 +239,9 @@ def _finish(plan, df, store, receipts):
         rejected_rows=tuple(position for position, _ in rejected),
         fingerprint=plan.fingerprint, created_by=f"tfrecorder_lite {__version__}",
         task="detection" if boxes is not None else "multi-label" if plan.multi_label else None,
-        boxes=None if boxes is None else {
-            "keys": "image/object/bbox/xmin, ymin, xmax, ymax (the Object Detection API's)",
-            "units": "relative to the image, 0,0 at the top left",
-            "label_offset": 1, "label_map": LABEL_MAP,
-            "num_boxes": {split: sum(entry.label_counts.values())
-                          for split, entry in splits.items()}},
+        boxes=None if boxes is None else boxes.manifest_entry(
+            {split: sum(entry.label_counts.values()) for split, entry in splits.items()},
+            LABEL_MAP),
         split_assignment={
             "unassigned": "assign", "ratios": dict(plan.assignment),
             "by": "sha256 of the image_uri text" if plan.image is not None else

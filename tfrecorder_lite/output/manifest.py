@@ -449,6 +449,9 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
         levels, more = first(labels.items(), "levels", "")
         what = " and ".join(f"{len(texts)} {short(level)} labels" for level, texts in levels) \
             + "".join(f" {line}" for line in more)
+    elif manifest.task == "detection":  # ids without a text (0, the background; gaps) aside
+        boxes = sum(_box_count(info) for info in manifest.splits.values())
+        what = f"{sum(1 for text in labels if text)} labels (detection: {boxes} boxes)"
     else:
         what = f"{len(labels)} labels" + (" (multi-label)" if manifest.task else "")
     compression = manifest.compression or "none"
@@ -467,7 +470,8 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
                  f"formats: {formats}" + (f" {more[0]}" if more else "")]
     for split, info in manifest.splits.items():
         size = human_size(sum(shard.bytes for shard in info.shards))
-        lines.append(f"{split}: {info.num_examples} examples in {len(info.shards)} "
+        boxes = f" ({_box_count(info)} boxes)" if manifest.task == "detection" else ""
+        lines.append(f"{split}: {info.num_examples} examples{boxes} in {len(info.shards)} "
                      f"shard(s), {size}")
         counts = info.label_counts
         levels, more_levels = first(counts.items(), "levels", "  ") \
@@ -479,6 +483,11 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
             lines += [f"{indent}{short(label)}: {count}" for label, count in shown] + more
         lines += more_levels
     return "\n".join(lines)
+
+
+def _box_count(info):
+    """The boxes of a detection output's split: the sum of its label counts."""
+    return sum(n for n in info.label_counts.values() if isinstance(n, int))
 
 
 _HTML_LABELS_SHOWN = 50  # label rows of the notebook view (the text summary lists them all)

@@ -8,6 +8,7 @@ TensorFlow is used only by the ``decode`` methods, which take the ``tf`` module.
 """
 
 import hashlib
+import json
 from dataclasses import dataclass
 
 from .boxes import box_problem
@@ -284,6 +285,29 @@ class Boxes(ClassLabel):
                 f"{key.removeprefix(OBJECT_PREFIX)} {n}" for key, n in lengths.items())
         return box_problem(list(zip(*(values[key] for key in BBOX_KEYS))))
 
+    @staticmethod
+    def manifest_entry(num_boxes, label_map):
+        """metadata.json's ``boxes``: the box convention, the label map's file name
+        ``label_map`` and ``num_boxes`` (split -> boxes written)."""
+        return {"keys": "image/object/bbox/xmin, ymin, xmax, ymax (the Object Detection API's)",
+                "units": "relative to the image, 0,0 at the top left",
+                "label_offset": 1, "label_map": label_map, "num_boxes": num_boxes}
+
+    def manifest_problems(self, entry, num_boxes, label_map):
+        """How metadata.json's ``boxes`` differs from :meth:`manifest_entry` of the boxes the
+        records hold (``num_boxes``: split -> boxes counted; None when a damaged shard left
+        them uncounted), one text per difference."""
+        expected = self.manifest_entry(num_boxes, label_map)
+        if not isinstance(entry, dict):
+            return [f"metadata.json: boxes is {_clip(entry)}, expected an object with "
+                    f"{', '.join(expected)}"]
+        if num_boxes is None:
+            expected.pop("num_boxes")
+        return [f"metadata.json: boxes.{key} is {_clip(entry.get(key, 'missing'))}, "
+                f"{'the records hold' if key == 'num_boxes' else 'expected'} {_clip(value)}"
+                for key, value in expected.items()
+                if json.dumps(entry.get(key), sort_keys=True) != json.dumps(value, sort_keys=True)]
+
     def tfds(self, image_size=None):
         entries = Feature.tfds(self)
         entries[OBJECT_LABEL] = {
@@ -390,6 +414,12 @@ class FeatureSet:
                                tuple(spec["shape"]))
                         for key, spec in features.items() if key not in taken)
         return cls(image, labels, columns)
+
+
+def _clip(value, limit=80):
+    """A value read from a file, as short JSON text."""
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def parse_spec(features):

@@ -1,0 +1,1 @@
+"""The table: sources, kinds, labels, splits, columns and the checks of each."""

@@ -289,7 +289,12 @@ def _spellings(values, label_col):
 
 def problems_frame(rows):
     """Build the problems DataFrame from (row, column, value, problem) tuples, in row order."""
-    return pd.DataFrame(rows, columns=PROBLEM_COLUMNS)
+    try:
+        return pd.DataFrame(rows, columns=PROBLEM_COLUMNS)
+    except UnicodeEncodeError:  # a value that is no valid Unicode (a lone surrogate): kept as is
+        columns = list(zip(*rows))
+        return pd.DataFrame({name: pd.Series(values, dtype=object if name == "value" else None)
+                             for name, values in zip(PROBLEM_COLUMNS, columns)})
 
 
 def label_map_ids(label_map):

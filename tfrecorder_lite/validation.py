@@ -6,8 +6,8 @@ import joblib
 import numpy as np
 import pandas as pd
 
-from . import columns, schema, storage
-from .detection import image_table, is_detection_table
+from . import columns, labels, schema, storage
+from .detection import SOURCE_PROBLEMS, image_table, is_detection_table
 from .errors import UnsupportedURLError
 from .images import DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images
 
@@ -34,7 +34,11 @@ def _row_hashes(df):
         df = df.copy()
         for column in lists:
             df[column] = df[column].map(repr)
-    return pd.util.hash_pandas_object(df, index=False)
+    try:
+        return pd.util.hash_pandas_object(df, index=False)
+    except UnicodeEncodeError:  # text that is no valid Unicode (a lone surrogate)
+        return pd.util.hash_pandas_object(
+            df.apply(lambda c: labels.text_series(c) if c.dtype == object else c), index=False)
 
 
 def _where(df, position, image_col, splits):
@@ -76,6 +80,9 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
     detection = image_col is not None and is_detection_table(df)
     problems = schema.row_problems(df, split_col, image_col, None if detection else label_col,
                                    label_map, assignment, label_sep)
+    if detection:  # an image its source refused has that reason only (its path may be empty)
+        refused_by_source = set(df.attrs.get(SOURCE_PROBLEMS) or ())
+        problems = problems[~problems.row.isin(refused_by_source)]
     found = list(problems.itertuples(index=False, name=None))
     if detection:  # boxes: every row of an image with a bad box, with the box named
         table = image_table(df, split_col, image_col, label_col, box_units)

@@ -449,3 +449,21 @@ def test_info_names_detection_and_counts_boxes_and_no_empty_label_is_warned(
         convert(path, tmp_path / "coco", image_dir=photos)
     warned, = [r.getMessage() for r in caplog.records]  # bus has an id and no box
     assert warned.endswith(": ['bus']")
+
+
+@pytest.mark.parametrize("check", ["decode", "header"])
+def test_a_coco_size_that_is_not_the_image_s_refuses_it_naming_both(tmp_path, photos, check):
+    document = coco([image_entry(0), image_entry(1, width=80), image_entry(2, height=40)],
+                    [box(1, 0), box(2, 1), box(3, 2)])
+    path = write_coco(tmp_path / "instances_train.json", document)
+    result = convert(path, tmp_path / "out", image_dir=photos, on_error="skip", check=check,
+                     image_size=(16, 16))
+    assert result.counts == {"TRAIN": 1}
+    reasons = dict(zip(result.rejected.image_uri.map(os.path.basename), result.rejected.reason))
+    assert reasons == {
+        "img1.jpg": "the annotation file gives the image width 80 and height 30, the image "
+                    "itself is 40x30 (width x height): its boxes were divided by the wrong "
+                    "size. Correct the file's width and height",
+        "img2.jpg": "the annotation file gives the image width 40 and height 40, the image "
+                    "itself is 40x30 (width x height): its boxes were divided by the wrong "
+                    "size. Correct the file's width and height"}

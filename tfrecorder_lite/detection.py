@@ -27,6 +27,10 @@ PER_BOX = ("is_crowd", "iscrowd", "difficult", "truncated", "occluded", "area", 
 # annotation naming a file outside its image folder, a value of the wrong type); every row of
 # such an image carries its reason, and the image is refused with it.
 SOURCE_PROBLEMS = "source_problems"
+# ``df.attrs[DECLARED_SIZES]``: ``{row label: (height, width)}``, the image's size as the
+# annotation file says it (its boxes were divided by it): checked against the image's own
+# header when the image is read, a mismatch refuses the image.
+DECLARED_SIZES = "declared_sizes"
 
 
 def is_detection_table(df):
@@ -45,12 +49,15 @@ class ImageTable:
         members: per image, the table positions of its rows.
         box_columns: the per-box columns (beside the coordinates and the label).
         refused: ``{image position: reason}`` of images refused by their boxes alone.
+        sizes: per image, its ``(height, width)`` as its annotation file declares it (or
+            None), when the table has ``attrs[DECLARED_SIZES]``; else None.
     """
 
     images: pd.DataFrame
     members: tuple
     box_columns: tuple
     refused: dict
+    sizes: tuple = None
 
     def rows_of(self, rejected):
         """``(table position, reason)`` of every row of the images in ``rejected``
@@ -127,7 +134,13 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
     images.insert(len(images.columns), label_col, list(columns[1]))
     for c, values in zip(box_columns, columns[2:]):
         images.insert(len(images.columns), c, list(values))
-    return ImageTable(images, tuple(tuple(m) for m in members), tuple(box_columns), refused)
+    declared = df.attrs.get(DECLARED_SIZES)
+    sizes = None
+    if declared:
+        labels_ = df.index
+        sizes = tuple(declared.get(labels_[positions[0]]) for positions in members)
+    return ImageTable(images, tuple(tuple(m) for m in members), tuple(box_columns), refused,
+                      sizes)
 
 
 def _source_problems(df):

@@ -20,7 +20,7 @@ import pandas as pd
 
 from . import redaction
 from . import schema, storage
-from .detection import SOURCE_PROBLEMS
+from .detection import DECLARED_SIZES, SOURCE_PROBLEMS
 from .errors import SchemaError
 from .labels import label_problem
 from .table import annotation_files
@@ -255,9 +255,12 @@ def read_coco(annotations_json, image_dir=None, split=None, storage_options=None
     for annotation in annotations:
         boxes_of.setdefault(_coco_key(annotation.get("image_id")), []).append(annotation)
     shared = _shared_ids(images)
-    rows, problems = [], {}
+    rows, problems, sizes = [], {}, {}
     skipped = {"with a width or height <= 0": [], "reaching past the image's edge": []}
     for image in images:
+        height, width = (annotation_files.number(image.get(k)) for k in ("height", "width"))
+        if height and width and height > 0 and width > 0:
+            sizes[len(rows)] = (height, width)  # its first row stands for the image
         id_, key = image.get("id"), _coco_key(image.get("id"))
         uri, problem = annotation_files.image_path(image.get("file_name"), image_dir,
                                                    allow_outside_paths)
@@ -294,6 +297,7 @@ def read_coco(annotations_json, image_dir=None, split=None, storage_options=None
     table.attrs["label_map"] = {name: id_ for id_, name in names.items()}
     if problems:
         table.attrs[SOURCE_PROBLEMS] = problems
+    table.attrs[DECLARED_SIZES] = sizes
     return table
 
 

@@ -211,7 +211,8 @@ def _box_fields(images, label_col, label_map, detection, units, refused):
         box_columns.append((column, kind))
         per_box.append(values)
     field = Boxes(vocabulary=tuple(vocabulary), column=label_col,
-                  box_columns=tuple(box_columns), units=units)
+                  box_columns=tuple(box_columns), units=units,
+                  declared_sizes=detection.sizes is not None)
     values = [((i, t, s, b, *cols),) for i, t, s, b, *cols in zip(
         ids, texts, source_ids, images["boxes"].tolist(), *per_box)]
     return (field,), tuple(values)
@@ -348,6 +349,9 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
            if detection else {}),
     }
     fingerprint.update(json.dumps(description, default=str, sort_keys=True).encode())
+    if detection and detection.sizes is not None:  # checked as each image is read; the boxes,
+        label_values = tuple(((*value[:4], size, *value[4:]),)  # divided by it, are above
+                             for (value,), size in zip(label_values, detection.sizes))
     return WritePlan(
         features=FeatureSet(None if image is None else ImageFeature(key_sha256=bool(detection)),
                             label_fields, extra),

@@ -238,10 +238,14 @@ class Boxes(ClassLabel):
         vocabulary: class id -> text (id 0, the background, has no text).
         box_columns: ``(column, kind)`` of each per-box column.
         units: "relative" or "pixels" (divided by the image's size as it is written).
+        declared_sizes: each value holds, after the boxes, the image's ``(height, width)`` as
+            its annotation file declares it (or None), compared with the image's own size as it
+            is written (relative boxes were divided by the declared one).
     """
 
     box_columns: tuple = ()
     units: str = "relative"
+    declared_sizes: bool = False
 
     @property
     def keys(self):
@@ -260,6 +264,9 @@ class Boxes(ClassLabel):
         """``value``: ``(class ids, class texts, source id, boxes, *per-box column values)``,
         boxes as ``(xmin, ymin, xmax, ymax)``."""
         ids, texts, source_id, boxes, *columns = value
+        if self.declared_sizes:
+            declared, *columns = columns
+            _check_declared_size(declared, image[0])
         if self.units == "pixels":
             stored = image[0]
             height, width = stored.source_size or (stored.height, stored.width)
@@ -414,6 +421,19 @@ class FeatureSet:
                                tuple(spec["shape"]))
                         for key, spec in features.items() if key not in taken)
         return cls(image, labels, columns)
+
+
+def _check_declared_size(declared, stored):
+    """Raise RecordRejected when an image's declared ``(height, width)`` is not the size of
+    the StoredImage ``stored`` (before any resize)."""
+    if declared is None:
+        return
+    height, width = stored.source_size or (stored.height, stored.width)
+    if tuple(declared) != (height, width):
+        raise RecordRejected(
+            f"the annotation file gives the image width {declared[1]:g} and height "
+            f"{declared[0]:g}, the image itself is {width}x{height} (width x height): its "
+            "boxes were divided by the wrong size. Correct the file's width and height")
 
 
 def _clip(value, limit=80):

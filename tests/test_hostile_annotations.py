@@ -467,3 +467,14 @@ def test_a_coco_size_that_is_not_the_image_s_refuses_it_naming_both(tmp_path, ph
         "img2.jpg": "the annotation file gives the image width 40 and height 40, the image "
                     "itself is 40x30 (width x height): its boxes were divided by the wrong "
                     "size. Correct the file's width and height"}
+
+
+def test_a_voc_size_that_is_not_the_image_s_refuses_it(tmp_path):
+    root = voc_folder(tmp_path / "VOC", ["car", "dog"])
+    xml = root / "Annotations" / "img1.xml"
+    xml.write_text(xml.read_text().replace("<width>40</width>", "<width>400</width>"))
+    result = convert(root, tmp_path / "out", on_error="skip")
+    assert result.counts == {"TRAIN": 1}
+    reason, = result.rejected.reason
+    assert reason.startswith("the annotation file gives the image width 400 and height 30, "
+                             "the image itself is 40x30")

@@ -9,7 +9,6 @@ TRAIN, VALIDATION, TEST (or UNASSIGNED where the source has none).
 """
 
 import functools
-import json
 import math
 import posixpath
 import re
@@ -18,8 +17,7 @@ from xml.parsers import expat
 
 import pandas as pd
 
-from . import redaction
-from . import schema, storage
+from . import redaction, schema, storage
 from .detection import DECLARED_SIZES, SOURCE_PROBLEMS
 from .errors import SchemaError
 from .labels import label_problem
@@ -454,7 +452,8 @@ def read_voc(folder, storage_options=None, *, allow_outside_paths=False):
     pixels) are divided by ``size/width`` and ``size/height`` as the TF Object Detection API's
     ``create_pascal_tf_record.py`` does; ``difficult`` and ``truncated`` are kept (0 when
     absent). Images are ``JPEGImages/<filename>``; a ``<filename>`` outside ``JPEGImages/``
-    (``../``, an absolute path, a URL) refuses its image unless ``allow_outside_paths``.
+    (``../``, an absolute path, a URL) refuses its image unless ``allow_outside_paths``. The
+    size the boxes were divided by is compared with the image's own when it is written.
 
     Raises:
         SchemaError: an image list names an annotation that does not exist, an image is in two
@@ -479,7 +478,7 @@ def read_voc(folder, storage_options=None, *, allow_outside_paths=False):
                        "e.g. Annotations/%s.xml", root, len(unlisted), unlisted[0])
     paths = [found[i] for i in listed]
     image_dir = storage.resolve("JPEGImages", base=root)
-    rows, problems = [], {}
+    rows, problems, sizes = [], {}, {}
     for (image_id, split), path, data in zip(listed.items(), paths,
                                              storage.read_many(paths, storage_options)):
         if isinstance(data, Exception):
@@ -491,12 +490,16 @@ def read_voc(folder, storage_options=None, *, allow_outside_paths=False):
         if problem:
             problems[len(rows)] = f"{path}: {problem}"
             rows.append((split, uri, None, *_NO_BOX, None, None))
-        else:
-            rows += _voc_rows(annotation, path, split, uri)
+            continue
+        width, height = (_number(annotation.findtext(f"size/{k}")) for k in ("width", "height"))
+        if width > 0 and height > 0:
+            sizes[len(rows)] = (height, width)  # its first row stands for the image
+        rows += _voc_rows(annotation, path, split, uri)
     table = _table(rows, ["split", "image_uri", "label", *BOX_COLUMNS, "difficult",
                           "truncated"])
     if problems:
         table.attrs[SOURCE_PROBLEMS] = problems
+    table.attrs[DECLARED_SIZES] = sizes
     return table
 
 

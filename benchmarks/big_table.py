@@ -35,7 +35,7 @@ import json, pickle, resource, sys, time
 import pandas as pd
 sys.path.insert(0, sys.argv[3])
 from tfrecorder_lite import options
-from tfrecorder_lite.plan import build_plan
+from tfrecorder_lite.write.plan import build_plan
 
 rows, pool = int(sys.argv[1]), sys.argv[2]
 start = time.perf_counter()

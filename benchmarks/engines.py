@@ -90,8 +90,8 @@ import hashlib, json, pickle, resource, sys, time
 import pandas as pd
 sys.path.insert(0, sys.argv[3])
 from tfrecorder_lite import options
-from tfrecorder_lite.beam_runner import stage_task
-from tfrecorder_lite.plan import build_plan
+from tfrecorder_lite.write.beam_runner import stage_task
+from tfrecorder_lite.write.plan import build_plan
 from tfrecorder_lite.storage import Store
 
 rows, workdir = int(sys.argv[1]), sys.argv[2]

@@ -106,7 +106,86 @@ def scenarios(images):
             label=[i % 4 for i in range(n)]), shuffle=False, seed=3)),
         "skip_rejected": ("to_tfrecord", dict(df=bad, on_error="skip", num_shards=2)),
         "headerless_csv": ("convert_csv", dict(df=one_label)),
+        **detection_scenarios(paths),
+        **({"direct_runner": ("to_tfrecord", dict(df=one_label, num_shards=2,
+                                                  runner="DirectRunner"))}
+           if _has_beam() else {}),
     }
+
+
+def _has_beam():
+    import importlib.util
+    return importlib.util.find_spec("apache_beam") is not None
+
+
+def detection_scenarios(paths):
+    """Detection conversions from the files they come in: AutoML detection CSVs (two and four
+    vertices), a COCO instances file and a Pascal VOC folder (written by ``write_all``)."""
+    n = 12
+    rows2, rows4 = [], []
+    for i, path in enumerate(paths[:n]):
+        split = _splits(n)[i]
+        if i % 5 == 4:  # an image without objects
+            rows2.append(f"{split},{path},,,,,,,,,")
+            rows4.append(f"{split},{path},,,,,,,,,")
+            continue
+        for j in range(1 + i % 3):
+            x0, y0, x1, y1 = 0.1 + 0.05 * j, 0.2, 0.5 + 0.1 * j, 0.6 + 0.05 * (i % 4)
+            label = ["car", "bike", "person"][(i + j) % 3]
+            rows2.append(f"{split},{path},{label},{x0:.3f},{y0:.3f},,,{x1:.3f},{y1:.3f},,")
+            rows4.append(f"{split},{path},{label},{x0:.3f},{y0:.3f},{x1:.3f},{y0:.3f},"
+                         f"{x1:.3f},{y1:.3f},{x0:.3f},{y1:.3f}")
+    return {
+        "detection_automl_two_vertices": ("convert_text", dict(name="boxes2.csv",
+                                                                text="\n".join(rows2) + "\n")),
+        "detection_automl_four_vertices": ("convert_text", dict(name="boxes4.csv",
+                                                                 text="\n".join(rows4) + "\n",
+                                                                 check="header")),
+        "detection_coco": ("convert_coco", dict(paths=paths[:n], num_shards=2)),
+        "detection_voc": ("convert_voc", dict(paths=paths[:n])),
+    }
+
+
+def _coco_document(paths):
+    from PIL import Image
+
+    images, annotations = [], []
+    for i, path in enumerate(paths):
+        width, height = Image.open(path).size
+        images.append({"id": 100 + i, "file_name": Path(path).name, "width": width,
+                       "height": height})
+        for j in range(i % 3):
+            annotations.append({"id": len(annotations) + 1, "image_id": 100 + i,
+                                "category_id": [3, 7, 9][(i + j) % 3],
+                                "bbox": [1.0 + j, 2.0, 10.0 + 2 * j, 8.0 + i % 4],
+                                "area": 80.0, "iscrowd": int(i == 5 and j == 0)})
+    categories = [{"id": k, "name": name, "supercategory": "thing"}
+                  for k, name in ((3, "car"), (7, "bike"), (9, "person"))]
+    return {"images": images, "annotations": annotations, "categories": categories}
+
+
+def _write_voc(root, paths):
+    from PIL import Image
+
+    (root / "Annotations").mkdir(parents=True)
+    (root / "JPEGImages").mkdir()
+    (root / "ImageSets" / "Main").mkdir(parents=True)
+    ids = {"train": [], "val": [], "test": []}
+    for i, path in enumerate(paths):
+        image_id = Path(path).stem
+        (root / "JPEGImages" / Path(path).name).write_bytes(Path(path).read_bytes())
+        width, height = Image.open(path).size
+        objects = "".join(
+            f"<object><name>{['car', 'bike', 'person'][(i + j) % 3]}</name><pose>Left</pose>"
+            f"<truncated>{j % 2}</truncated><difficult>{int(i == 3)}</difficult><bndbox>"
+            f"<xmin>{2 + j}</xmin><ymin>3</ymin><xmax>{12 + j}</xmax><ymax>{15 + i % 4}</ymax>"
+            "</bndbox></object>" for j in range(1 + i % 2))
+        (root / "Annotations" / f"{image_id}.xml").write_text(
+            f"<annotation><filename>{Path(path).name}</filename><size><width>{width}</width>"
+            f"<height>{height}</height><depth>3</depth></size>{objects}</annotation>")
+        ids[["train", "train", "val", "test"][i % 4]].append(image_id)
+    for name, members in ids.items():
+        (root / "ImageSets" / "Main" / f"{name}.txt").write_text("\n".join(members) + "\n")
 
 
 def write_all(images_dir, out_dir):
@@ -117,12 +196,28 @@ def write_all(images_dir, out_dir):
               str(Path(images_dir) / "truncated.jpg"))
     for name, (call, options) in scenarios(images).items():
         options = dict(options, progress=False)
-        df = options.pop("df")
+        df = options.pop("df", None)
         target = os.path.join(out_dir, name)
         if call == "convert_csv":
             csv = os.path.join(out_dir, f"{name}.csv")
             df.to_csv(csv, header=False, index=False)
             tfrecorder_lite.convert(csv, target, **options)
+        elif call == "convert_text":
+            source = Path(out_dir, options.pop("name"))
+            source.write_text(options.pop("text"))
+            tfrecorder_lite.convert(str(source), target, **options)
+        elif call == "convert_coco":
+            source = Path(out_dir, f"{name}.json")
+            document = _coco_document(options.pop("paths"))
+            source.write_text(json.dumps(document))
+            tfrecorder_lite.convert(str(source), target, split="TRAIN", image_dir=images_dir,
+                                    **options)
+        elif call == "convert_voc":
+            root = Path(images_dir).parent / "voc" / name  # one folder for both trees
+            paths = options.pop("paths")
+            if not root.exists():
+                _write_voc(root, paths)
+            tfrecorder_lite.convert(str(root), target, **options)
         else:
             tfrecorder_lite.to_tfrecord(df, target, **options)
     print(f"wrote {len(scenarios(images))} outputs with {tfrecorder_lite.__file__}")
@@ -165,15 +260,18 @@ def compare(base_dir, new_dir):
     return problems
 
 
-def _run_with(package_root, images_dir, out_dir):
+def _run_with(package_root, images_dir, out_dir, python=sys.executable):
     env = dict(os.environ, PYTHONPATH=str(package_root), TF_CPP_MIN_LOG_LEVEL="2")
-    subprocess.run([sys.executable, __file__, "--write", str(out_dir), "--images",
+    subprocess.run([python, __file__, "--write", str(out_dir), "--images",
                     str(images_dir)], check=True, env=env, cwd=package_root)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", default="HEAD", help="the commit to compare with")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the interpreter that runs both trees (e.g. a virtual environment "
+                        "with apache-beam, which adds a runner='DirectRunner' case)")
     parser.add_argument("--write", help=argparse.SUPPRESS)
     parser.add_argument("--images", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -191,10 +289,11 @@ def main():
         with tarfile.open(archive_path) as tar:
             tar.extractall(base_tree, filter="data")
         make_images(work / "images")
-        _run_with(base_tree, work / "images", work / "out-base")
-        _run_with(REPO_ROOT, work / "images", work / "out-new")
+        _run_with(base_tree, work / "images", work / "out-base", args.python)
+        _run_with(REPO_ROOT, work / "images", work / "out-new", args.python)
         problems = compare(work / "out-base", work / "out-new")
-    count = len(scenarios(([str(i) for i in range(40)], "t")))
+        count = len(os.listdir(work / "out-base")) - sum(
+            p.is_file() for p in (work / "out-base").iterdir())
     if problems:
         print(f"{len(problems)} difference(s) against {args.base}:")
         print("\n".join(f"  {p}" for p in problems))

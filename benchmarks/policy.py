@@ -6,7 +6,7 @@ Writes the image set listed 1, 10 and 30 times over (3,000, 30,000 and 90,000 ro
 - ``recipe``: the TensorFlow tutorial writer (benchmarks/recipes.py), one process;
 - ``floor``: read every image and append it to one file, then fsync it: what any writer whose
   output is on the disk when it returns (the library's is) cannot beat;
-- ``default``: ``to_tfrecord`` as it comes (the policy in tfrecorder_lite/runners.py chooses);
+- ``default``: ``to_tfrecord`` as it comes (the policy in tfrecorder_lite/write/runners.py chooses);
 - ``threads``: inside ``joblib.parallel_config(backend="threading")``;
 - ``processes``: inside ``joblib.parallel_config(backend="loky")``.
 
@@ -72,7 +72,7 @@ def child(job: dict) -> dict:
         def emit(self, record):
             decisions.append(record.getMessage())
 
-    logger = logging.getLogger("tfrecorder_lite.runners")
+    logger = logging.getLogger("tfrecorder_lite.write.runners")
     logger.setLevel(logging.DEBUG)
     logger.addHandler(Decisions())
     backend = BACKENDS.get(job["way"])

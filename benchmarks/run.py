@@ -315,7 +315,7 @@ def lib_load(ctx: Context, out_dir: Path) -> Outcome:
 
 def lib_load_autotune(ctx: Context, out_dir: Path) -> Outcome:
     """lib_load with tf.data's autotuner on, whatever the cores (load() turns it off on few)."""
-    from tfrecorder_lite import loader
+    from tfrecorder_lite.read import loader
 
     kept = loader._AUTOTUNE_OFF_UP_TO_CORES
     loader._AUTOTUNE_OFF_UP_TO_CORES = 0
@@ -327,7 +327,7 @@ def lib_load_autotune(ctx: Context, out_dir: Path) -> Outcome:
 
 def lib_load_no_autotune(ctx: Context, out_dir: Path) -> Outcome:
     """lib_load with tf.data's autotuner off, whatever the cores."""
-    from tfrecorder_lite import loader
+    from tfrecorder_lite.read import loader
 
     kept = loader._AUTOTUNE_OFF_UP_TO_CORES
     loader._AUTOTUNE_OFF_UP_TO_CORES = 1 << 20
@@ -517,7 +517,7 @@ def import_library() -> tuple[Any, str | None]:
     try:
         import tfrecorder_lite
         import tfrecorder_lite.conversion  # noqa: F401  (loaded on first use: not timed either)
-        import tfrecorder_lite.loader  # noqa: F401
+        import tfrecorder_lite.read.loader  # noqa: F401
     except Exception as exc:  # pragma: no cover - reported in the table
         traceback.print_exc()
         return None, _short_error(exc)

@@ -36,10 +36,11 @@ TIMED = """
 import json, shutil, sys, time
 import pandas as pd
 import tfrecorder_lite
-try:  # what a conversion imports: loaded on first use since the package loads lazily
-    import tfrecorder_lite.conversion, tfrecorder_lite.writer
-except ImportError:  # a revision from before conversion.py: all of it came with the package
-    pass
+for name in ("conversion", "write.driver", "writer"):  # what a conversion imports: loaded on
+    try:  # first use since the package loads lazily (write.driver was writer before the layout)
+        __import__("tfrecorder_lite." + name)
+    except ImportError:  # a revision from before that module: it came with the package
+        pass
 table, out, options = pd.read_csv(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
 shutil.rmtree(out, ignore_errors=True)
 start = time.perf_counter()

@@ -3,12 +3,12 @@
 For this checkout and, with ``--base REV``, an earlier revision (exported with ``git archive``),
 alternating round by round, each measurement in fresh interpreters:
 
-- ``import``: seconds to ``import tfrecorder_lite.shard`` (what unpickling a shard task
+- ``import``: seconds to ``import tfrecorder_lite.write.task`` (what unpickling a shard task
   imports) in an interpreter that has joblib's worker machinery and numpy loaded already, as a
   loky worker has before its first task; and whether pandas or TensorFlow came with it;
 - ``first results``: seconds from asking joblib's loky backend for 2 workers (in a driver that
   has imported pandas and tfrecorder_lite) to the results of one task each that imports
-  ``tfrecorder_lite.shard``: starting the interpreters, their imports and the round trip.
+  ``tfrecorder_lite.write.task``: starting the interpreters, their imports and the round trip.
 
 Usage:
     python benchmarks/worker_start.py --base 65cc3ac --repeats 5
@@ -35,7 +35,7 @@ IMPORT = """
 import json, sys, time
 import joblib.externals.loky.process_executor, numpy
 start = time.perf_counter()
-import tfrecorder_lite.shard
+import tfrecorder_lite.write.task
 print(json.dumps([time.perf_counter() - start,
                   sorted(m for m in ("pandas", "tensorflow") if m in sys.modules)]))
 """
@@ -55,7 +55,7 @@ print(json.dumps([time.perf_counter() - start, found]))
 def probe(_):
     """A worker's task: import the shard writer; what else is loaded then."""
     start = time.perf_counter()
-    import tfrecorder_lite.shard  # noqa: F401
+    import tfrecorder_lite.write.task  # noqa: F401
 
     return [time.perf_counter() - start,
             sorted(m for m in ("pandas", "tensorflow") if m in sys.modules)]
@@ -104,7 +104,7 @@ def main(argv=None):
                   file=sys.stderr)
     print(f"`python benchmarks/worker_start.py {' '.join(sys.argv[1:] if argv is None else argv)}`"
           f", {os.cpu_count()} cores\n")
-    print("| tree | import tfrecorder_lite.shard s, median (range) | first results from 2 "
+    print("| tree | import tfrecorder_lite.write.task s, median (range) | first results from 2 "
           "workers s | the import in the workers s | also loaded |")
     print("|---|---|---|---|---|")
     for name, values in found.items():

@@ -112,7 +112,7 @@ def loaded_modules():
 PAUSED_AFTER_FIRST_SHARD = textwrap.dedent("""
     import json, os, sys, time
     import tfrecorder_lite
-    from tfrecorder_lite import runners
+    from tfrecorder_lite.write import runners
     from tfrecorder_lite.output import lock
 
     if "short-lease" in sys.argv[5:]:

@@ -21,9 +21,9 @@ from object_stores import Server
 from processes import TESTS, kill_when
 from tfrecorder_lite import (
     InvalidRowError, ManifestError, MissingDependencyError, SchemaError, UnsupportedURLError,
-    VerifyError, cli, shard_cache, storage,
-)
-from tfrecorder_lite.loader import reads_natively
+    VerifyError, cli, storage)
+from tfrecorder_lite.read import shard_cache
+from tfrecorder_lite.read.loader import reads_natively
 
 OPTIONS = {"n_jobs": 2, "progress": False, "on_error": "skip", "num_shards": 2}
 SHARD_OR_MANIFEST = ("tfrecord", "metadata.json", "labels.txt", "rejected.csv")

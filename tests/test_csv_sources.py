@@ -4,7 +4,8 @@ files starting with an UNASSIGNED row, ragged rows, Latin-1 text, images relativ
 import pytest
 
 import tfrecorder_lite
-from tfrecorder_lite import SchemaError, cli, sources
+from tfrecorder_lite import SchemaError, cli
+from tfrecorder_lite.table import sources
 from conftest import photo, save
 
 HEADER = "split,image_uri,label"

@@ -270,7 +270,7 @@ def test_the_table_pipeline_gives_what_load_gives(box_table, tmp_path):
 
 
 def test_inspect_draws_each_box_with_its_label(box_table, tmp_path):
-    from tfrecorder_lite import report
+    from tfrecorder_lite.read import report
     from tfrecorder_lite.record.encoding import decode_example
 
     box_table.tfrecord.to_tfrecord(tmp_path / "out", num_shards=1, progress=False)

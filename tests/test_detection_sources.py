@@ -9,8 +9,9 @@ import math
 import pandas as pd
 import pytest
 
-from tfrecorder_lite import SchemaError, cli, sources
-from tfrecorder_lite.detection_sources import box_problem, read_coco, read_voc
+from tfrecorder_lite import SchemaError, cli
+from tfrecorder_lite.table import sources
+from tfrecorder_lite.table.detection_sources import box_problem, read_coco, read_voc
 
 NAN = math.nan
 BOXES = ["xmin", "ymin", "xmax", "ymax"]

@@ -1,4 +1,4 @@
-"""Per-box tables grouped into images (tfrecorder_lite.detection): pandas only, no files."""
+"""Per-box tables grouped into images (tfrecorder_lite.table.detection): pandas only, no files."""
 
 import math
 
@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from tfrecorder_lite import SchemaError
-from tfrecorder_lite.detection import image_table, is_detection_table
+from tfrecorder_lite.table.detection import image_table, is_detection_table
 
 
 def _table(rows):

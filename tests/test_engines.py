@@ -147,8 +147,8 @@ def test_a_workers_exception_that_cannot_travel_arrives_as_its_text(photos, tmp_
                                                                      monkeypatch):
     import threading
 
-    from tfrecorder_lite import runners
-    from tfrecorder_lite.worker_errors import WorkerTraceback
+    from tfrecorder_lite.write import runners
+    from tfrecorder_lite.write.worker_errors import WorkerTraceback
 
     class HoldsALock(Exception):
         def __init__(self, message):
@@ -253,7 +253,7 @@ GATED = textwrap.dedent("""
     import os, sys, time
     import joblib
     import tfrecorder_lite
-    from tfrecorder_lite import beam_runner, runners
+    from tfrecorder_lite.write import beam_runner, runners
 
     csv, out, GATE, engine = sys.argv[1:5]
     module = beam_runner if engine == "beam" else runners
@@ -402,7 +402,7 @@ def test_spark_reports_the_rejections_of_every_worker(spark, two_bad, tmp_path):
 @pytest.mark.slow
 def test_a_spark_workers_memory_error_arrives_whole_naming_its_shard(spark, photos, tmp_path,
                                                                      monkeypatch):
-    from tfrecorder_lite import runners
+    from tfrecorder_lite.write import runners
 
     def out_of_memory(task, store, on_error):  # pickled by value, run by a Spark worker
         raise MemoryError(f"{task.name}: out of memory while writing this shard")

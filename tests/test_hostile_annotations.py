@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 
 import tfrecorder_lite
-from tfrecorder_lite import SchemaError, VerifyError, cli, redaction, sources
-from tfrecorder_lite.detection_sources import read_coco, read_voc
+from tfrecorder_lite import SchemaError, VerifyError, cli, redaction
+from tfrecorder_lite.table import sources
+from tfrecorder_lite.table.detection_sources import read_coco, read_voc
 from conftest import photo, save
 
 BOXES = ["xmin", "ymin", "xmax", "ymax"]
@@ -193,7 +194,7 @@ def test_every_logger_of_the_package_redacts(caplog):
         loggers.update((value.name, value) for value in vars(module).values()
                        if isinstance(value, logging.Logger)
                        and value.name.startswith("tfrecorder_lite."))
-    assert "tfrecorder_lite.detection_sources" in loggers and len(loggers) >= 10
+    assert "tfrecorder_lite.table.detection_sources" in loggers and len(loggers) >= 10
     with caplog.at_level(logging.INFO, logger="tfrecorder_lite"):
         for log in loggers.values():
             log.warning("read %s", "https://u:hunter2@h/x.jpg?sig=abc")

@@ -22,7 +22,8 @@ from PIL import Image, ImageOps
 
 import imagegen as ig
 import tfrecorder_lite
-from tfrecorder_lite import InvalidRowError, structure
+from tfrecorder_lite import InvalidRowError
+from tfrecorder_lite.images import containers as structure
 
 JPEG_MEAN_TOLERANCE = 4.0  # mean |difference| allowed where a JPEG codec is involved
 JPEG_MAX_TOLERANCE = 40
@@ -669,7 +670,7 @@ def _png_text():
 def test_pillow_free_png_header_check_agrees_with_pillow(monkeypatch):
     """It answers for plain PNGs exactly as the Pillow path does, and leaves every other file
     (damaged, metadata that may hold an orientation, 16-bit, unusual chunks) to Pillow."""
-    from tfrecorder_lite import images
+    from tfrecorder_lite.images import normalize as images
 
     options = images.ImageOptions(check="header")
     answers = {}

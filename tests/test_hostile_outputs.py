@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 import tfrecorder_lite
-from tfrecorder_lite import ManifestError, SchemaError, VerifyError, report, verification
+from tfrecorder_lite import ManifestError, SchemaError, VerifyError
+from tfrecorder_lite.read import report, verification
 from tfrecorder_lite.record import encoding as example
 from tfrecorder_lite.record import keys
 from tfrecorder_lite.record.framing import (MAX_COMPRESSED_RECORD_BYTES, RecordError,

@@ -23,7 +23,8 @@ import pandas as pd
 import pytest
 
 import tfrecorder_lite
-from tfrecorder_lite import OutputLockedError, runners, writer
+from tfrecorder_lite import OutputLockedError
+from tfrecorder_lite.write import runners, driver as writer
 from tfrecorder_lite.output import lock as folder_lock
 from tfrecorder_lite.output.layout import LOCK
 from tfrecorder_lite.output.lock import Fence, FencedStore, FolderLock

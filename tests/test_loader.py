@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 import tfrecorder_lite
-from tfrecorder_lite import loader
+from tfrecorder_lite.read import loader
 
 
 @pytest.fixture

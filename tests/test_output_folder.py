@@ -242,13 +242,13 @@ def test_overwrite_replaces_the_earlier_output_and_keeps_unrelated_files(small, 
 
 def test_resume_removes_only_the_unfinished_shards_of_its_own_job(small, tmp_path):
     out = tmp_path / "out"
-    df, _ = tfrecorder_lite.sources.read_source(small)
+    df, _ = tfrecorder_lite.table.sources.read_source(small)
     df["image_uri"] = [os.path.join(os.path.dirname(small), p) for p in df["image_uri"]]
     plan_names = ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord",
                   "test-00000-of-00001.tfrecord"]
     state = out / ".tfrecorder_lite"
     state.mkdir(parents=True)
-    fingerprint = tfrecorder_lite.plan.build_plan(
+    fingerprint = tfrecorder_lite.write.plan.build_plan(
         df, split_col="split", image_col="image_uri", label_col="label",
         num_shards={"TRAIN": 2, "TEST": 1}).fingerprint
     (state / "job.json").write_text(json.dumps({"fingerprint": fingerprint,

@@ -36,8 +36,8 @@ def test_accessor_registered_when_pandas_is_imported_after_the_library():
 def test_a_shard_worker_imports_neither_pandas_nor_tensorflow():
     """What a process worker unpickles and runs (write_shard, a ShardTask, a Store) loads
     only the worker's modules."""
-    code = ("import sys, tfrecorder_lite.shard, tfrecorder_lite.storage; "
-            "print(sorted(m for m in ('pandas', 'tensorflow', 'tfrecorder_lite.plan') "
+    code = ("import sys, tfrecorder_lite.write.task, tfrecorder_lite.storage; "
+            "print(sorted(m for m in ('pandas', 'tensorflow', 'tfrecorder_lite.write.plan') "
             "if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -147,7 +147,8 @@ def test_every_exception_pickles_with_its_attributes_in_a_process_without_tensor
     pickle)."""
     script = """
 import inspect, pickle, sys
-from tfrecorder_lite import errors, images, storage
+from tfrecorder_lite import errors, storage
+from tfrecorder_lite.images import normalize as images
 from tfrecorder_lite.record import framing as tfrecord
 samples = {
     storage.FileRefused: ("/data/pipe", "a FIFO (named pipe), not a regular file"),

@@ -8,8 +8,8 @@ import pytest
 
 from conftest import photo, save
 from tfrecorder_lite import SchemaError
-from tfrecorder_lite.images import ImageOptions
-from tfrecorder_lite.plan import build_plan
+from tfrecorder_lite.images.normalize import ImageOptions
+from tfrecorder_lite.write.plan import build_plan
 
 COLUMNS = {"split_col": "split", "image_col": "image_uri", "label_col": "label"}
 

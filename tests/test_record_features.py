@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from tfrecorder_lite.images import ImageOptions, StoredImage
+from tfrecorder_lite.images.normalize import ImageOptions, StoredImage
 from tfrecorder_lite.output.manifest import read_manifest
-from tfrecorder_lite.plan import build_plan
+from tfrecorder_lite.write.plan import build_plan
 from tfrecorder_lite.record.encoding import decode_example, encode_example
 from tfrecorder_lite.record.features import (ClassLabel, Column, FeatureSet, ImageFeature,
                                              parse_spec)

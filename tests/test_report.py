@@ -14,7 +14,8 @@ from PIL import Image, ImageStat
 
 import tfrecorder_lite
 from conftest import GCS_OPTIONS, photo, save
-from tfrecorder_lite import cli, report
+from tfrecorder_lite import cli
+from tfrecorder_lite.read import report
 
 LABEL = "<b>&cat"  # user data that must be escaped
 ESCAPED = "&lt;b&gt;&amp;cat"

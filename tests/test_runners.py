@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 
 import tfrecorder_lite
-from tfrecorder_lite import InvalidRowError, runners
-from tfrecorder_lite.images import ImageOptions
-from tfrecorder_lite.plan import ShardSpec
+from tfrecorder_lite import InvalidRowError
+from tfrecorder_lite.write import runners
+from tfrecorder_lite.images.normalize import ImageOptions
+from tfrecorder_lite.write.plan import ShardSpec
 from conftest import photo, save
 from processes import loaded_modules
 
@@ -67,7 +68,7 @@ def test_the_same_table_gives_the_same_files_from_threads_and_processes(image_ta
                             if p.is_file()}
     assert len([n for n in digests["loky"] if n.endswith(".tfrecord")]) == 9
     assert digests["threading"] == digests["loky"]
-    assert any("tfrecorder_lite.shard" in m for m in modules)  # a worker that wrote shards
+    assert any("tfrecorder_lite.write.task" in m for m in modules)  # a worker that wrote shards
     assert not any({"pandas", "tensorflow"} & m for m in modules)
 
 

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from tfrecorder_lite import SchemaError, VerifyError, shard_cache
+from tfrecorder_lite import SchemaError, VerifyError
+from tfrecorder_lite.read import shard_cache
 from tfrecorder_lite.output.manifest import read_manifest
 from tfrecorder_lite.storage import Store
 
@@ -66,7 +67,7 @@ def test_a_tampered_copy_of_the_same_size_is_fetched_again(remote, tmp_path, cap
     with open(paths[0], "wb") as f:
         f.write(tampered)
 
-    with caplog.at_level("WARNING", logger="tfrecorder_lite.shard_cache"):
+    with caplog.at_level("WARNING", logger="tfrecorder_lite.read.shard_cache"):
         assert shard_cache.local_copies(store, shards, cache) == paths
     assert open(paths[0], "rb").read() == original
     assert "differs from metadata.json (CRC32C); fetching it again" in caplog.text

@@ -6,7 +6,8 @@ import pytest
 
 import tfrecorder_lite
 from conftest import photo, save
-from tfrecorder_lite import SchemaError, schema
+from tfrecorder_lite import SchemaError
+from tfrecorder_lite.table import schema
 
 
 @pytest.fixture(scope="module")

@@ -21,10 +21,11 @@ from .errors import (
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {  # public name -> the module that defines it
-    "ConversionResult": "writer", "convert": "conversion", "inspect": "report",
-    "load": "loader", "read_coco": "detection_sources", "read_metadata": "output.manifest",
-    "read_voc": "detection_sources", "to_tfrecord": "conversion", "validate": "validation",
-    "verify": "verification",
+    "ConversionResult": "write.driver", "convert": "conversion", "inspect": "read.report",
+    "load": "read.loader", "read_coco": "table.detection_sources",
+    "read_metadata": "output.manifest", "read_voc": "table.detection_sources",
+    "to_tfrecord": "conversion", "validate": "table.validation",
+    "verify": "read.verification",
 }
 
 __all__ = [

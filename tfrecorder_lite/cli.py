@@ -14,10 +14,10 @@ import sys
 from .storage import errors as store_errors
 from ._version import __version__
 from .conversion import convert
-from .images import DEFAULT_MAX_BYTES
+from .images.normalize import DEFAULT_MAX_BYTES
 from .output.manifest import read_manifest, summary_text
-from .report import inspect
-from .verification import verify
+from .read.report import inspect
+from .read.verification import verify
 from .errors import TFRecorderError, VerifyError
 from .redaction import redact
 

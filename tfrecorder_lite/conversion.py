@@ -1,16 +1,16 @@
 """The public conversion calls: check options, validate, plan, write."""
 
-from . import schema, sources
-from .beam_runner import runner_for
+from .table import schema, sources
+from .write.beam_runner import runner_for
 from .errors import InvalidRowError, SchemaError
-from .images import DEFAULT_MAX_BYTES
-from .detection import image_table, is_detection_table
+from .images.normalize import DEFAULT_MAX_BYTES
+from .table.detection import image_table, is_detection_table
 from .options import ON_ERROR, image_options, one_of
-from .plan import build_plan
+from .write.plan import build_plan
 from .storage import Store
 from .storage import errors as store_errors
 from .record.framing import normalize_compression
-from .writer import write_plan
+from .write.driver import write_plan
 
 def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", label_col="label",
                 num_shards=None, compression=None, image_size=None, image_format="jpeg",
@@ -61,7 +61,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             e.g. ``"|"`` for ``"cat|dog"`` (multi-label).
         features: ``{column: type}`` declaring extra columns' types instead of inferring them:
             ``"int64"``, ``"float32"``, ``"bytes"``, ``"bool"``, or lists with a shape, e.g.
-            ``"float32[None,4]"`` for boxes (see ``tfrecorder_lite.columns``).
+            ``"float32[None,4]"`` for boxes (see ``tfrecorder_lite.table.columns``).
         runner: None to run the shard tasks through joblib (``n_jobs``, or the backend of
             ``joblib.parallel_config``), or the name of an Apache Beam runner
             (``"DirectRunner"``, ``"DataflowRunner"``, ``"FlinkRunner"``, ``"SparkRunner"``)
@@ -76,7 +76,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
 
     A table with the columns ``xmin, ymin, xmax, ymax`` is a detection table: one row per box,
     written as one record per image with the Object Detection API's keys (see
-    ``tfrecorder_lite.detection``).
+    ``tfrecorder_lite.table.detection``).
 
     Returns:
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).

@@ -8,7 +8,7 @@ read, so an option means the same everywhere and a bad value gets the same messa
 from dataclasses import dataclass
 
 from .errors import SchemaError
-from .images import DEFAULT_MAX_BYTES, ImageOptions
+from .images.normalize import DEFAULT_MAX_BYTES, ImageOptions
 from .record.features import BOX_FORMATS
 
 CHECKS = ("decode", "header")

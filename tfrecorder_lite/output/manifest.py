@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..errors import ManifestError
 from ..record.keys import (BYTES, DETECTION_KEYS, FLOAT, IMAGE_KEYS, INT64, LEVEL_NAME,
                            label_keys)
-from ..splits import SPLITS
+from ..table.splits import SPLITS
 from ..storage import Store, human_size, is_dir
 from .layout import METADATA, STATE_DIR, is_shard_of
 

@@ -1,1 +1,1 @@
-"""The table: sources, kinds, labels, splits, columns and the checks of each."""
+"""The table stage: sources, kinds of tables, labels, splits, columns, validate()."""

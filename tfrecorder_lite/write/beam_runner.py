@@ -18,12 +18,12 @@ import pickle
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
-from . import redaction
-from .errors import ManifestError, MissingDependencyError, SchemaError
-from .output.layout import STATE_DIR, failure_name, receipt_name, task_name
-from .output.manifest import Receipt, ShardEntry
+from .. import redaction
+from ..errors import ManifestError, MissingDependencyError, SchemaError
+from ..output.layout import STATE_DIR, failure_name, receipt_name, task_name
+from ..output.manifest import Receipt, ShardEntry
 from .runners import parallelism
-from .shard import write_shard
+from .task import write_shard
 
 logger = redaction.logger(__name__)  # every record redacted
 

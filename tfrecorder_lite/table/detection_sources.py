@@ -17,13 +17,13 @@ from xml.parsers import expat
 
 import pandas as pd
 
-from . import redaction, schema, storage
+from . import annotation_files, schema
+from .. import redaction, storage
+from ..errors import SchemaError
+from ..record.boxes import BOX_COLUMNS, MAX_BOXES, box_problem  # noqa: F401 (public here too)
+from .annotation_files import MAX_ANNOTATION_BYTES
 from .detection import DECLARED_SIZES, SOURCE_PROBLEMS
-from .errors import SchemaError
 from .labels import label_problem
-from .table import annotation_files
-from .table.annotation_files import MAX_ANNOTATION_BYTES
-from .record.boxes import BOX_COLUMNS, MAX_BOXES, box_problem  # noqa: F401 (public here too)
 
 logger = redaction.logger(__name__)  # every record redacted
 

@@ -23,15 +23,15 @@ from dataclasses import dataclass
 import pandas as pd
 from PIL import Image, ImageDraw, ImageFont, ImageOps
 
-from . import redaction
-from .output.layout import REJECTED
-from .output.manifest import hxw, read_manifest, summary_text
-from .record import encoding as example
-from .record import keys
-from .record.framing import iter_records
-from .record.features import FeatureSet
-from .splits import pick
-from .storage import Store, human_size, write_file
+from .. import redaction
+from ..output.layout import REJECTED
+from ..output.manifest import hxw, read_manifest, summary_text
+from ..record import encoding as example
+from ..record import keys
+from ..record.framing import iter_records
+from ..record.features import FeatureSet
+from ..table.splits import pick
+from ..storage import Store, human_size, write_file
 
 logger = redaction.logger(__name__)  # its records may name URLs
 

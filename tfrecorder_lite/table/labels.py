@@ -8,9 +8,9 @@ several. pandas only, no I/O.
 import numpy as np
 import pandas as pd
 
-from .output.layout import CONTROL, label_problem  # noqa: F401 (the label rule, here too)
-from .record import keys
-from .errors import SchemaError
+from ..errors import SchemaError
+from ..output.layout import CONTROL, label_problem  # noqa: F401 (the label rule, here too)
+from ..record import keys
 
 _LISTS = (list, tuple, set, frozenset, np.ndarray)
 _SCALARS = {"string", "bytes", "integer", "floating", "mixed-integer-float", "boolean", "empty"}

@@ -10,13 +10,13 @@ import os
 import joblib
 
 from . import shard_cache, verification
-from .errors import SchemaError
-from .options import PipelineOptions
-from .output.manifest import read_manifest
-from .record.features import FeatureSet, ImageFeature, parse_spec
-from .splits import pick
-from .storage import Store
-from .record.tensorflow import import_tensorflow
+from ..errors import SchemaError
+from ..options import PipelineOptions
+from ..output.manifest import read_manifest
+from ..record.features import FeatureSet, ImageFeature, parse_spec
+from ..table.splits import pick
+from ..storage import Store
+from ..record.tensorflow import import_tensorflow
 
 
 

@@ -14,15 +14,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import columns, labels, schema, storage
-from .errors import SchemaError, UnsupportedURLError
-from .images import ImageOptions, unreadable_reason
-from .splits import SPLITS, canonical
-from .output.layout import shard_name
-from .output.manifest import FORMAT_VERSION
-from .record import keys
-from .record.features import Boxes, ClassLabel, FeatureSet, ImageFeature
-from .shard import ShardTask
+from ..table import columns, labels, schema
+from .. import storage
+from ..errors import SchemaError, UnsupportedURLError
+from ..images.normalize import ImageOptions, unreadable_reason
+from ..table.splits import SPLITS, canonical
+from ..output.layout import shard_name
+from ..output.manifest import FORMAT_VERSION
+from ..record import keys
+from ..record.features import Boxes, ClassLabel, FeatureSet, ImageFeature
+from .task import ShardTask
 
 TARGET_SHARD_BYTES = 128 * 2**20
 _RESIZED_BYTES_PER_PIXEL = 0.3  # rough JPEG size estimate used to pick shard counts

@@ -27,10 +27,10 @@ import re
 import numpy as np
 import pandas as pd
 
-from .record import encoding as example
-from .record import keys
-from .record.features import Column
-from .errors import SchemaError
+from ..record import encoding as example
+from ..record import keys
+from ..record.features import Column
+from ..errors import SchemaError
 
 _INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
 _FLOAT32_MAX = float(np.finfo(np.float32).max)

@@ -12,13 +12,13 @@ from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from . import storage
-from .images import ImageOptions, ImageRejected, prepare_content, read_images
-from .output.layout import STATE_DIR, index_name, receipt_name
-from .output.manifest import IndexEntry, Receipt, ShardEntry
-from .record import encoding as example
-from .record.features import FeatureSet, RecordRejected
-from .record.framing import RecordWriter, file_digest, index_text
+from .. import storage
+from ..images.normalize import ImageOptions, ImageRejected, prepare_content, read_images
+from ..output.layout import STATE_DIR, index_name, receipt_name
+from ..output.manifest import IndexEntry, Receipt, ShardEntry
+from ..record import encoding as example
+from ..record.features import FeatureSet, RecordRejected
+from ..record.framing import RecordWriter, file_digest, index_text
 
 _MAX_CHUNK = 64  # rows read and prepared together (bounds memory; one batch of requests)
 

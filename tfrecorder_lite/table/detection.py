@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .errors import SchemaError
+from ..errors import SchemaError
+from ..record.boxes import BOX_COLUMNS, box_problem
 from .labels import label_problem
-from .record.boxes import BOX_COLUMNS, box_problem
 from .schema import parse_number
 
 BOX_UNITS = ("relative", "pixels")

@@ -1,6 +1,6 @@
 """The split names and the spellings every door accepts for them: one table."""
 
-from .errors import SchemaError
+from ..errors import SchemaError
 
 SPLITS = ("TRAIN", "VALIDATION", "TEST")
 UNASSIGNED = "UNASSIGNED"  # AutoML's "let the service choose"

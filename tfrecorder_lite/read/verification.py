@@ -2,16 +2,16 @@
 
 from collections import Counter
 
-from .errors import ManifestError, VerifyError
-from .output.layout import (LABEL_MAP, index_name, label_files, label_map_pbtxt,
-                            label_problem, tfds_label_names)
-from .output.manifest import hxw, label_counts, read_manifest
-from .record import encoding as example
-from .record import keys
-from .record.features import Boxes, FeatureSet
-from .record.framing import FileDigest, RecordError, index_text, iter_records
-from .storage import Store
-from .record.tensorflow import import_tensorflow
+from ..errors import ManifestError, VerifyError
+from ..output.layout import (LABEL_MAP, index_name, label_files, label_map_pbtxt,
+                             label_problem, tfds_label_names)
+from ..output.manifest import hxw, label_counts, read_manifest
+from ..record import encoding as example
+from ..record import keys
+from ..record.features import Boxes, FeatureSet
+from ..record.framing import FileDigest, RecordError, index_text, iter_records
+from ..storage import Store
+from ..record.tensorflow import import_tensorflow
 
 
 class _DigestingReader:

@@ -7,8 +7,9 @@ import os
 
 import pandas as pd
 
-from . import detection_sources, labels, redaction, schema, storage
-from .errors import SchemaError
+from . import detection_sources, labels, schema
+from .. import redaction, storage
+from ..errors import SchemaError
 
 logger = redaction.logger(__name__)  # its records may name URLs
 

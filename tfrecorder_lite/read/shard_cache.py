@@ -11,11 +11,11 @@ import hashlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from . import redaction
+from .. import redaction
 from . import verification
-from .errors import SchemaError, VerifyError
-from .record.framing import FileDigest
-from .storage import Store
+from ..errors import SchemaError, VerifyError
+from ..record.framing import FileDigest
+from ..storage import Store
 
 logger = redaction.logger(__name__)  # every record redacted
 

@@ -15,17 +15,16 @@ from dataclasses import dataclass
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import redaction
-from ._version import __version__
-from .errors import InvalidRowError, SchemaError
-from .output import state as output_state
-from .output import tfds
-from .output.layout import (LABEL_MAP, REJECTED, STATE_DIR, index_name, label_files,
-                            level_files, label_map_pbtxt)
-from .output.lock import FolderLock
-from .output.manifest import (ImageSummary, Manifest, read_manifest, split_entry,
-                              write_manifest)
-from .redaction import redact_frame
+from .. import redaction
+from .._version import __version__
+from ..errors import InvalidRowError, SchemaError
+from ..output import state as output_state
+from ..output import tfds
+from ..output.layout import (
+    LABEL_MAP, REJECTED, STATE_DIR, index_name, label_files, level_files, label_map_pbtxt)
+from ..output.lock import FolderLock
+from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
+from ..redaction import redact_frame
 from .runners import JoblibRunner
 
 logger = redaction.logger(__name__)  # every record redacted

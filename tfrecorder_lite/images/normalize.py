@@ -15,8 +15,9 @@ from functools import partial
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from . import storage, structure
-from .redaction import redact
+from .. import storage
+from . import containers as structure
+from ..redaction import redact
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own default decompression-bomb limit
 # Larger files are refused unread. An 89 Mpx (Pillow's limit) uncompressed RGB TIFF is 268 MB.

@@ -6,10 +6,12 @@ import joblib
 import numpy as np
 import pandas as pd
 
-from . import columns, labels, schema, storage
+from . import columns, labels, schema
+from .. import storage
 from .detection import SOURCE_PROBLEMS, image_table, is_detection_table
-from .errors import UnsupportedURLError
-from .images import DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images
+from ..errors import UnsupportedURLError
+from ..images.normalize import (
+    DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images)
 
 
 def inspect_images(items, options, storage_options=None):

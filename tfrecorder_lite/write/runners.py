@@ -1,7 +1,7 @@
 """Runners: what runs the shard tasks of a plan and hands their receipts back to the driver.
 
 A runner takes the tasks (each a picklable ShardTask), the output Store and ``on_error``, calls
-:func:`~tfrecorder_lite.shard.write_shard` on each wherever it runs them, and yields the
+:func:`~tfrecorder_lite.write.task.write_shard` on each wherever it runs them, and yields the
 receipts as they come. It does nothing else: the lock, the folder's preparation, resuming and
 the manifest stay with the driver (``writer.write_plan``), so every runner writes the same
 bytes. :class:`JoblibRunner` runs them through joblib (threads, processes, or the dask, Ray or
@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 import joblib
 
-from . import redaction
-from . import storage
-from .shard import write_shard
+from .. import redaction, storage
+from .task import write_shard
 from .worker_errors import guarded, unwrapped
 
 logger = redaction.logger(__name__)  # every record redacted
@@ -45,7 +44,7 @@ _BYTE_SECONDS = {"header": 2.0e-9, "decode": 14e-9, None: 0.0}
 # 1 / their CPU, all of it Python.
 _ONE_PROCESS_ROWS_PER_SECOND = {"header": 8000.0, "decode": 6000.0, None: 40000.0}
 # Wall seconds from asking for worker processes to their first results: each starts a fresh
-# interpreter and imports joblib and tfrecorder_lite.shard, without pandas or TensorFlow. For 2
+# interpreter and imports joblib and tfrecorder_lite.write.task, without pandas or TensorFlow. For 2
 # workers (benchmarks/worker_start.py): 0.67-1.53 s, median 1.02 s, while other work kept the
 # machine busy; 0.34-0.52 s, median 0.40 s, when it was quiet (0.69-1.29 s, median 0.70 s,
 # when workers imported pandas). The busy figure: cold runs of benchmarks/policy.py, busy too,

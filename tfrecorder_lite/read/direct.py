@@ -10,14 +10,15 @@ import dataclasses
 
 import joblib
 
-from . import loader, schema
-from .detection import image_table, is_detection_table
-from .errors import InvalidRowError
-from .options import ON_ERROR, PipelineOptions, image_options, one_of
-from .plan import build_plan
-from .shard import prepared_chunks
-from .splits import pick
-from .record.tensorflow import import_tensorflow
+from . import loader
+from ..table import schema
+from ..table.detection import image_table, is_detection_table
+from ..errors import InvalidRowError
+from ..options import ON_ERROR, PipelineOptions, image_options, one_of
+from ..write.plan import build_plan
+from ..write.task import prepared_chunks
+from ..table.splits import pick
+from ..record.tensorflow import import_tensorflow
 
 
 def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", label_col="label",

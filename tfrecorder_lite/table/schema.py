@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from . import labels
-from .errors import SchemaError
+from ..errors import SchemaError
 from .splits import ALIASES, SPLITS, UNASSIGNED, canonical
 
 PROBLEM_COLUMNS = ["row", "column", "value", "problem"]

@@ -1,0 +1,1 @@
+"""One image: open, check and normalize it (Pillow), and container checks."""

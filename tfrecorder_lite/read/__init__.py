@@ -1,0 +1,1 @@
+"""Reading an output: load(), the table's dataset(), verify, inspect, the shard cache."""

@@ -1,0 +1,1 @@
+"""Writing: the plan, the shard task, the runners and the driver."""

@@ -479,3 +479,15 @@ def test_a_voc_size_that_is_not_the_image_s_refuses_it(tmp_path):
     reason, = result.rejected.reason
     assert reason.startswith("the annotation file gives the image width 400 and height 30, "
                              "the image itself is 40x30")
+
+
+def test_validate_reads_each_image_of_a_detection_table_once(tmp_path, photos):
+    """Rows of one image are its boxes, not duplicate images; an image's problem (here the
+    size its COCO file declares) is every row's."""
+    document = coco([image_entry(0), image_entry(1, width=80)],
+                    [box(1, 0), box(2, 0, (5, 5, 9, 9)), box(3, 1), box(4, 1, (4, 4, 8, 8))])
+    table = read_coco(write_coco(tmp_path / "instances_train.json", document), image_dir=photos)
+    problems = table.tfrecord.validate(check="header")
+    assert problems.row.tolist() == [2, 3]
+    assert problems.problem.str.startswith("the annotation file gives the image width 80 and "
+                                           "height 30, the image itself is 40x30").all()

@@ -266,7 +266,9 @@ class Boxes(ClassLabel):
         ids, texts, source_id, boxes, *columns = value
         if self.declared_sizes:
             declared, *columns = columns
-            _check_declared_size(declared, image[0])
+            problem = declared_size_problem(declared, image[0])
+            if problem:
+                raise RecordRejected(problem)
         if self.units == "pixels":
             stored = image[0]
             height, width = stored.source_size or (stored.height, stored.width)
@@ -423,15 +425,16 @@ class FeatureSet:
         return cls(image, labels, columns)
 
 
-def _check_declared_size(declared, stored):
-    """Raise RecordRejected when an image's declared ``(height, width)`` is not the size of
-    the StoredImage ``stored`` (before any resize)."""
+def declared_size_problem(declared, stored):
+    """Why an image whose annotation file declares its ``(height, width)`` as ``declared``
+    (None: not declared) cannot be written with its boxes, or None: the StoredImage
+    ``stored`` (before any resize) is another size."""
     if declared is None:
-        return
+        return None
     height, width = stored.source_size or (stored.height, stored.width)
-    if tuple(declared) != (height, width):
-        raise RecordRejected(
-            f"the annotation file gives the image width {declared[1]:g} and height "
+    if tuple(declared) == (height, width):
+        return None
+    return (f"the annotation file gives the image width {declared[1]:g} and height "
             f"{declared[0]:g}, the image itself is {width}x{height} (width x height): its "
             "boxes were divided by the wrong size. Correct the file's width and height")
 

@@ -12,19 +12,23 @@ from .detection import SOURCE_PROBLEMS, image_table, is_detection_table
 from ..errors import UnsupportedURLError
 from ..images.normalize import (
     DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images)
+from ..record.features import declared_size_problem
 
 
 def inspect_images(items, options, storage_options=None):
-    """Check images (a joblib task): return (position, sha256 of the bytes or None, problem)."""
+    """Check images (a joblib task): ``items`` are (position, path, the (height, width) its
+    annotation file declares, or None); return (position, sha256 of the bytes or None,
+    problem)."""
     out = []
-    contents = read_images([path for _, path in items], options, storage_options)
-    for (position, _), content in zip(items, contents):
+    contents = read_images([path for _, path, _ in items], options, storage_options)
+    for (position, _, declared), content in zip(items, contents):
         try:
-            prepare_content(content, options)
+            stored = prepare_content(content, options)
         except ImageRejected as exc:
             out.append((position, None, str(exc)))  # no digest: the bytes were not compared
         else:
-            out.append((position, hashlib.sha256(content).digest(), None))
+            out.append((position, hashlib.sha256(content).digest(),
+                        declared_size_problem(declared, stored)))
     return out
 
 
@@ -109,16 +113,21 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
 
     if image_col is None:
         check = None
+    # a detection table's image is read once, for its first row, and its problem is every
+    # row's; its declared size (COCO, VOC) is compared with the image's own
+    members = {m[0]: m for m in table.members} if detection else None
+    declared = dict(zip(members, table.sizes)) if detection and table.sizes else {}
     items = []
     for position, (row, uri) in enumerate(zip(df.index, df[image_col] if image_col else ())):
-        if row in bad_rows or row in identical:
+        if row in bad_rows or row in identical or (members is not None and
+                                                   position not in members):
             continue
         try:
-            items.append((position, storage.resolve(uri, base_dir)))
+            items.append((position, storage.resolve(uri, base_dir), declared.get(position)))
         except UnsupportedURLError as exc:
             found.append((row, image_col, uri, str(exc)))
     if check is not None and items:
-        paths = dict(items)
+        paths = {position: path for position, path, _ in items}
         options = ImageOptions(check=check, max_bytes=max_image_bytes)
         size = max(1, min(64, len(items) // 16))
         results = joblib.Parallel(n_jobs=n_jobs, prefer="threads")(
@@ -130,7 +139,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
             if problem == "file not found":
                 problem += storage.relative_path_hint(uri, paths[position], base_dir)
             if problem:
-                found.append((row, image_col, uri, problem))
+                found += [(df.index[p], image_col, df[image_col].iloc[p], problem)
+                          for p in (members[position] if members else (position,))]
             if digest is None:
                 continue
             if digest in first_with:

@@ -357,6 +357,9 @@ def test_a_voc_filename_outside_jpegimages_is_refused_unless_allowed(tmp_path):
                      "--allow-outside-paths"]) == 0
     metadata = json.loads((tmp_path / "cli" / "metadata.json").read_text())
     assert metadata["splits"]["TRAIN"]["num_examples"] == 2
+    with pytest.raises(SchemaError, match="allow_outside_paths=True does not apply to a "
+                                          "DataFrame"):
+        sources.read_source(table, allow_outside_paths=True)
 
 
 # ----------------------------------------------------------------------------- splits

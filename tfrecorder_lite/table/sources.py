@@ -43,7 +43,8 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
     if task not in (None, *detection_sources.TASKS):
         raise SchemaError(f"task must be one of {detection_sources.TASKS} or None, not {task!r}")
     if isinstance(source, pd.DataFrame):
-        _refuse_options("a DataFrame", split=split, image_dir=image_dir, task=task)
+        _refuse_options("a DataFrame", split=split, image_dir=image_dir, task=task,
+                        allow_outside_paths=allow_outside_paths or None)
         return source, None
     if not isinstance(source, (str, os.PathLike)):
         raise SchemaError(f"source must be a DataFrame, or the path or URL of a CSV file, a "
@@ -63,13 +64,15 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
             table = detection_sources.read_voc(path, storage_options,
                                                allow_outside_paths=allow_outside_paths)
             return _named(table, split_col, image_col, label_col), path
-        _refuse_options("an image folder", task=task if task == "detection" else None)
+        _refuse_options("an image folder", task=task if task == "detection" else None,
+                        allow_outside_paths=allow_outside_paths or None)
         return read_image_folder(path, split_col, image_col, label_col, storage_options), path
     try:
         data = storage.read_bytes(path, storage_options)
     except FileNotFoundError:
         raise SchemaError(f"source {source!r} is neither a DataFrame, a CSV file, a COCO .json "
                           "file nor a folder") from None
+    _refuse_options(source, allow_outside_paths=allow_outside_paths or None)
     table = read_csv(data, path, split_col, image_col, label_col, encoding=encoding, task=task)
     return table, storage.parent(path)
 
@@ -87,7 +90,8 @@ def _refuse_options(source, **options):
     given = [f"{k}={v!r}" for k, v in options.items() if v is not None]
     if given:
         raise SchemaError(f"{', '.join(given)} does not apply to {source}: split= and "
-                          "image_dir= are for a COCO .json file, task= tells an AutoML "
+                          "image_dir= are for a COCO .json file, allow_outside_paths= for "
+                          "a COCO file or a Pascal VOC folder, task= tells an AutoML "
                           "detection CSV from a classification CSV")
 
 

@@ -35,7 +35,7 @@ import json, pickle, resource, sys, time
 import pandas as pd
 sys.path.insert(0, sys.argv[3])
 from tfrecorder_lite import options
-from tfrecorder_lite.write.plan import build_plan
+from tfrecorder_lite.write.plan import plan_table
 
 rows, pool = int(sys.argv[1]), sys.argv[2]
 start = time.perf_counter()
@@ -43,7 +43,7 @@ table = pd.read_pickle(pool + f"/table-{rows}.pkl")
 loaded = time.perf_counter() - start
 rss_table = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 start = time.perf_counter()
-plan = build_plan(table, split_col="split", image_col="image_uri", label_col="label",
+plan = plan_table(table, split_col="split", image_col="image_uri", label_col="label",
                   image=options.image_options("header"), num_shards=None)
 planned = time.perf_counter() - start
 start = time.perf_counter()

@@ -91,13 +91,13 @@ import pandas as pd
 sys.path.insert(0, sys.argv[3])
 from tfrecorder_lite import options
 from tfrecorder_lite.write.beam_runner import stage_task
-from tfrecorder_lite.write.plan import build_plan
+from tfrecorder_lite.write.plan import plan_table
 from tfrecorder_lite.storage import Store
 
 rows, workdir = int(sys.argv[1]), sys.argv[2]
 table = pd.read_pickle(workdir + f"/table-{rows}.pkl")
 start = time.perf_counter()
-plan = build_plan(table, split_col="split", image_col="image_uri", label_col="label",
+plan = plan_table(table, split_col="split", image_col="image_uri", label_col="label",
                   image=options.image_options("header"), num_shards=None)
 planned = time.perf_counter() - start
 state = Store(workdir + f"/state-{rows}")

@@ -248,7 +248,7 @@ def test_resume_removes_only_the_unfinished_shards_of_its_own_job(small, tmp_pat
                   "test-00000-of-00001.tfrecord"]
     state = out / ".tfrecorder_lite"
     state.mkdir(parents=True)
-    fingerprint = tfrecorder_lite.write.plan.build_plan(
+    fingerprint = tfrecorder_lite.write.plan.plan_table(
         df, split_col="split", image_col="image_uri", label_col="label",
         num_shards={"TRAIN": 2, "TEST": 1}).fingerprint
     (state / "job.json").write_text(json.dumps({"fingerprint": fingerprint,

@@ -9,7 +9,7 @@ import pytest
 from conftest import photo, save
 from tfrecorder_lite import SchemaError
 from tfrecorder_lite.images.normalize import ImageOptions
-from tfrecorder_lite.write.plan import build_plan
+from tfrecorder_lite.write.plan import plan_table
 
 COLUMNS = {"split_col": "split", "image_col": "image_uri", "label_col": "label"}
 
@@ -30,7 +30,7 @@ def table(splits, labels=None, names=None):
 
 
 def plan_of(df, images, **options):
-    return build_plan(df, **COLUMNS, base_dir=str(images), image=ImageOptions(), **options)
+    return plan_table(df, **COLUMNS, base_dir=str(images), image=ImageOptions(), **options)
 
 
 def positions(plan, split):
@@ -98,7 +98,7 @@ def test_rows_with_problems_are_rejected_before_any_image_is_read(images):
 
 def test_a_file_over_max_image_bytes_is_rejected_naming_the_option(images):
     size = os.path.getsize(images / "5.png")
-    plan = build_plan(table(["TRAIN"] * 6), **COLUMNS, base_dir=str(images),
+    plan = plan_table(table(["TRAIN"] * 6), **COLUMNS, base_dir=str(images),
                       image=ImageOptions(max_bytes=size - 1))
     reasons = dict(plan.rejected)
     assert 5 in reasons
@@ -122,7 +122,8 @@ def test_a_task_carries_its_shard_rows_only(images):
     plan = plan_of(df, images, num_shards=2, shuffle=False)
     task = plan.task(plan.shards[1], df.index, threads=3)
     assert task.name == "train-00001-of-00002.tfrecord" and task.threads == 3
-    assert [(p, label, os.path.basename(path), values) for p, label, path, values in task.rows] \
+    assert [(p, label, os.path.basename(path), values)
+            for p, label, path, values, _ in task.rows] \
         == [(3, "r3", "3.png", ((0, "cat"),)), (4, "r4", "4.png", ((1, "dog"),)),
             (5, "r5", "5.png", ((2, "owl"),))]
     assert task.features is plan.features and task.image == plan.image

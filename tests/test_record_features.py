@@ -9,11 +9,12 @@ import pytest
 
 from tfrecorder_lite.images.normalize import ImageOptions, StoredImage
 from tfrecorder_lite.output.manifest import read_manifest
-from tfrecorder_lite.write.plan import build_plan
+from tfrecorder_lite.write.plan import plan_table
 from tfrecorder_lite.record.encoding import decode_example, encode_example
 from tfrecorder_lite.record.features import (ClassLabel, Column, FeatureSet, ImageFeature,
                                              parse_spec)
 from tfrecorder_lite.record.framing import iter_records
+from tfrecorder_lite.record.kinds import features_of
 from tfrecorder_lite.record.keys import BYTES, FLOAT, IMAGE_KEYS, INT64
 
 TFDS = "tensorflow_datasets.core.features."
@@ -110,14 +111,14 @@ PLAN_ARGUMENTS = {
 def _plan(kind, table):
     arguments = {"split_col": "split", "image_col": "image_uri", "label_col": "label",
                  "image": ImageOptions(), **PLAN_ARGUMENTS[kind]}
-    return build_plan(table, **arguments)
+    return plan_table(table, **arguments)
 
 
 @pytest.mark.parametrize("kind", sorted(PLAN_ARGUMENTS))
 def test_the_feature_set_of_a_real_output_is_the_one_its_plan_wrote(outputs_of_every_kind, kind):
     out, table = outputs_of_every_kind[kind]
     manifest, _ = read_manifest(out)
-    read = FeatureSet.from_manifest(manifest)
+    read = features_of(manifest)
     planned = _plan(kind, table).features
     assert read == dataclasses.replace(planned, labels=tuple(
         dataclasses.replace(label, column=None) for label in planned.labels))
@@ -143,7 +144,7 @@ def test_records_without_images_are_what_the_feature_set_encodes(outputs_of_ever
     for shard in plan.shards:
         task = plan.task(shard, table.index)
         expected = [encode_example(features.encode(None, values), features.kinds())
-                    for _, _, _, values in task.rows]
+                    for _, _, _, values, _ in task.rows]
         assert expected and _records(out, shard.name) == expected
 
 
@@ -157,7 +158,7 @@ def test_label_keys_of_real_records_are_what_the_feature_set_encodes(outputs_of_
         task = plan.task(shard, table.index)
         records = _records(out, shard.name)
         assert len(records) == len(task.rows) > 0
-        for record, (_, _, path, values) in zip(records, task.rows):
+        for record, (_, _, path, values, _) in zip(records, task.rows):
             found = decode_example(record)
             assert found["image/filename"][1] == [os.path.basename(path).encode()]
             for label, value in zip(features.labels, values):

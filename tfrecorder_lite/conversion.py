@@ -1,16 +1,16 @@
 """The public conversion calls: check options, validate, plan, write."""
 
-from .table import schema, sources
-from .write.beam_runner import runner_for
 from .errors import InvalidRowError, SchemaError
 from .images.normalize import DEFAULT_MAX_BYTES
-from .table.detection import image_table, is_detection_table
-from .options import ON_ERROR, image_options, one_of
-from .write.plan import build_plan
+from .options import TableOptions, WriteOptions, image_options
 from .storage import Store
 from .storage import errors as store_errors
-from .record.framing import normalize_compression
+from .table import sources
+from .table.kinds import prepare
+from .write.beam_runner import runner_for
 from .write.driver import write_plan
+from .write.plan import build_plan
+
 
 def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", label_col="label",
                 num_shards=None, compression=None, image_size=None, image_format="jpeg",
@@ -93,37 +93,20 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         UnsupportedURLError, MissingDependencyError: an unusable URL, or a Beam ``runner``
             without apache-beam installed, before anything is written.
     """
-    one_of("on_error", on_error, ON_ERROR)
-    options = image_options(check, image_size, image_format, max_image_bytes)
-    try:
-        compression = normalize_compression(compression)
-    except ValueError as exc:
-        raise SchemaError(str(exc)) from None
-    schema.check_columns(df, split_col, image_col, label_col)
-    detection = None
-    if image_col is not None and is_detection_table(df):
-        detection = image_table(df, split_col, image_col, label_col, box_units, box_columns)
-        if label_map is None:
-            label_map = df.attrs.get("label_map")  # read_coco keeps COCO's category ids
-    else:
-        schema.check_label_values(df, label_col, label_map, label_sep)
+    table = TableOptions(split_col, image_col, label_col, label_map, label_sep, features,
+                         unassigned, split_ratios, box_units, box_columns, base_dir)
+    write = WriteOptions(num_shards, compression, shuffle, seed, sha256, on_error, overwrite,
+                         n_jobs, progress)
+    image = image_options(check, image_size, image_format, max_image_bytes)
     if image_col is None and image_size is not None:
         raise SchemaError("image_size resizes images, and image_col=None writes none")
-    assignment = schema.split_assignment(unassigned, split_ratios, split_col)
     engine = runner_for(runner, pipeline_options)
+    prepared = prepare(df, table)
     store = Store(output_dir, storage_options)
     store.check_writable()
-    plan = build_plan(df if detection is None else detection.images, split_col=split_col,
-                      image_col=image_col, label_col=label_col,
-                      base_dir=base_dir, label_map=label_map, num_shards=num_shards,
-                      compression=compression, image=None if image_col is None else options,
-                      shuffle=shuffle, seed=seed,
-                      sha256=sha256, storage_options=storage_options, assignment=assignment,
-                      label_sep=label_sep, features=features, detection=detection,
-                      box_units=box_units)
+    plan = build_plan(prepared, write, None if image_col is None else image, storage_options)
     try:
-        return write_plan(plan, df, store, on_error=on_error, overwrite=overwrite,
-                          n_jobs=n_jobs, progress=progress, runner=engine)
+        return write_plan(plan, df, store, write, runner=engine)
     except FileNotFoundError as exc:  # a bucket that does not exist: say which
         missing = None if store.is_local else store_errors.missing_bucket(store.url, store.fs)
         if missing is None:

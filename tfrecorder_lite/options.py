@@ -5,15 +5,23 @@ spellings of the same options; each door turns them into these objects before an
 read, so an option means the same everywhere and a bad value gets the same message.
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 from .errors import SchemaError
 from .images.normalize import DEFAULT_MAX_BYTES, ImageOptions
-from .record.features import BOX_FORMATS
+from .record.boxes import BOX_FORMATS
+from .record.framing import normalize_compression
+from .table.schema import split_assignment
+from .table.splits import canonical
 
 CHECKS = ("decode", "header")
 ON_ERROR = ("raise", "skip")
 IMAGE_FORMATS = ("jpeg", "png")
+UNASSIGNED = ("reject", "assign")
+BOX_UNITS = ("relative", "pixels")
+COMPRESSIONS = ("GZIP", "ZLIB")
+CHANNELS = (1, 3)
 
 
 def one_of(name, value, allowed):
@@ -47,8 +55,74 @@ def image_options(check="decode", size=None, image_format="jpeg",
                         max_bytes=max_image_bytes)
 
 
+@dataclass(frozen=True, eq=False)
+class TableOptions:
+    """How to read a table: its columns, labels, splits and extra columns.
+
+    Attributes: as the arguments of :func:`tfrecorder_lite.to_tfrecord` of the same names;
+    ``assignment`` is what ``unassigned`` and ``split_ratios`` make of rows without a split
+    (``schema.split_assignment``).
+    """
+
+    split_col: str = "split"
+    image_col: str = "image_uri"
+    label_col: object = "label"
+    label_map: object = None
+    label_sep: str = None
+    features: dict = None
+    unassigned: str = "reject"
+    split_ratios: object = None
+    box_units: str = "relative"
+    box_columns: object = None
+    base_dir: str = None
+    assignment: tuple = dataclasses.field(init=False, default=None)
+
+    def __post_init__(self):
+        one_of("unassigned", self.unassigned, UNASSIGNED)
+        one_of("box_units", self.box_units, BOX_UNITS)
+        object.__setattr__(self, "assignment", split_assignment(
+            self.unassigned, self.split_ratios, self.split_col))
+
+    def of_frame(self, df):
+        """These options for ``df``: a ``label_map`` it carries in ``df.attrs`` (``read_coco``
+        keeps COCO's category ids there) when none is given."""
+        if self.label_map is None and df.attrs.get("label_map") is not None:
+            return dataclasses.replace(self, label_map=df.attrs["label_map"])
+        return self
+
+
+@dataclass(frozen=True, eq=False)
+class WriteOptions:
+    """How to write shards. Attributes: as the arguments of
+    :func:`tfrecorder_lite.to_tfrecord` of the same names (``compression`` upper case)."""
+
+    num_shards: object = None
+    compression: str = None
+    shuffle: bool = True
+    seed: int = 0
+    sha256: bool = False
+    on_error: str = "raise"
+    overwrite: bool = False
+    n_jobs: int = -1
+    progress: bool = True
+
+    def __post_init__(self):
+        one_of("on_error", self.on_error, ON_ERROR)
+        try:
+            object.__setattr__(self, "compression", normalize_compression(self.compression))
+        except ValueError as exc:
+            raise SchemaError(str(exc)) from None
+        shards = self.num_shards
+        counts = shards.values() if isinstance(shards, dict) else [shards]
+        if not all(c is None or (isinstance(c, int) and not isinstance(c, bool) and c > 0)
+                   for c in counts) or (isinstance(shards, dict) and
+                                        None in [canonical(k) for k in shards]):
+            raise SchemaError(f"num_shards must be a positive integer, a dict split -> positive "
+                              f"integer or None, not {shards!r}")
+
+
 @dataclass(frozen=True)
-class PipelineOptions:
+class LoadOptions:
     """How ``load()`` and ``df.tfrecord.dataset()`` shape their ``tf.data`` pipeline.
 
     Attributes: as the arguments of :func:`tfrecorder_lite.load` of the same names
@@ -71,9 +145,24 @@ class PipelineOptions:
     def __post_init__(self):
         object.__setattr__(self, "image_size", image_size(self.image_size))
         one_of("box_format", self.box_format, BOX_FORMATS)
-        one_of("channels", self.channels, (1, 3))
+        one_of("channels", self.channels, CHANNELS)
         if self.batch_size is not None and (isinstance(self.batch_size, bool) or
                                             not isinstance(self.batch_size, int) or
                                             self.batch_size <= 0):
             raise SchemaError(f"batch_size must be a positive number or None, not "
                               f"{self.batch_size!r}")
+
+
+def table_and_write(**options):
+    """``(TableOptions, WriteOptions)`` of keyword options named as ``to_tfrecord`` names them.
+
+    Raises:
+        TypeError: an option neither takes.
+    """
+    table_names = {f.name for f in dataclasses.fields(TableOptions) if f.init}
+    write_names = {f.name for f in dataclasses.fields(WriteOptions)}
+    unknown = set(options) - table_names - write_names
+    if unknown:
+        raise TypeError(f"unknown option(s) {sorted(unknown)}")
+    return (TableOptions(**{k: v for k, v in options.items() if k in table_names}),
+            WriteOptions(**{k: v for k, v in options.items() if k in write_names}))

@@ -16,12 +16,12 @@
 import re
 
 from ..record.keys import LEVEL, label_keys
+from ..record.kinds import KIND_FILES, KIND_LABEL_KEYS
 from ..storage import TEMP_SUFFIX
 
 METADATA = "metadata.json"
 LABELS = "labels.txt"
 REJECTED = "rejected.csv"
-LABEL_MAP = "label_map.pbtxt"  # detection: the Object Detection API's label map
 DATASET_INFO = "dataset_info.json"
 TFDS_FEATURES = "features.json"
 STATE_DIR = ".tfrecorder_lite"
@@ -106,17 +106,6 @@ def label_problem(value):
     return None
 
 
-def label_map_pbtxt(vocabulary):
-    """The text of a ``label_map.pbtxt`` in the Object Detection API's form
-    (``item { id: 1 name: 'car' }``) for class id -> text (ids without a text left out)."""
-    items = []
-    for i, text in enumerate(vocabulary):
-        if i and text:
-            name = text.replace("\\", "\\\\").replace("'", "\\'")
-            items.append(f"item {{\n  id: {i}\n  name: '{name}'\n}}\n")
-    return "".join(items)
-
-
 def tfds_label_names(key):
     """The file tfds reads the label names of the class feature ``key`` from."""
     return key.replace("/", ".") + ".labels.txt"
@@ -124,7 +113,7 @@ def tfds_label_names(key):
 
 TFDS_LABEL_NAMES = tfds_label_names(label_keys()[0])
 FIXED_FILES = (METADATA, LABELS, REJECTED, DATASET_INFO, TFDS_FEATURES, TFDS_LABEL_NAMES,
-               LABEL_MAP, tfds_label_names("image/object/class/label"))
+               *KIND_FILES, *(tfds_label_names(key) for key in KIND_LABEL_KEYS))
 
 
 def level_files(levels):

@@ -12,8 +12,8 @@ from html import escape
 from dataclasses import dataclass, field
 
 from ..errors import ManifestError
-from ..record.keys import (BYTES, DETECTION_KEYS, FLOAT, IMAGE_KEYS, INT64, LEVEL_NAME,
-                           label_keys)
+from ..record.keys import BYTES, FLOAT, IMAGE_KEYS, INT64, LEVEL_NAME
+from ..record.kinds import KIND_FIELDS, TASKS, kind_of
 from ..table.splits import SPLITS
 from ..storage import Store, human_size, is_dir
 from .layout import METADATA, STATE_DIR, is_shard_of
@@ -196,8 +196,9 @@ class Manifest:
         rejected_rows: their table positions.
         fingerprint: the plan's fingerprint (the same table and options give the same one).
         created_by: the library and version that wrote it.
-        task: None (one label per record), "multi-label" or "detection".
-        boxes: with detection, how boxes are stored and their counts per split.
+        task: None (one label per record), or the task of its record kind ("multi-label",
+            see ``record/kinds.py``).
+        kind_fields: the fields its record kind adds (e.g. ``boxes``), in metadata.json's form.
         split_assignment: how rows without a split were given one, or None.
         other: fields this version does not know (kept as they are).
     """
@@ -213,7 +214,7 @@ class Manifest:
     created_by: str = None
     task: str = None
     split_assignment: dict = None
-    boxes: dict = None
+    kind_fields: dict = field(default_factory=dict)
     other: dict = field(default_factory=dict)
 
     @property
@@ -234,7 +235,7 @@ class Manifest:
         content.update({"created_by": self.created_by} if self.created_by is not None else {})
         content.update({"fingerprint": self.fingerprint} if self.fingerprint is not None else {})
         content.update({"task": self.task} if self.task else {})
-        content.update({"boxes": self.boxes} if self.boxes else {})
+        content.update(self.kind_fields)
         content.update({
             "labels": self.labels, "features": self.features, "compression": self.compression,
             "image": None if self.image is None else self.image.to_json()})
@@ -267,8 +268,8 @@ class Manifest:
             _is_object(v) and v and all(LEVEL_NAME.match(k) and _is_texts(t)
                                         for k, t in v.items())),
             "a list of label texts, or an object level -> list of label texts")
-        task = check.field(content, "", "task", lambda v: v in ("multi-label", "detection"),
-                           "'multi-label' or 'detection'") if "task" in content else None
+        task = check.field(content, "", "task", lambda v: v in TASKS,
+                           " or ".join(map(repr, TASKS))) if "task" in content else None
         if task and isinstance(labels, dict):
             raise ManifestError(f"{path}: task: a {task} output has one list of labels")
         compression = check.field(content, "", "compression",
@@ -310,11 +311,12 @@ class Manifest:
             entries[split] = SplitEntry(num_examples, counts, shards)
         known = {"format_version", "created_by", "fingerprint", "task", "labels", "features",
                  "compression", "image", "split_assignment", "rejected", "rejected_rows",
-                 "splits", "boxes"}
+                 "splits", *KIND_FIELDS}
         return cls(labels, features, compression, image, entries, content["rejected"],
                    tuple(content.get("rejected_rows", ())), content.get("fingerprint"),
                    content.get("created_by"), task, content.get("split_assignment"),
-                   content.get("boxes"), {k: v for k, v in content.items() if k not in known})
+                   {k: content[k] for k in KIND_FIELDS if k in content},
+                   {k: v for k, v in content.items() if k not in known})
 
 
 def _image_from_json(image, check):
@@ -334,13 +336,8 @@ def _check_features(features, labels, task, images, check):
     """The image and label features must be there with their fixed types; other features
     take any type and shape a record can hold."""
     fixed = dict(IMAGE_KEYS) if images else {}
-    if task == "detection":
-        fixed.update(DETECTION_KEYS)
-    else:
-        for level in labels if isinstance(labels, dict) else [None]:
-            id_key, text_key = label_keys(level)
-            fixed.update({id_key: INT64, text_key: BYTES})
-    label_shape = [None] if task in ("multi-label", "detection") else []
+    label_keys, label_shape = kind_of(task).fixed_keys(labels, task)
+    fixed.update(label_keys)
     for key in [*fixed, *features]:
         spec = check.field(features, "features", key, _is_object, "an object")
         dtypes = [fixed[key]] if key in fixed else [BYTES, INT64, FLOAT]
@@ -445,15 +442,16 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
         return items[:max_labels], [f"{indent}... and {len(items) - max_labels} more {what}"]
 
     image, labels = manifest.image, manifest.labels
+    counted = kind_of(manifest.task).counted  # what label_counts count: records, or boxes
     if isinstance(labels, dict):
         levels, more = first(labels.items(), "levels", "")
         what = " and ".join(f"{len(texts)} {short(level)} labels" for level, texts in levels) \
             + "".join(f" {line}" for line in more)
-    elif manifest.task == "detection":  # ids without a text (0, the background; gaps) aside
-        boxes = sum(_box_count(info) for info in manifest.splits.values())
-        what = f"{sum(1 for text in labels if text)} labels (detection: {boxes} boxes)"
+    elif counted != "records":  # a kind that counts objects: its ids without a text aside
+        objects = sum(_count(info) for info in manifest.splits.values())
+        what = f"{sum(1 for text in labels if text)} labels ({manifest.task}: {objects} {counted})"
     else:
-        what = f"{len(labels)} labels" + (" (multi-label)" if manifest.task else "")
+        what = f"{len(labels)} labels" + (f" ({manifest.task})" if manifest.task else "")
     compression = manifest.compression or "none"
     if image is None:
         lines = [f"{where}: {what}, no images, compression {compression},"
@@ -470,8 +468,8 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
                  f"formats: {formats}" + (f" {more[0]}" if more else "")]
     for split, info in manifest.splits.items():
         size = human_size(sum(shard.bytes for shard in info.shards))
-        boxes = f" ({_box_count(info)} boxes)" if manifest.task == "detection" else ""
-        lines.append(f"{split}: {info.num_examples} examples{boxes} in {len(info.shards)} "
+        objects = f" ({_count(info)} {counted})" if counted != "records" else ""
+        lines.append(f"{split}: {info.num_examples} examples{objects} in {len(info.shards)} "
                      f"shard(s), {size}")
         counts = info.label_counts
         levels, more_levels = first(counts.items(), "levels", "  ") \
@@ -485,8 +483,8 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
     return "\n".join(lines)
 
 
-def _box_count(info):
-    """The boxes of a detection output's split: the sum of its label counts."""
+def _count(info):
+    """What a split's label counts add up to (the objects of a kind that counts them)."""
     return sum(n for n in info.label_counts.values() if isinstance(n, int))
 
 

@@ -9,7 +9,7 @@ cannot read compressed shards, so compressed outputs get none of these files.
 
 import json
 
-from ..record.features import FeatureSet
+from ..record.kinds import features_of
 from ..record.keys import ENCODED, LABEL
 from .layout import DATASET_INFO, SPLIT_FILE_TEMPLATE, TFDS_FEATURES, tfds_label_names
 
@@ -23,12 +23,12 @@ def files(manifest):
     bytes do not depend on where it is written."""
     if manifest.compression:
         return {}
-    features = FeatureSet.from_manifest(manifest)
+    features = features_of(manifest)
     names = {tfds_label_names(label.keys[0]): "".join(f"{text}\n" for text in label.vocabulary)
              for label in features.labels}
     supervised = {}
-    if features.image is not None and features.boxes is None and len(features.labels) == 1 \
-            and features.labels[0].level is None:  # one label: as_supervised: (image, label)
+    if features.image is not None and len(features.labels) == 1 and \
+            features.labels[0].keys[0] == LABEL:  # one label: as_supervised: (image, label)
         supervised = {"supervisedKeys": {"tuple": {"items": [
             {"featureKey": ENCODED}, {"featureKey": LABEL}]}}}
     info = {

@@ -12,9 +12,9 @@ import joblib
 
 from . import loader
 from ..table import schema
-from ..table.detection import image_table, is_detection_table
+from ..table.kinds import prepare
 from ..errors import InvalidRowError
-from ..options import ON_ERROR, PipelineOptions, image_options, one_of
+from ..options import LoadOptions, TableOptions, WriteOptions, image_options
 from ..write.plan import build_plan
 from ..write.task import prepared_chunks
 from ..table.splits import pick
@@ -27,7 +27,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
             label_map=None, check="header", on_error="skip", base_dir=None, n_jobs=-1,
             storage_options=None, unassigned="reject", split_ratios=None, label_sep=None,
             features=None, label=None, multi_hot=False, box_format="rel_yxyx",
-            box_units="relative", with_info=False):
+            box_units="relative", box_columns=None, with_info=False):
     """A ``tf.data.Dataset`` of one split of the table, read and decoded as ``load()`` would.
 
     Args:
@@ -55,27 +55,17 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
         InvalidRowError: the first bad row, with ``on_error="raise"``; while iterating, an image
             that no longer passes its check (it changed since it was checked).
     """
-    options = PipelineOptions(batch_size, image_size, shuffle, seed, as_supervised,
+    options = LoadOptions(batch_size, image_size, shuffle, seed, as_supervised,
                               shuffle_buffer, drop_remainder, channels, dct_method, label,
                               multi_hot, box_format)
-    one_of("on_error", on_error, ON_ERROR)
+    table = TableOptions(split_col, image_col, label_col, label_map, label_sep, features,
+                         unassigned, split_ratios, box_units, box_columns, base_dir)
+    write = WriteOptions(num_shards=1, shuffle=True, seed=seed, on_error=on_error)
+    image = None if image_col is None else image_options(check)
+    prepared = prepare(df, table)
     tf = import_tensorflow()
-
-    schema.check_columns(df, split_col, image_col, label_col)
-    detection = None
-    if image_col is not None and is_detection_table(df):  # one element per image
-        detection = image_table(df, split_col, image_col, label_col, box_units)
-        label_map = df.attrs.get("label_map") if label_map is None else label_map
-        df = detection.images
-    else:
-        schema.check_label_values(df, label_col, label_map, label_sep)
-    plan = build_plan(df, split_col=split_col, image_col=image_col, label_col=label_col,
-                      base_dir=base_dir, label_map=label_map, num_shards=1,
-                      image=None if image_col is None else image_options(check), shuffle=True,
-                      seed=seed, storage_options=storage_options,
-                      assignment=schema.split_assignment(unassigned, split_ratios, split_col),
-                      label_sep=label_sep, features=features, detection=detection,
-                      box_units=box_units)
+    df = prepared.frame  # one element per record (e.g. per image of a table of boxes)
+    plan = build_plan(prepared, write, image, storage_options)
     wanted = pick(split, plan.splits, "this table")
     shards = [s for s in plan.shards if s.split == wanted]
     splits = schema.table_splits(df, split_col, image_col, plan.assignment).tolist()
@@ -88,7 +78,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     kept = []
     for chunk, prepared in prepared_chunks(task, storage_options):  # the check, in threads
         for row, (record, reason) in zip(chunk, prepared):
-            _, row_label, path, _ = row
+            _, row_label, path, *_ = row
             if record is not None:
                 kept.append(row)
             elif on_error == "raise":
@@ -109,7 +99,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     serialized = tf.data.Dataset.from_generator(
         records, output_signature=tf.TensorSpec((), tf.string),
     ).apply(tf.data.experimental.assert_cardinality(len(kept)))
-    out = loader.decoded_pipeline(tf, serialized, decode, options, deterministic=True)
+    out = loader.decoded_pipeline(tf, serialized, decode, options, True, plan.features)
     info = TableDatasetInfo(wanted, len(kept), plan.labels, tuple(rejected))
     out.rejected = rejected
     out.labels = plan.labels

@@ -11,9 +11,10 @@ import joblib
 
 from . import shard_cache, verification
 from ..errors import SchemaError
-from ..options import PipelineOptions
+from ..options import LoadOptions
 from ..output.manifest import read_manifest
-from ..record.features import FeatureSet, ImageFeature, parse_spec
+from ..record.features import ImageFeature, parse_spec
+from ..record.kinds import features_of
 from ..table.splits import pick
 from ..storage import Store
 from ..record.tensorflow import import_tensorflow
@@ -61,7 +62,7 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         ManifestError: no finished output in ``output_dir``.
         SchemaError: an unknown split, or batching images of different sizes without image_size.
     """
-    options = PipelineOptions(batch_size, image_size, shuffle, seed, as_supervised,
+    options = LoadOptions(batch_size, image_size, shuffle, seed, as_supervised,
                               shuffle_buffer, drop_remainder, channels, dct_method, label,
                               multi_hot, box_format)
     store = Store(output_dir, storage_options)
@@ -74,7 +75,7 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
 
 def _load_split(store, manifest, split, options, cache_dir):
     """The pipeline of one split of the output in ``store`` (see :func:`load`)."""
-    features = FeatureSet.from_manifest(manifest)
+    features = features_of(manifest)
     label_outputs(features, options.label)  # SchemaError before TensorFlow starts
     image = manifest.image
     if image is None and options.image_size is not None:
@@ -108,13 +109,13 @@ def _load_split(store, manifest, split, options, cache_dir):
         read_shard, cycle_length=cycle_length, num_parallel_calls=cycle_length,
         deterministic=deterministic,
     ).apply(tf.data.experimental.assert_cardinality(num_examples))
-    return decoded_pipeline(tf, records, decode, options, deterministic)
+    return decoded_pipeline(tf, records, decode, options, deterministic, features)
 
 
-def decoded_pipeline(tf, records, decode, options, deterministic):
+def decoded_pipeline(tf, records, decode, options, deterministic, features):
     """Shuffle serialized ``records``, decode them in parallel, batch and prefetch, as the
-    PipelineOptions ``options`` say. tf.data's autotuner stays on, but on machines of few cores
-    (see :func:`autotune_enabled`)."""
+    LoadOptions ``options`` say (``features``: the records' FeatureSet). tf.data's autotuner
+    stays on, but on machines of few cores (see :func:`autotune_enabled`)."""
     batch_size, drop_remainder = options.batch_size, options.drop_remainder
     if options.shuffle:
         records = records.shuffle(options.shuffle_buffer, seed=options.seed,
@@ -122,14 +123,12 @@ def decoded_pipeline(tf, records, decode, options, deterministic):
     # decoding is CPU-bound: one decoder per core the process may use (affinity, cgroup quota)
     cores = joblib.cpu_count()
     dataset = records.map(decode, num_parallel_calls=cores, deterministic=deterministic)
-    if batch_size and _is_detection(dataset.element_spec):
-        # boxes and labels padded with -1, as Keras' bounding-box layers and KerasHub's
-        # detectors take them
-        image_spec, target = dataset.element_spec
-        padding = (tf.constant(0, image_spec.dtype),
-                   {"boxes": tf.constant(-1, tf.float32), "labels": tf.constant(-1, tf.int64)})
-        dataset = dataset.padded_batch(batch_size, padding_values=padding,
-                                       drop_remainder=drop_remainder)
+    target = whole_target(features)
+    padding = target.batch_padding(tf) if target is not None else None
+    if batch_size and padding is not None and _is_image_and_target(dataset.element_spec):
+        image_spec, _ = dataset.element_spec  # the target padded as its feature says
+        dataset = dataset.padded_batch(batch_size, drop_remainder=drop_remainder,
+                                       padding_values=(tf.constant(0, image_spec.dtype), padding))
     elif batch_size and _varies(tf, dataset.element_spec):  # lists of varying length
         dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
     elif batch_size:
@@ -157,10 +156,15 @@ def autotune_enabled(cores):
     return cores > _AUTOTUNE_OFF_UP_TO_CORES
 
 
-def _is_detection(element_spec):
-    """Whether elements are ``(image, {"boxes", "labels"})``."""
+def _is_image_and_target(element_spec):
+    """Whether elements are ``(image, {...})``: an image and a whole target (a dict)."""
     return isinstance(element_spec, tuple) and isinstance(element_spec[1], dict) and \
-        set(element_spec[1]) == {"boxes", "labels"} and not isinstance(element_spec[0], dict)
+        not isinstance(element_spec[0], dict)
+
+
+def whole_target(features):
+    """The label feature that decodes to a record's whole target (e.g. boxes), or None."""
+    return next((f for f in features.labels if f.whole_target), None)
 
 
 def _varies(tf, element_spec):
@@ -257,22 +261,22 @@ def decoder(tf, features, options, ratios=(), spec=None):
 
     Args:
         features: the FeatureSet of the records.
-        options: the PipelineOptions (image size, channels, labels, ...).
+        options: the LoadOptions (image size, channels, labels, ...).
         ratios: the JPEG scales worth trying (``ImageFeature.useful_jpeg_ratios``).
         spec: the parse spec of every record feature (default: the feature set's).
     """
     outputs, as_dict = label_outputs(features, options.label)
     as_supervised, multi_hot = options.as_supervised, options.multi_hot
-    boxes = features.boxes
+    target = whole_target(features)  # a feature that decodes to the whole target, or None
     spec = spec or parse_spec(features.describe())
     if as_supervised and features.image is not None:  # parse only what image and label need
-        wanted = boxes.describe() if boxes else [o.keys[0] for o in outputs]
+        wanted = target.describe() if target else [o.keys[0] for o in outputs]
         spec = {key: spec[key] for key in (*ImageFeature.decode_keys, *wanted)}
 
     def label_of(parsed, image=None):
-        if boxes is not None:  # {"boxes": [N, 4], "labels": [N]}
-            return boxes.decode(tf, parsed, box_format=options.box_format, image=image)
-        found = {output.name: output.decode(tf, parsed, multi_hot) for output in outputs}
+        if target is not None:  # e.g. boxes: {"boxes": [N, 4], "labels": [N]}
+            return target.decode(tf, parsed, options, image)
+        found = {output.name: output.decode(tf, parsed, options) for output in outputs}
         return found if as_dict else found[outputs[0].name]
 
     def decode(serialized):
@@ -286,7 +290,7 @@ def decoder(tf, features, options, ratios=(), spec=None):
                                       options.dct_method)
         if as_supervised:
             return image, label_of(parsed, image)
-        if boxes is not None:
+        if target is not None:
             return {**parsed, "image": image, **label_of(parsed, image)}
         return {**parsed, "image": image}
 

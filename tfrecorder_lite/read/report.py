@@ -29,7 +29,7 @@ from ..output.manifest import hxw, read_manifest, summary_text
 from ..record import encoding as example
 from ..record import keys
 from ..record.framing import iter_records
-from ..record.features import FeatureSet
+from ..record.kinds import features_of
 from ..table.splits import pick
 from ..storage import Store, human_size, write_file
 
@@ -143,7 +143,7 @@ def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
         if manifest.image is None:  # records without images: nothing to show
             share = 0
         found, trouble = _read_samples(store, info.shards, share, manifest.compression,
-                                       _text_keys(manifest))
+                                       features_of(manifest).labels)
         samples += found
         problems += trouble
         sections.append(_split_section(manifest, name, info, found, len(sections)))
@@ -195,11 +195,6 @@ def _spread(num, capacities):
     return shares
 
 
-def _text_keys(manifest):
-    """The record keys of the label texts (one per label level; the boxes' texts)."""
-    return [label.keys[1] for label in FeatureSet.from_manifest(manifest).labels]
-
-
 def _level_counts(manifest, counts):
     """A split's ``label_counts`` as ``{label: count}``; with levels, labels are "level: text"."""
     if not isinstance(manifest.labels, dict):
@@ -208,7 +203,7 @@ def _level_counts(manifest, counts):
             for label, n in level_counts.items()}
 
 
-def _read_samples(store, shards, num, compression, text_keys):
+def _read_samples(store, shards, num, compression, label_features):
     """``num`` records from the front of ``shards``, spread over them.
 
     Returns:
@@ -222,7 +217,7 @@ def _read_samples(store, shards, num, compression, text_keys):
         try:
             with store.open_read(shard.name) as f:
                 for data in itertools.islice(iter_records(f, compression), share):
-                    samples.append(_sample(example.decode_example(data), text_keys))
+                    samples.append(_sample(example.decode_example(data), label_features))
         except (OSError, ValueError) as exc:
             problems.append(f"{store.path(shard.name)}: {exc}; run tfrecorder-lite verify "
                             f"{store.url}")
@@ -230,7 +225,11 @@ def _read_samples(store, shards, num, compression, text_keys):
     return samples, problems
 
 
-def _sample(features, text_keys):
+def _sample(features, label_features):
+    """A _Sample of a record's parsed ``features``: its label texts (one per label feature),
+    file name and thumbnail, with what each label feature draws on it."""
+    text_keys = [label.keys[1] for label in label_features]
+
     def text(key):  # several labels (multi-label) are joined by ", "
         values = features.get(key, (None, [b""]))[1]
         return ", ".join(v[:TEXT_SHOWN].decode("utf-8", "replace")
@@ -248,35 +247,12 @@ def _sample(features, text_keys):
             flat = _flatten(image)
         flat.thumbnail((THUMB, THUMB), reducing_gap=2.0)  # fast for large images
         sample.thumbnail = ImageOps.contain(flat, (THUMB, THUMB))  # small ones grow
-        if keys.BBOX_KEYS[0] in features:
-            _draw_boxes(sample.thumbnail, features)
+        for label in label_features:
+            label.draw(sample.thumbnail, features, _font())
     except Exception as exc:  # any image Pillow cannot show is a placeholder, not a failure
         sample.error = f"cannot decode: {exc}"
         logger.warning("%s: %s", sample.filename, sample.error)
     return sample
-
-
-_BOX_COLOURS = ((230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30, 180))
-
-
-def _draw_boxes(thumbnail, features):
-    """Draw a detection record's boxes, each with its label, on its thumbnail."""
-    draw = ImageDraw.Draw(thumbnail)
-    width, height = thumbnail.size
-    boxes = zip(*(features[key][1] for key in keys.BBOX_KEYS))
-    labels = features.get(keys.OBJECT_TEXT, (None, []))[1]
-    ids = features.get(keys.OBJECT_LABEL, (None, []))[1]
-    font = _font()
-    for box, label, number in itertools.zip_longest(boxes, labels, ids):
-        if box is None:
-            break
-        x0, y0, x1, y1 = box
-        colour = _BOX_COLOURS[(number or 0) % len(_BOX_COLOURS)]
-        corners = (x0 * width, y0 * height, x1 * width, y1 * height)
-        draw.rectangle(corners, outline=colour, width=2)
-        if label:
-            draw.text((corners[0] + 2, corners[1] + 1), label.decode("utf-8", "replace"),
-                      fill=colour, font=font)
 
 
 def _flatten(image):

@@ -3,12 +3,11 @@
 from collections import Counter
 
 from ..errors import ManifestError, VerifyError
-from ..output.layout import (LABEL_MAP, index_name, label_files, label_map_pbtxt,
-                             label_problem, tfds_label_names)
+from ..output.layout import index_name, label_files, label_problem, tfds_label_names
 from ..output.manifest import hxw, label_counts, read_manifest
 from ..record import encoding as example
 from ..record import keys
-from ..record.features import Boxes, FeatureSet
+from ..record.kinds import features_of, kind_of
 from ..record.framing import FileDigest, RecordError, index_text, iter_records
 from ..storage import Store
 from ..record.tensorflow import import_tensorflow
@@ -27,7 +26,7 @@ class _DigestingReader:
         return data
 
 
-def _check_record(data, features, decode_image, labels, boxes=None):
+def _check_record(data, features, decode_image, labels, label_features=()):
     """Check one record against the manifest; returns its parsed features.
 
     Raises:
@@ -41,9 +40,11 @@ def _check_record(data, features, decode_image, labels, boxes=None):
         if kind != spec["dtype"] or not example.value_count_fits(spec["shape"], len(values)):
             raise ValueError(f"feature '{key}' holds {len(values)} {kind} value(s), "
                              f"expected {_values_text(spec)}")
-    problem = boxes.check({key: values for key, (_, values) in parsed.items()}) if boxes else None
-    if problem:
-        raise ValueError(problem)
+    values = {key: values for key, (_, values) in parsed.items()}
+    for feature in label_features:
+        problem = feature.check_values(values)
+        if problem:
+            raise ValueError(problem)
     for label in labels:
         label.check(parsed)
     if decode_image is not None and keys.ENCODED in parsed:
@@ -63,7 +64,7 @@ class _Label:
         self.level = getattr(feature, "level", None)
         self.vocabulary = list(feature.vocabulary)
         self.id_key, self.text_key = feature.keys
-        self.first = 1 if isinstance(feature, Boxes) else 0  # box classes count from 1
+        self.first = feature.first_id
         self._texts = [text.encode("utf-8") for text in self.vocabulary]
         self.counts = {}  # split -> Counter of ids
 
@@ -162,7 +163,7 @@ def shard_error(store, shard, problem):
 
 
 def _check_shard(store, shard, split, compression, features, decode_image, labels, images,
-                 boxes=None):
+                 label_features=()):
     """Problems of one shard file (empty list when it is sound); counts what its records
     hold into ``labels`` and ``images`` (None: no images).
 
@@ -186,7 +187,8 @@ def _check_shard(store, shard, split, compression, features, decode_image, label
                     break
                 sizes.append(len(data))
                 try:
-                    parsed = _check_record(data, features, decode_image, labels, boxes)
+                    parsed = _check_record(data, features, decode_image, labels,
+                                           label_features)
                 except Exception as exc:  # a record that does not parse or decode
                     problems.insert(0, f"{name}: record {count - 1}: {exc}")
                     damaged = True
@@ -238,15 +240,14 @@ def _read_head(store, name, limit):
 
 
 def _label_file_problems(store, manifest):
-    """Problems of the label files (labels.txt, labels-<level>.txt, a detection output's
-    label_map.pbtxt, tfds' label names where present) against metadata.json's labels."""
+    """Problems of the label files (labels.txt, labels-<level>.txt, the record kind's files
+    such as label_map.pbtxt, tfds' label names where present) against metadata.json's labels."""
     files = {name: "".join(f"{text}\n" for text in texts)
              for name, texts in label_files(manifest.labels).items()}
-    if manifest.task == "detection":  # whatever metadata.json's boxes say of it
-        files[LABEL_MAP] = label_map_pbtxt(manifest.labels)
+    files.update(kind_of(manifest.task).files_listed(manifest))
     optional = set()
     if not manifest.compression:  # tfds' files, written for uncompressed outputs
-        for label in FeatureSet.from_manifest(manifest).labels:
+        for label in features_of(manifest).labels:
             name = tfds_label_names(label.keys[0])
             files[name] = "".join(f"{text}\n" for text in label.vocabulary)
             optional.add(name)
@@ -284,7 +285,7 @@ def _label_count_problems(manifest, split, labels):
     shown = "; ".join(f"{_clip(text)!r} {listed.get(text, 0)} in metadata.json, "
                       f"{counted.get(text, 0)} in the records" for text in differ[:5])
     more = f"; and {len(differ) - 5} more" if len(differ) > 5 else ""
-    what = "boxes" if manifest.task == "detection" else "records"
+    what = kind_of(manifest.task).counted
     return [f"metadata.json: splits.{split}.label_counts (label -> {what}) differs from the "
             f"records: {shown}{more}"]
 
@@ -317,11 +318,11 @@ def verify(output_dir, decode=False, *, storage_options=None):
     Checks both CRCs of each record, that each parses as an Example with the manifest's
     features, that its label ids and texts are metadata.json's labels, each shard's record
     count, size and checksums (CRC32C, and sha256 where metadata.json has it), that its index
-    file lists its records, and a detection record's objects (lists of one length, boxes
-    relative and ordered). Then what metadata.json sums up: each split's ``label_counts``
-    (records per label; boxes per label in a detection output), the image sizes, channels
-    and formats, and the label files (``labels.txt``, ``labels-<level>.txt``,
-    ``label_map.pbtxt``). With ``decode`` also decodes every image with TensorFlow and checks
+    file lists its records, and what each label feature checks of its values (boxes: lists
+    of one length, relative and ordered). Then what metadata.json sums up: each split's
+    ``label_counts`` (per label: records, or what the record kind counts, e.g. boxes), the
+    image sizes, channels and formats, and the label files (``labels.txt``,
+    ``labels-<level>.txt``, the kind's own such as ``label_map.pbtxt``). With ``decode`` also decodes every image with TensorFlow and checks
     its height and width.
 
     Returns:
@@ -334,7 +335,7 @@ def verify(output_dir, decode=False, *, storage_options=None):
     store = Store(output_dir, storage_options)
     manifest, _ = read_manifest(store)
     decode_image = _tf_decoder() if decode else None
-    feature_set = FeatureSet.from_manifest(manifest)
+    feature_set = features_of(manifest)
     labels = [_Label(feature) for feature in feature_set.labels]
     images = _Images() if manifest.image is not None else None
     problems, shards, records, whole = [], 0, 0, True
@@ -343,7 +344,7 @@ def verify(output_dir, decode=False, *, storage_options=None):
         for shard in info.shards:
             found = _check_shard(store, shard, split, manifest.compression,
                                           manifest.features, decode_image, labels, images,
-                                          feature_set.boxes)
+                                          feature_set.labels)
             problems += found
             split_whole = split_whole and not found
             shards += 1
@@ -353,10 +354,10 @@ def verify(output_dir, decode=False, *, storage_options=None):
         whole = whole and split_whole
     if whole and images is not None:
         problems += images.problems(manifest.image)
-    if feature_set.boxes is not None:
-        counted = {split: sum(labels[0].counts.get(split, {}).values())
-                   for split in manifest.splits} if whole else None
-        problems += feature_set.boxes.manifest_problems(manifest.boxes, counted, LABEL_MAP)
+    kind = kind_of(manifest.task)
+    if whole and kind.fields:  # the kind's own fields (e.g. boxes) against the records
+        counted = {split: labels[0].label_counts(split) for split in manifest.splits}
+        problems += kind.manifest_problems(manifest, feature_set, counted)
     problems += _label_file_problems(store, manifest)
     if problems:
         shown = problems[:_PROBLEMS_SHOWN]

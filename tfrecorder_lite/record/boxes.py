@@ -1,7 +1,33 @@
-"""Boxes of a detection record: their coordinate names and the checks an image's boxes pass
-before it is written. Plain Python (a shard task imports it)."""
+"""The detection record kind: boxes with the TF Object Detection API's keys.
 
+Its record features (:class:`Boxes`: each box's relative coordinates, class id and text, the
+per-box columns and the image's source id), the checks an image's boxes pass before it is
+written, its label map (``label_map.pbtxt``) and its metadata.json entry (:data:`DETECTION`).
+Plain Python (a shard task imports it); TensorFlow only in ``decode``, Pillow only in ``draw``.
+"""
+
+import itertools
 import numbers
+from dataclasses import dataclass
+
+from .features import ClassLabel, Feature, RecordKind, RecordRejected, _TFDS
+from .keys import BYTES, FLOAT, INT64, KEY_SHA256, SOURCE_ID
+
+# The TF Object Detection API's keys (research/object_detection/core/standard_fields.py),
+# which the TF Model Garden's decoder reads too.
+OBJECT_PREFIX = "image/object/"
+BBOX_KEYS = tuple(f"image/object/bbox/{name}" for name in ("xmin", "ymin", "xmax", "ymax"))
+OBJECT_LABEL = "image/object/class/label"
+OBJECT_TEXT = "image/object/class/text"
+OBJECT_KEYS = {**dict.fromkeys(BBOX_KEYS, FLOAT), OBJECT_LABEL: INT64, OBJECT_TEXT: BYTES}
+IMAGE_ID_KEYS = {SOURCE_ID: BYTES, KEY_SHA256: BYTES}
+LABEL_MAP = "label_map.pbtxt"  # the Object Detection API's label map
+
+
+def object_key(column):
+    """The record key of a per-box column: ``image/object/<column>`` (``iscrowd`` is
+    ``is_crowd``, as the Object Detection API names it)."""
+    return OBJECT_PREFIX + {"iscrowd": "is_crowd"}.get(column, column)
 
 BOX_COLUMNS = ("xmin", "ymin", "xmax", "ymax")
 MAX_BOXES = 500  # AutoML's limit an image
@@ -67,3 +93,194 @@ def _shown(value):
     """A coordinate as short text that still tells two different values apart."""
     short = f"{value:g}"
     return short if float(short) == value else repr(float(value))
+
+
+def declared_size_problem(declared, stored):
+    """Why an image whose annotation file declares its ``(height, width)`` as ``declared``
+    (None: not declared) cannot be written with its boxes, or None: the StoredImage
+    ``stored`` (before any resize) is another size."""
+    if declared is None:
+        return None
+    height, width = stored.source_size or (stored.height, stored.width)
+    if tuple(declared) == (height, width):
+        return None
+    return (f"the annotation file gives the image width {declared[1]:g} and height "
+            f"{declared[0]:g}, the image itself is {width}x{height} (width x height): its "
+            "boxes were divided by the wrong size. Correct the file's width and height")
+
+
+BOX_FORMATS = ("rel_yxyx", "rel_xyxy", "rel_xywh", "rel_center_xywh", "yxyx", "xyxy", "xywh",
+               "center_xywh", "center_yxhw")  # as keras.utils.bounding_boxes names them
+
+
+@dataclass(frozen=True)
+class Boxes(ClassLabel):
+    """The objects of a detection record, with the Object Detection API's keys: each box's
+    relative ``xmin``, ``ymin``, ``xmax``, ``ymax``, its class id (from 1: 0 is the background
+    of the API's label maps) and text, the per-box columns as ``image/object/<name>``, and the
+    image's ``image/source_id``.
+
+    Attributes:
+        vocabulary: class id -> text (id 0, the background, has no text).
+        box_columns: ``(column, kind)`` of each per-box column.
+        units: "relative" or "pixels" (divided by the image's size as it is written).
+        declared_sizes: each value holds, after the boxes, the image's ``(height, width)`` as
+            its annotation file declares it (or None), compared with the image's own size as it
+            is written (relative boxes were divided by the declared one).
+    """
+
+    box_columns: tuple = ()
+    units: str = "relative"
+    declared_sizes: bool = False
+
+    @property
+    def keys(self):
+        return OBJECT_LABEL, OBJECT_TEXT
+
+    def describe(self):
+        entries = {SOURCE_ID: {"dtype": BYTES, "shape": []}}
+        entries.update({key: {"dtype": FLOAT, "shape": [None]} for key in BBOX_KEYS})
+        entries[OBJECT_LABEL] = {"dtype": INT64, "shape": [None]}
+        entries[OBJECT_TEXT] = {"dtype": BYTES, "shape": [None]}
+        entries.update({object_key(column): {"dtype": kind, "shape": [None]}
+                        for column, kind in self.box_columns})
+        return entries
+
+    def encode(self, value, image=None, files=()):
+        """``value``: ``(class ids, class texts, source id, boxes, *per-box column values)``,
+        boxes as ``(xmin, ymin, xmax, ymax)``."""
+        ids, texts, source_id, boxes, *columns = value
+        if self.declared_sizes:
+            declared, *columns = columns
+            problem = declared_size_problem(declared, image[0])
+            if problem:
+                raise RecordRejected(problem)
+        if self.units == "pixels":
+            stored = image[0]
+            height, width = stored.source_size or (stored.height, stored.width)
+            problem = box_problem(boxes, "pixels", (height, width))
+            if problem:
+                raise RecordRejected(problem)
+            boxes = [(x0 / width, y0 / height, x1 / width, y1 / height)
+                     for x0, y0, x1, y1 in boxes]
+        record = {SOURCE_ID: source_id, OBJECT_LABEL: ids, OBJECT_TEXT: texts}
+        for i, key in enumerate(BBOX_KEYS):
+            record[key] = [box[i] for box in boxes]
+        for (column, _), values in zip(self.box_columns, columns):
+            record[object_key(column)] = values
+        return record
+
+    first_id = 1  # 0 is the background of the Object Detection API's label maps
+    whole_target = True
+
+    def check_values(self, values):
+        """What is wrong with a written record's objects (``values``: record key -> list of
+        values), or None: list lengths that differ, boxes not relative or not ordered."""
+        keys = [*BBOX_KEYS, *self.keys, *(object_key(c) for c, _ in self.box_columns)]
+        lengths = {key: len(values.get(key, ())) for key in keys}
+        if len(set(lengths.values())) > 1:
+            return "object lists of different lengths: " + ", ".join(
+                f"{key.removeprefix(OBJECT_PREFIX)} {n}" for key, n in lengths.items())
+        return box_problem(list(zip(*(values[key] for key in BBOX_KEYS))))
+
+    def tfds(self, image_size=None):
+        entries = Feature.tfds(self)
+        entries[OBJECT_LABEL] = {
+            "pythonClassName": _TFDS + "sequence_feature.Sequence",
+            "sequence": {"feature": {"pythonClassName": _TFDS + "class_label_feature.ClassLabel",
+                                     "classLabel": {"numClasses": str(len(self.vocabulary))}},
+                         "length": "-1"}}
+        return entries
+
+    def decode(self, tf, parsed, options, image=None):
+        """``{"boxes": float32 [N, 4] in options.box_format, "labels": int64 [N]}`` of a
+        parsed record; absolute formats are in pixels of ``image`` (the returned image)."""
+        box_format = options.box_format
+        xmin, ymin, xmax, ymax = (parsed[key] for key in BBOX_KEYS)
+        height = width = 1.0
+        if not box_format.startswith("rel_"):
+            shape = tf.cast(tf.shape(image), tf.float32)
+            height, width = shape[0], shape[1]
+        x0, x1, y0, y1 = xmin * width, xmax * width, ymin * height, ymax * height
+        name = box_format.removeprefix("rel_")
+        columns = {"yxyx": (y0, x0, y1, x1), "xyxy": (x0, y0, x1, y1),
+                   "xywh": (x0, y0, x1 - x0, y1 - y0),
+                   "center_xywh": ((x0 + x1) / 2, (y0 + y1) / 2, x1 - x0, y1 - y0),
+                   "center_yxhw": ((y0 + y1) / 2, (x0 + x1) / 2, y1 - y0, x1 - x0)}[name]
+        boxes = tf.reshape(tf.stack(columns, axis=-1), [-1, 4])
+        return {"boxes": boxes, "labels": parsed[OBJECT_LABEL]}
+
+    def batch_padding(self, tf):
+        """Boxes and labels padded with -1, as Keras' bounding-box layers and KerasHub's
+        detectors take them."""
+        return {"boxes": tf.constant(-1, tf.float32), "labels": tf.constant(-1, tf.int64)}
+
+    def draw(self, thumbnail, values, font):
+        """Draw the record's boxes, each with its label, on its thumbnail."""
+        from PIL import ImageDraw
+
+        if BBOX_KEYS[0] not in values:
+            return
+        draw = ImageDraw.Draw(thumbnail)
+        width, height = thumbnail.size
+        boxes = zip(*(values[key][1] for key in BBOX_KEYS))
+        labels = values.get(OBJECT_TEXT, (None, []))[1]
+        ids = values.get(OBJECT_LABEL, (None, []))[1]
+        for box, label, number in itertools.zip_longest(boxes, labels, ids):
+            if box is None:
+                break
+            x0, y0, x1, y1 = box
+            colour = _BOX_COLOURS[(number or 0) % len(_BOX_COLOURS)]
+            corners = (x0 * width, y0 * height, x1 * width, y1 * height)
+            draw.rectangle(corners, outline=colour, width=2)
+            if label:
+                draw.text((corners[0] + 2, corners[1] + 1), label.decode("utf-8", "replace"),
+                          fill=colour, font=font)
+
+
+_BOX_COLOURS = ((230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30, 180))
+
+
+def label_map_pbtxt(vocabulary):
+    """The text of a ``label_map.pbtxt`` in the Object Detection API's form
+    (``item { id: 1 name: 'car' }``) for class id -> text (ids without a text left out)."""
+    items = []
+    for i, text in enumerate(vocabulary):
+        if i and text:
+            name = text.replace("\\", "\\\\").replace("'", "\\'")
+            items.append(f"item {{\n  id: {i}\n  name: '{name}'\n}}\n")
+    return "".join(items)
+
+
+class DetectionRecords(RecordKind):
+    """Records of images and their boxes (metadata.json's ``task: "detection"``)."""
+
+    tasks = ("detection",)
+    counted = "boxes"
+    fields = ("boxes",)
+    files = (LABEL_MAP,)
+    label_id_keys = (OBJECT_LABEL,)
+
+    def label_fields(self, manifest):
+        fixed = (*BBOX_KEYS, OBJECT_LABEL, OBJECT_TEXT)
+        box_columns = tuple(
+            (key.removeprefix(OBJECT_PREFIX), spec["dtype"])
+            for key, spec in manifest.features.items()
+            if key.startswith(OBJECT_PREFIX) and key not in fixed)
+        return (Boxes(vocabulary=tuple(manifest.labels), box_columns=box_columns),)
+
+    def fixed_keys(self, labels, task):
+        return OBJECT_KEYS, [None]
+
+    def extra_files(self, labels):
+        return {LABEL_MAP: label_map_pbtxt(labels)}
+
+    def manifest_entry(self, features, label_counts):
+        return {"boxes": {
+            "keys": "image/object/bbox/xmin, ymin, xmax, ymax (the Object Detection API's)",
+            "units": "relative to the image, 0,0 at the top left",
+            "label_offset": 1, "label_map": LABEL_MAP,
+            "num_boxes": {split: sum(counts.values()) for split, counts in label_counts.items()}}}
+
+
+DETECTION = DetectionRecords()

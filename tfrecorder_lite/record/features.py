@@ -2,8 +2,9 @@
 ``metadata.json`` entry, its tfds ``features.json`` entry and how ``load()`` decodes it.
 
 A FeatureSet is what a conversion writes (built by the plan from the table) and what every
-reader rebuilds from ``metadata.json`` (:meth:`FeatureSet.from_manifest`): writing, loading,
-verify, inspect and the tfds files ask it, so a new kind of record is a new feature set.
+reader rebuilds from ``metadata.json`` (through its RecordKind, see ``record/kinds.py``):
+writing, loading, verify, inspect and the tfds files ask it, so a new kind of record is a new
+feature set and a RecordKind, in a module of its own.
 TensorFlow is used only by the ``decode`` methods, which take the ``tf`` module.
 """
 
@@ -11,10 +12,8 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from .boxes import box_problem
-from .keys import (BBOX_KEYS, BYTES, CHANNELS, ENCODED, FILENAME, FLOAT, FORMAT, HEIGHT,
-                   IMAGE_KEYS, INT64, KEY_SHA256, OBJECT_LABEL, OBJECT_PREFIX, OBJECT_TEXT,
-                   SOURCE_ID, WIDTH, label_keys, object_key)
+from .keys import (BYTES, CHANNELS, ENCODED, FILENAME, FORMAT, HEIGHT, IMAGE_KEYS, INT64,
+                   KEY_SHA256, WIDTH, label_keys)
 from .tensorflow import import_tensorflow
 
 _TFDS = "tensorflow_datasets.core.features."
@@ -44,9 +43,10 @@ class Feature:
         """Record key -> kind (BYTES, INT64 or FLOAT) of what :meth:`encode` gives."""
         return {key: spec["dtype"] for key, spec in self.describe().items()}
 
-    def encode(self, value, image=None):
+    def encode(self, value, image=None, files=()):
         """Record key -> value(s) of this feature for one row's ``value`` (``image``: the
-        row's ``(StoredImage, file name)``, or None).
+        row's ``(StoredImage, file name)``, or None; ``files``: the bytes of the row's other
+        files, in the order of its table kind's file columns).
 
         Raises:
             RecordRejected: the row cannot be written, with the reason.
@@ -62,7 +62,7 @@ class Feature:
 @dataclass(frozen=True)
 class ImageFeature(Feature):
     """The image: its encoded bytes, format, size, channels and file name (and with
-    ``key_sha256``, the sha256 of the encoded bytes, as the Object Detection API keeps it)."""
+    ``key_sha256``, the sha256 of the encoded bytes, ``image/key/sha256``)."""
 
     key_sha256: bool = False
 
@@ -70,7 +70,7 @@ class ImageFeature(Feature):
         keys = {**IMAGE_KEYS, **({KEY_SHA256: BYTES} if self.key_sha256 else {})}
         return {key: {"dtype": kind, "shape": []} for key, kind in keys.items()}
 
-    def encode(self, value, image=None):
+    def encode(self, value, image=None, files=()):
         """``value``: ``(StoredImage, file name)``."""
         stored, filename = value
         record = {ENCODED: stored.encoded, FORMAT: stored.format, HEIGHT: stored.height,
@@ -166,7 +166,7 @@ class ClassLabel(Feature):
         return {id_key: {"dtype": INT64, "shape": shape},
                 text_key: {"dtype": BYTES, "shape": shape}}
 
-    def encode(self, value, image=None):
+    def encode(self, value, image=None, files=()):
         """``value``: ``(id, text)``, or tuples of ids and texts (multi-label)."""
         id_key, text_key = self.keys
         return {id_key: value[0], text_key: value[1]}
@@ -181,10 +181,29 @@ class ClassLabel(Feature):
         entries[self.keys[0]] = label
         return entries
 
-    def decode(self, tf, parsed, multi_hot=False):
-        """The label of a parsed record: its id(s), or a k-hot float32 vector."""
+    #: the smallest label id (0; a kind whose id 0 means "none" starts at 1)
+    first_id = 0
+    #: whether :meth:`decode` gives the whole target of a record (a dict), not one label
+    whole_target = False
+
+    def check_values(self, values):
+        """What is wrong with a written record's values of this feature (record key -> list
+        of values), beyond ids and texts, or None."""
+        return None
+
+    def batch_padding(self, tf):
+        """The values that pad a batch of this feature's targets, or None (ragged lists)."""
+        return None
+
+    def draw(self, thumbnail, values, font):
+        """Draw this feature of a record (record key -> list of values) on its thumbnail, an
+        RGB Pillow image (``inspect``); labels are shown as text, so nothing by default."""
+
+    def decode(self, tf, parsed, options, image=None):
+        """The label of a parsed record: its id(s), or a k-hot float32 vector
+        (``options.multi_hot``)."""
         value = parsed[self.keys[0]]
-        if not multi_hot:
+        if not options.multi_hot:
             return value
         size = len(self.vocabulary)
         hot = tf.reduce_sum(tf.one_hot(tf.reshape(value, [-1]), size), axis=0)
@@ -219,129 +238,8 @@ class Column(Feature):
     def kinds(self):
         return {self.name: self.kind}
 
-    def encode(self, value, image=None):
+    def encode(self, value, image=None, files=()):
         return {self.name: value}
-
-
-BOX_FORMATS = ("rel_yxyx", "rel_xyxy", "rel_xywh", "rel_center_xywh", "yxyx", "xyxy", "xywh",
-               "center_xywh", "center_yxhw")  # as keras.utils.bounding_boxes names them
-
-
-@dataclass(frozen=True)
-class Boxes(ClassLabel):
-    """The objects of a detection record, with the Object Detection API's keys: each box's
-    relative ``xmin``, ``ymin``, ``xmax``, ``ymax``, its class id (from 1: 0 is the background
-    of the API's label maps) and text, the per-box columns as ``image/object/<name>``, and the
-    image's ``image/source_id``.
-
-    Attributes:
-        vocabulary: class id -> text (id 0, the background, has no text).
-        box_columns: ``(column, kind)`` of each per-box column.
-        units: "relative" or "pixels" (divided by the image's size as it is written).
-        declared_sizes: each value holds, after the boxes, the image's ``(height, width)`` as
-            its annotation file declares it (or None), compared with the image's own size as it
-            is written (relative boxes were divided by the declared one).
-    """
-
-    box_columns: tuple = ()
-    units: str = "relative"
-    declared_sizes: bool = False
-
-    @property
-    def keys(self):
-        return OBJECT_LABEL, OBJECT_TEXT
-
-    def describe(self):
-        entries = {SOURCE_ID: {"dtype": BYTES, "shape": []}}
-        entries.update({key: {"dtype": FLOAT, "shape": [None]} for key in BBOX_KEYS})
-        entries[OBJECT_LABEL] = {"dtype": INT64, "shape": [None]}
-        entries[OBJECT_TEXT] = {"dtype": BYTES, "shape": [None]}
-        entries.update({object_key(column): {"dtype": kind, "shape": [None]}
-                        for column, kind in self.box_columns})
-        return entries
-
-    def encode(self, value, image=None):
-        """``value``: ``(class ids, class texts, source id, boxes, *per-box column values)``,
-        boxes as ``(xmin, ymin, xmax, ymax)``."""
-        ids, texts, source_id, boxes, *columns = value
-        if self.declared_sizes:
-            declared, *columns = columns
-            problem = declared_size_problem(declared, image[0])
-            if problem:
-                raise RecordRejected(problem)
-        if self.units == "pixels":
-            stored = image[0]
-            height, width = stored.source_size or (stored.height, stored.width)
-            problem = box_problem(boxes, "pixels", (height, width))
-            if problem:
-                raise RecordRejected(problem)
-            boxes = [(x0 / width, y0 / height, x1 / width, y1 / height)
-                     for x0, y0, x1, y1 in boxes]
-        record = {SOURCE_ID: source_id, OBJECT_LABEL: ids, OBJECT_TEXT: texts}
-        for i, key in enumerate(BBOX_KEYS):
-            record[key] = [box[i] for box in boxes]
-        for (column, _), values in zip(self.box_columns, columns):
-            record[object_key(column)] = values
-        return record
-
-    def check(self, values):
-        """What is wrong with a written record's objects (``values``: record key -> list of
-        values), or None: list lengths that differ, boxes not relative or not ordered."""
-        keys = [*BBOX_KEYS, *self.keys, *(object_key(c) for c, _ in self.box_columns)]
-        lengths = {key: len(values.get(key, ())) for key in keys}
-        if len(set(lengths.values())) > 1:
-            return "object lists of different lengths: " + ", ".join(
-                f"{key.removeprefix(OBJECT_PREFIX)} {n}" for key, n in lengths.items())
-        return box_problem(list(zip(*(values[key] for key in BBOX_KEYS))))
-
-    @staticmethod
-    def manifest_entry(num_boxes, label_map):
-        """metadata.json's ``boxes``: the box convention, the label map's file name
-        ``label_map`` and ``num_boxes`` (split -> boxes written)."""
-        return {"keys": "image/object/bbox/xmin, ymin, xmax, ymax (the Object Detection API's)",
-                "units": "relative to the image, 0,0 at the top left",
-                "label_offset": 1, "label_map": label_map, "num_boxes": num_boxes}
-
-    def manifest_problems(self, entry, num_boxes, label_map):
-        """How metadata.json's ``boxes`` differs from :meth:`manifest_entry` of the boxes the
-        records hold (``num_boxes``: split -> boxes counted; None when a damaged shard left
-        them uncounted), one text per difference."""
-        expected = self.manifest_entry(num_boxes, label_map)
-        if not isinstance(entry, dict):
-            return [f"metadata.json: boxes is {_clip(entry)}, expected an object with "
-                    f"{', '.join(expected)}"]
-        if num_boxes is None:
-            expected.pop("num_boxes")
-        return [f"metadata.json: boxes.{key} is {_clip(entry.get(key, 'missing'))}, "
-                f"{'the records hold' if key == 'num_boxes' else 'expected'} {_clip(value)}"
-                for key, value in expected.items()
-                if json.dumps(entry.get(key), sort_keys=True) != json.dumps(value, sort_keys=True)]
-
-    def tfds(self, image_size=None):
-        entries = Feature.tfds(self)
-        entries[OBJECT_LABEL] = {
-            "pythonClassName": _TFDS + "sequence_feature.Sequence",
-            "sequence": {"feature": {"pythonClassName": _TFDS + "class_label_feature.ClassLabel",
-                                     "classLabel": {"numClasses": str(len(self.vocabulary))}},
-                         "length": "-1"}}
-        return entries
-
-    def decode(self, tf, parsed, multi_hot=False, box_format="rel_yxyx", image=None):
-        """``{"boxes": float32 [N, 4] in box_format, "labels": int64 [N]}`` of a parsed
-        record; absolute formats are in pixels of ``image`` (the returned image)."""
-        xmin, ymin, xmax, ymax = (parsed[key] for key in BBOX_KEYS)
-        height = width = 1.0
-        if not box_format.startswith("rel_"):
-            shape = tf.cast(tf.shape(image), tf.float32)
-            height, width = shape[0], shape[1]
-        x0, x1, y0, y1 = xmin * width, xmax * width, ymin * height, ymax * height
-        name = box_format.removeprefix("rel_")
-        columns = {"yxyx": (y0, x0, y1, x1), "xyxy": (x0, y0, x1, y1),
-                   "xywh": (x0, y0, x1 - x0, y1 - y0),
-                   "center_xywh": ((x0 + x1) / 2, (y0 + y1) / 2, x1 - x0, y1 - y0),
-                   "center_yxhw": ((y0 + y1) / 2, (x0 + x1) / 2, y1 - y0, x1 - x0)}[name]
-        boxes = tf.reshape(tf.stack(columns, axis=-1), [-1, 4])
-        return {"boxes": boxes, "labels": parsed[OBJECT_LABEL]}
 
 
 @dataclass(frozen=True)
@@ -377,12 +275,12 @@ class FeatureSet:
             kinds.update(feature.kinds())
         return kinds
 
-    def encode(self, image, values):
+    def encode(self, image, values, files=()):
         """Record key -> value for one row: ``image`` is ``(StoredImage, file name)`` or None,
-        ``values`` one value per row feature."""
+        ``values`` one value per row feature, ``files`` the bytes of the row's other files."""
         record = {} if image is None else self.image.encode(image)
         for feature, value in zip(self.row_features, values):
-            record.update(feature.encode(value, image))
+            record.update(feature.encode(value, image, files))
         return record
 
     def tfds(self, image_size=None):
@@ -397,46 +295,82 @@ class FeatureSet:
         """Every record key of the labels."""
         return tuple(key for label in self.labels for key in label.keys)
 
-    @property
-    def boxes(self):
-        """The Boxes of a detection record set, else None."""
-        return next((f for f in self.labels if isinstance(f, Boxes)), None)
 
-    @classmethod
-    def from_manifest(cls, manifest):
-        """The feature set of an output, from its (checked) Manifest."""
-        features = manifest.features
-        if manifest.task == "detection":
-            box_columns = tuple(
-                (key.removeprefix(OBJECT_PREFIX), spec["dtype"]) for key, spec in features.items()
-                if key.startswith(OBJECT_PREFIX) and key not in (*BBOX_KEYS, OBJECT_LABEL,
-                                                                 OBJECT_TEXT))
-            labels = (Boxes(vocabulary=tuple(manifest.labels), box_columns=box_columns),)
-        else:
-            labels = tuple(ClassLabel(level, manifest.multi_label,
-                                      tuple(manifest.level_labels(level)))
-                           for level in manifest.levels)
-        image = None if manifest.image is None else ImageFeature(KEY_SHA256 in features)
+class RecordKind:
+    """What one kind of record is, seen from an output: the ``task`` metadata.json names it by,
+    the feature set readers rebuild from metadata.json, the fixed keys the manifest checks, its
+    extra files, its metadata.json entry. One instance per kind, registered in
+    ``record/kinds.py``; subclasses override what differs."""
+
+    #: metadata.json's ``task`` values of this kind (None: no ``task`` field)
+    tasks = (None,)
+    #: what the split's ``label_counts`` count
+    counted = "records"
+    #: the metadata.json fields (beside every output's) and the files this kind writes
+    fields = ()
+    files = ()
+    #: the label id keys of the kind's own label features (beside ``keys.label_keys``)
+    label_id_keys = ()
+
+    def task(self, features):
+        """metadata.json's ``task`` of an output with these features (None: no field)."""
+        return self.tasks[0]
+
+    def label_fields(self, manifest):
+        """The label features of an output, from its Manifest."""
+        raise NotImplementedError
+
+    def fixed_keys(self, labels, task):
+        """``({key: dtype}, shape)`` of the label keys every record of the kind has, and their
+        shape (``labels`` and ``task``: metadata.json's)."""
+        raise NotImplementedError
+
+    def features(self, manifest):
+        """The FeatureSet of an output, from its (checked) Manifest."""
+        labels = self.label_fields(manifest)
+        image = None if manifest.image is None else \
+            ImageFeature(KEY_SHA256 in manifest.features)
         taken = {key for feature in ([image] if image else []) + list(labels)
                  for key in feature.describe()}
         columns = tuple(Column(key, spec["dtype"], spec.get("column_dtype"), spec.get("missing"),
                                tuple(spec["shape"]))
-                        for key, spec in features.items() if key not in taken)
-        return cls(image, labels, columns)
+                        for key, spec in manifest.features.items() if key not in taken)
+        return FeatureSet(image, labels, columns)
+
+    def extra_files(self, labels):
+        """``{file name: text}`` of the files this kind writes beside the label files
+        (``labels``: metadata.json's labels)."""
+        return {}
+
+    def manifest_entry(self, features, label_counts):
+        """metadata.json fields of this kind (``label_counts``: split -> label -> count)."""
+        return {}
+
+    def files_listed(self, manifest):
+        """``{file name: text}`` of the extra files an output of this kind has, checked by
+        ``verify`` whatever metadata.json's own fields say of them."""
+        return self.extra_files(manifest.labels)
+
+    def manifest_problems(self, manifest, features, label_counts):
+        """How the metadata.json fields of this kind differ from :meth:`manifest_entry` of
+        what the records hold (``label_counts``: split -> label -> count, as counted in them),
+        one text per difference."""
+        problems = []
+        for field, expected in self.manifest_entry(features, label_counts).items():
+            found = manifest.kind_fields.get(field, "missing")
+            if isinstance(expected, dict) and isinstance(found, dict):
+                differ = [(f"{field}.{key}", found.get(key, "missing"), value)
+                          for key, value in expected.items() if not _same(found.get(key), value)]
+            else:
+                differ = [] if _same(found, expected) else [(field, found, expected)]
+            problems += [f"metadata.json: {name} is {_clip(was)}, the records give {_clip(is_)}"
+                         for name, was, is_ in differ]
+        return problems
 
 
-def declared_size_problem(declared, stored):
-    """Why an image whose annotation file declares its ``(height, width)`` as ``declared``
-    (None: not declared) cannot be written with its boxes, or None: the StoredImage
-    ``stored`` (before any resize) is another size."""
-    if declared is None:
-        return None
-    height, width = stored.source_size or (stored.height, stored.width)
-    if tuple(declared) == (height, width):
-        return None
-    return (f"the annotation file gives the image width {declared[1]:g} and height "
-            f"{declared[0]:g}, the image itself is {width}x{height} (width x height): its "
-            "boxes were divided by the wrong size. Correct the file's width and height")
+def _same(a, b):
+    """Whether two JSON values are equal as JSON (``true`` is not ``1``, ``1.0`` not ``1``)."""
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
 def _clip(value, limit=80):

@@ -1,7 +1,7 @@
 """Record feature keys and kinds.
 
-Records use the keys the TensorFlow ecosystem already reads (TF-slim, Inception, the Object
-Detection API).
+Records use the keys the TensorFlow ecosystem already reads (TF-slim, Inception, the TF Model
+Garden); each record kind's own keys are in its module (``record/boxes.py``).
 """
 
 import re
@@ -40,19 +40,6 @@ def label_keys(level=None):
     return f"image/label/{level}", f"image/label/{level}/text"
 
 
-# Object detection: the TF Object Detection API's keys (research/object_detection/core/
-# standard_fields.py), which the TF Model Garden's decoder reads too.
+# The image's identity, as the TF Model Garden's decoders read it
 SOURCE_ID = "image/source_id"
 KEY_SHA256 = "image/key/sha256"
-OBJECT_PREFIX = "image/object/"
-BBOX_KEYS = tuple(f"image/object/bbox/{name}" for name in ("xmin", "ymin", "xmax", "ymax"))
-OBJECT_LABEL = "image/object/class/label"
-OBJECT_TEXT = "image/object/class/text"
-DETECTION_KEYS = {**dict.fromkeys(BBOX_KEYS, FLOAT), OBJECT_LABEL: INT64, OBJECT_TEXT: BYTES}
-DETECTION_IMAGE_KEYS = {SOURCE_ID: BYTES, KEY_SHA256: BYTES}
-
-
-def object_key(column):
-    """The record key of a per-box column: ``image/object/<column>`` (``iscrowd`` is
-    ``is_crowd``, as the Object Detection API names it)."""
-    return OBJECT_PREFIX + {"iscrowd": "is_crowd"}.get(column, column)

@@ -13,20 +13,19 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from . import schema
 from ..errors import SchemaError
-from ..record.boxes import BOX_COLUMNS, box_problem
+from ..record import keys
+from ..record.boxes import BOX_COLUMNS, DETECTION, Boxes, box_problem
+from ..record.features import ImageFeature
 from .labels import label_problem
-from .schema import parse_number
+from .schema import SOURCE_PROBLEMS, parse_number  # noqa: F401 (sources set it here too)
 
 BOX_UNITS = ("relative", "pixels")
 PER_BOX = ("is_crowd", "iscrowd", "difficult", "truncated", "occluded", "area", "group_of",
            "weight", "depiction")  # columns that are per box when present
 
 
-# ``df.attrs[SOURCE_PROBLEMS]``: ``{row label: reason}`` of rows a source refused (an
-# annotation naming a file outside its image folder, a value of the wrong type); every row of
-# such an image carries its reason, and the image is refused with it.
-SOURCE_PROBLEMS = "source_problems"
 # ``df.attrs[DECLARED_SIZES]``: ``{row label: (height, width)}``, the image's size as the
 # annotation file says it (its boxes were divided by it): checked against the image's own
 # header when the image is read, a mismatch refuses the image.
@@ -36,6 +35,80 @@ DECLARED_SIZES = "declared_sizes"
 def is_detection_table(df):
     """Whether ``df`` is a per-box detection table (it has the four coordinate columns)."""
     return all(column in df.columns for column in BOX_COLUMNS)
+
+
+class DetectionTable:
+    """The table kind of per-box tables: one record per image, with its boxes."""
+
+    record = DETECTION
+
+    @staticmethod
+    def recognizes(df, options):
+        return options.image_col is not None and is_detection_table(df)
+
+    @staticmethod
+    def prepare(df, options):
+        """``(records frame, members, refused, used columns, ImageTable)``: one row per
+        image."""
+        table = image_table(df, options.split_col, options.image_col, options.label_col,
+                            options.box_units, options.box_columns)
+        return table.images, table.members, dict(table.refused), \
+            {"boxes", *table.box_columns}, table
+
+    @staticmethod
+    def file_columns(options):
+        """The columns of each record's other files, beside its image (none)."""
+        return ()
+
+    @staticmethod
+    def check_labels(df, options):
+        """Box labels are checked per image by ``label_fields`` (a label map may lack one)."""
+
+    @staticmethod
+    def label_column(options):
+        return None  # an image without objects has an empty label cell
+
+    @staticmethod
+    def problems(df, prepared):
+        """validate()'s problems of this kind: every row of an image with a bad box (the box
+        named), and label spellings."""
+        return [(df.index[row], None, None, reason)
+                for row, reason in prepared.rows_of(prepared.refused.items())] + \
+            schema.label_spellings(df, prepared.options.label_col)
+
+    @staticmethod
+    def label_fields(prepared, options, refused):
+        return box_fields(prepared.frame, options.label_col, options.label_map,
+                          prepared.details.box_columns, options.box_units, refused,
+                          declared_sizes=prepared.details.sizes is not None)
+
+    @staticmethod
+    def declared_sizes(prepared):
+        """Per image, its ``(height, width)`` as its annotation file declares it (or None),
+        or None when the table has none (see ``DECLARED_SIZES``)."""
+        return prepared.details.sizes
+
+    @staticmethod
+    def written_values(prepared, label_values):
+        """The label values as the records take them: with each image's size as its
+        annotation file declares it, checked as the image is read (kept out of the
+        fingerprint: the boxes divided by it are in it)."""
+        sizes = prepared.details.sizes
+        if sizes is None:
+            return label_values
+        return tuple(((*value[:4], size, *value[4:]),)
+                     for (value,), size in zip(label_values, sizes))
+
+    @staticmethod
+    def image_feature():
+        return ImageFeature(key_sha256=True)  # as the Object Detection API keeps it
+
+    @staticmethod
+    def fingerprint(prepared, options):
+        return {"detection": {"units": options.box_units, "members": prepared.members}}
+
+
+KIND = DetectionTable()
 
 
 @dataclass(frozen=True)
@@ -90,7 +163,7 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
                           f"table")
     keys = list(zip(*(df[c].astype(str).tolist() for c in (split_col, image_col)
                       if c is not None)))
-    source_problems = _source_problems(df)
+    source_problems = schema.source_problems(df)  # every row of such an image has one
     for position, reason in source_problems.items():  # a refused image may have no path:
         keys[position] += (reason,)                    # its reason keeps it apart
     first, members = {}, []
@@ -143,15 +216,6 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
                       sizes)
 
 
-def _source_problems(df):
-    """``{table position: reason}`` of the rows ``df.attrs[SOURCE_PROBLEMS]`` names."""
-    problems = df.attrs.get(SOURCE_PROBLEMS) or {}
-    if not problems:
-        return {}
-    position_of = {row: p for p, row in enumerate(df.index)}
-    return {position_of[row]: reason for row, reason in problems.items() if row in position_of}
-
-
 def _blank(value):
     if isinstance(value, str):
         return not value.strip()
@@ -172,3 +236,72 @@ def _number(value):
         except ValueError:
             return value  # box_problem names it
     return value
+
+
+def box_fields(images, label_col, label_map, per_box_columns, units, refused,
+               declared_sizes=False):
+    """``(label fields, per image: one Boxes value)`` of a detection table's images; an image
+    with a label its label map lacks is refused (added to ``refused``); ``declared_sizes``:
+    see ``Boxes``."""
+    cells = images[label_col].tolist()
+    if label_map is not None:
+        mapping = schema.label_map_ids(label_map)
+        if isinstance(label_map, (list, tuple)):  # a list of names: ids from 1
+            mapping = {text: i + 1 for text, i in mapping.items()}
+        if 0 in mapping.values():
+            raise SchemaError("detection label ids start at 1 (0 is the background class of "
+                              "the Object Detection API's label maps): label_map gives "
+                              f"{[t for t, i in mapping.items() if i == 0]} id 0")
+    else:
+        texts = sorted({schema.cached_label_text(v) for p, labels_ in enumerate(cells) if p not in refused
+                        for v in labels_})
+        mapping = {text: i + 1 for i, text in enumerate(texts)}
+    vocabulary = [""] * (max(mapping.values(), default=0) + 1)
+    for text, i in mapping.items():
+        vocabulary[i] = schema.label_text(text)
+    ids, texts = [], []
+    for position, labels_ in enumerate(cells):
+        found = [schema.lookup_label(mapping, v) for v in labels_]
+        if None in found and position not in refused:
+            box = found.index(None)
+            refused[position] = (f"box {box + 1} of {len(found)}: label "
+                                 f"{str(labels_[box])!r} not in label_map")
+        found = tuple(-1 if i is None else i for i in found)
+        ids.append(found)
+        texts.append(tuple(vocabulary[i] if i >= 0 else "" for i in found))
+    source_ids = images["image_id"].astype(str).tolist() if "image_id" in images.columns \
+        else [str(p) for p in range(len(images))]
+    box_columns, per_box = [], []
+    for column in per_box_columns:
+        kind, values = _box_column(images[column].tolist(), column in _FLOAT_BOX_COLUMNS)
+        box_columns.append((column, kind))
+        per_box.append(values)
+    field = Boxes(vocabulary=tuple(vocabulary), column=label_col,
+                  box_columns=tuple(box_columns), units=units, declared_sizes=declared_sizes)
+    values = [((i, t, s, b, *cols),) for i, t, s, b, *cols in zip(
+        ids, texts, source_ids, images["boxes"].tolist(), *per_box)]
+    return (field,), tuple(values)
+
+
+_FLOAT_BOX_COLUMNS = {"area", "weight"}  # float32 in the Object Detection API, whatever they hold
+
+
+def _box_column(cells, real=False):
+    """``(kind, values)`` of a per-box column (a tuple of values per image): whole numbers and
+    flags are int64 (a missing one 0), other numbers (and ``real`` columns) float32 (a missing
+    one NaN)."""
+    flat = [v for cell in cells for v in cell if not _missing(v)]
+    whole = not real and all(isinstance(v, (bool, int, np.bool_, np.integer)) or
+                (isinstance(v, (float, np.floating)) and float(v).is_integer()) for v in flat)
+    if whole:
+        return keys.INT64, [[0 if _missing(v) else int(v) for v in cell] for cell in cells]
+    try:
+        return keys.FLOAT, [[float("nan") if _missing(v) else float(v) for v in cell]
+                            for cell in cells]
+    except (TypeError, ValueError):
+        raise SchemaError(f"a per-box column holds {flat[:3]}: per-box columns hold numbers"
+                          ) from None
+
+
+def _missing(value):
+    return value is None or (not isinstance(value, str) and pd.isna(value))

@@ -1,5 +1,6 @@
 """Checks of the table itself (columns, splits, labels, paths as text); pandas only, no I/O."""
 
+import functools
 import hashlib
 import re
 
@@ -11,6 +12,10 @@ from ..errors import SchemaError
 from .splits import ALIASES, SPLITS, UNASSIGNED, canonical
 
 PROBLEM_COLUMNS = ["row", "column", "value", "problem"]
+# ``df.attrs[SOURCE_PROBLEMS]``: ``{row label: reason}`` of rows their source refused (an
+# annotation naming a file outside its image folder, a value of the wrong type): each kind of
+# table refuses their records with that reason (every row of a record carries it).
+SOURCE_PROBLEMS = "source_problems"
 DEFAULT_RATIOS = {"TRAIN": 0.8, "VALIDATION": 0.1, "TEST": 0.1}
 
 
@@ -31,6 +36,15 @@ def check_columns(df, split_col, image_col, label_col):
         raise SchemaError(f"one column has two roles: split, image and label columns {expected}")
     if df.columns.duplicated().any():
         raise SchemaError(f"duplicate column names: {list(df.columns[df.columns.duplicated()])}")
+
+
+def source_problems(df):
+    """``{table position: reason}`` of the rows ``df.attrs[SOURCE_PROBLEMS]`` names."""
+    problems = df.attrs.get(SOURCE_PROBLEMS) or {}
+    if not problems:
+        return {}
+    position_of = {row: p for p, row in enumerate(df.index)}
+    return {position_of[row]: reason for row, reason in problems.items() if row in position_of}
 
 
 def used_columns(split_col, image_col, label_col):
@@ -158,6 +172,19 @@ def label_text(value):
         return str(value)
     text = str(value).strip()
     return text.split(".")[0].lstrip("+") or "0" if _INTEGRAL_TEXT.match(text) else text
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_label_text(kind, value):
+    return label_text(value)
+
+
+def cached_label_text(value):
+    """``label_text``, made once per label (labels repeat from row to row)."""
+    try:
+        return _cached_label_text(type(value), value)  # the type keeps True apart from 1
+    except TypeError:  # an unhashable cell
+        return label_text(value)
 
 
 def max_label_id(n_rows):

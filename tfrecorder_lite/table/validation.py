@@ -8,11 +8,12 @@ import pandas as pd
 
 from . import columns, labels, schema
 from .. import storage
-from .detection import SOURCE_PROBLEMS, image_table, is_detection_table
+from .kinds import prepare
 from ..errors import UnsupportedURLError
+from ..options import TableOptions
 from ..images.normalize import (
     DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images)
-from ..record.features import declared_size_problem
+from ..record.boxes import declared_size_problem
 
 
 def inspect_images(items, options, storage_options=None):
@@ -54,7 +55,7 @@ def _where(df, position, image_col, splits):
 def validate(df, *, split_col="split", image_col="image_uri", label_col="label", label_map=None,
              check="header", base_dir=None, n_jobs=-1, storage_options=None,
              max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject", split_ratios=None,
-             label_sep=None, features=None, box_units="relative"):
+             label_sep=None, features=None, box_units="relative", box_columns=None):
     """Report every problem of the table, one row per problem.
 
     Checks columns, split values, labels (also labels that differ only in case or spaces,
@@ -72,8 +73,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         max_image_bytes: larger image files are reported ("file too large") without being read.
         unassigned, split_ratios: as in ``to_tfrecord``: rows without a split are problems, or
             are given one (and then checked for leakage in it).
-        label_sep, features, box_units: as in ``to_tfrecord``. A detection table (with
-            ``xmin, ymin, xmax, ymax`` columns) also gets its boxes checked.
+        label_sep, features, box_units, box_columns: as in ``to_tfrecord``. Each kind of
+            table adds its own checks (a per-box table: its boxes; see ``table/kinds.py``).
 
     Returns:
         A DataFrame with columns row, column, value, problem (empty when the table is clean).
@@ -82,24 +83,19 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         SchemaError: when a required column is missing, or an extra column cannot be stored
             exactly (``to_tfrecord`` refuses the same).
     """
-    assignment = schema.split_assignment(unassigned, split_ratios, split_col)
-    detection = image_col is not None and is_detection_table(df)
-    problems = schema.row_problems(df, split_col, image_col, None if detection else label_col,
-                                   label_map, assignment, label_sep)
-    if detection:  # an image its source refused has that reason only (its path may be empty)
-        refused_by_source = set(df.attrs.get(SOURCE_PROBLEMS) or ())
-        problems = problems[~problems.row.isin(refused_by_source)]
+    prepared = prepare(df, TableOptions(
+        split_col, image_col, label_col, label_map, label_sep, features, unassigned,
+        split_ratios, box_units, box_columns, base_dir), check_labels=False)
+    kind, table = prepared.kind, prepared.options
+    assignment = table.assignment
+    problems = schema.row_problems(df, split_col, image_col, kind.label_column(table),
+                                   table.label_map, assignment, label_sep)
+    refused_by_source = [df.index[p] for p in schema.source_problems(df)]
+    problems = problems[~problems.row.isin(refused_by_source)]  # its source's reason only
     found = list(problems.itertuples(index=False, name=None))
-    if detection:  # boxes: every row of an image with a bad box, with the box named
-        table = image_table(df, split_col, image_col, label_col, box_units)
-        found += [(df.index[row], None, None, reason)
-                  for row, reason in table.rows_of(table.refused.items())]
-        found += schema.label_spellings(df, label_col)
-    else:
-        columns.extra_columns(df, schema.used_columns(split_col, image_col, label_col),
-                              features)  # SchemaError: unstorable
-        found += schema.label_spellings(df, label_col, label_sep)
-        found += schema.fractional_labels(df, label_col, label_map, label_sep)
+    columns.extra_columns(prepared.frame, schema.used_columns(split_col, image_col, label_col) |
+                          prepared.used, features)  # SchemaError: unstorable
+    found += kind.problems(df, prepared)
     bad_rows = set(problems["row"])
     splits = schema.table_splits(df, split_col, image_col, assignment).tolist()
 
@@ -113,10 +109,10 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
 
     if image_col is None:
         check = None
-    # a detection table's image is read once, for its first row, and its problem is every
-    # row's; its declared size (COCO, VOC) is compared with the image's own
-    members = {m[0]: m for m in table.members} if detection else None
-    declared = dict(zip(members, table.sizes)) if detection and table.sizes else {}
+    # a record of several rows (an image and its boxes) is read once, for its first row, and
+    # its problem is every row's; a size its annotation file declares is compared with its own
+    members = None if prepared.members is None else {m[0]: m for m in prepared.members}
+    declared = dict(zip(members, kind.declared_sizes(prepared) or ())) if members else {}
     items = []
     for position, (row, uri) in enumerate(zip(df.index, df[image_col] if image_col else ())):
         if row in bad_rows or row in identical or (members is not None and
@@ -145,9 +141,9 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
                 continue
             if digest in first_with:
                 other = first_with[digest]
-                kind = ("train/test leakage" if splits[other] != splits[position]
+                leak = ("train/test leakage" if splits[other] != splits[position]
                         else "duplicate image")
-                found.append((row, image_col, uri, f"{kind}: same image bytes as "
+                found.append((row, image_col, uri, f"{leak}: same image bytes as "
                               f"{_where(df, other, image_col, splits)}"))
             else:
                 first_with[digest] = position

@@ -21,7 +21,7 @@ from ..errors import InvalidRowError, SchemaError
 from ..output import state as output_state
 from ..output import tfds
 from ..output.layout import (
-    LABEL_MAP, REJECTED, STATE_DIR, index_name, label_files, level_files, label_map_pbtxt)
+    REJECTED, STATE_DIR, index_name, label_files, level_files)
 from ..output.lock import FolderLock
 from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
 from ..redaction import redact_frame
@@ -77,23 +77,21 @@ def _label_count(labels):
     return len(labels)
 
 
-def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
-               progress=True, runner=None):
+def write_plan(plan, df, store, write, *, runner=None):
     """Write every shard of ``plan`` into the ``store`` folder and finish with the manifest.
 
     Args:
         plan: a WritePlan built from ``df``.
         df: the input table (for the rejected rows' columns).
         store: the output folder, a Store (its storage options also serve the image URLs).
-        on_error: "raise" (stop at the first bad row) or "skip" (reject it with a reason).
-        overwrite: replace whatever the folder holds.
-        n_jobs: joblib worker count (-1: all cores), for the default runner.
-        progress: show a tqdm progress bar.
-        runner: what runs the shard tasks (default: a JoblibRunner of ``n_jobs``).
+        write: the WriteOptions (``on_error``, ``overwrite``, ``n_jobs`` for the default
+            runner, ``progress``).
+        runner: what runs the shard tasks (default: a JoblibRunner of ``write.n_jobs``).
 
     Returns:
         A ConversionResult.
     """
+    on_error = write.on_error
     if on_error == "raise" and plan.rejected:
         _raise_first(plan, df, plan.rejected)
     if not any(shard.positions for shard in plan.shards):
@@ -103,7 +101,7 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
         files = [n for s in plan.shards for n in (s.name, index_name(s.name))]
         levels = [f.level for f in plan.label_fields if f.level is not None]
         state = output_state.prepare(store, plan.fingerprint, files + level_files(levels),
-                                     overwrite)
+                                     write.overwrite)
         if state.finished:
             logger.info("%s already holds this conversion; nothing to do", store.url)
             result = _result_from_disk(store, df)
@@ -116,8 +114,8 @@ def write_plan(plan, df, store, *, on_error="raise", overwrite=False, n_jobs=-1,
         if on_error == "raise":  # shards an interrupted on_error="skip" run finished
             _raise_first(plan, df, [r for receipt in receipts.values()
                                     for r in receipt.rejected])
-        _write_shards(plan, df, store, receipts, on_error, runner or JoblibRunner(n_jobs),
-                      progress, lock)
+        _write_shards(plan, df, store, receipts, on_error, runner or JoblibRunner(write.n_jobs),
+                      write.progress, lock)
         lock.check()  # and metadata.json's write checks the lease itself (lock.store)
         return _finish(plan, df, store, receipts)
 
@@ -210,9 +208,9 @@ def _finish(plan, df, store, receipts):
     rejected_df = _rejected_frame(df, rejected)
     for name, vocabulary in label_files(plan.labels).items():
         store.write_atomic(name, "".join(f"{text}\n" for text in vocabulary))
-    boxes = plan.features.boxes
-    if boxes is not None:
-        store.write_atomic(LABEL_MAP, label_map_pbtxt(boxes.vocabulary))
+    kind = plan.record_kind
+    for name, text in kind.extra_files(plan.labels).items():
+        store.write_atomic(name, text)
     if rejected:
         safe = redact_frame(rejected_df).map(_spreadsheet_safe)
         safe.index = safe.index.map(_spreadsheet_safe)
@@ -237,10 +235,9 @@ def _finish(plan, df, store, receipts):
         splits=splits, rejected=len(rejected),
         rejected_rows=tuple(position for position, _ in rejected),
         fingerprint=plan.fingerprint, created_by=f"tfrecorder_lite {__version__}",
-        task="detection" if boxes is not None else "multi-label" if plan.multi_label else None,
-        boxes=None if boxes is None else boxes.manifest_entry(
-            {split: sum(entry.label_counts.values()) for split, entry in splits.items()},
-            LABEL_MAP),
+        task=kind.task(plan.features),
+        kind_fields=kind.manifest_entry(plan.features, {
+            split: entry.label_counts for split, entry in splits.items()}),
         split_assignment={
             "unassigned": "assign", "ratios": dict(plan.assignment),
             "by": "sha256 of the image_uri text" if plan.image is not None else

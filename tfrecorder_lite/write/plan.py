@@ -5,7 +5,6 @@ same table, options and seed give the same shards whatever the parallelism.
 """
 
 import dataclasses
-import functools
 import hashlib
 import json
 import math
@@ -22,8 +21,10 @@ from ..table.splits import SPLITS, canonical
 from ..output.layout import shard_name
 from ..output.manifest import FORMAT_VERSION
 from ..record import keys
-from ..record.features import Boxes, ClassLabel, FeatureSet, ImageFeature
+from ..record.features import FeatureSet
 from .task import ShardTask
+from ..options import table_and_write
+from ..table.kinds import prepare
 
 TARGET_SHARD_BYTES = 128 * 2**20
 _RESIZED_BYTES_PER_PIXEL = 0.3  # rough JPEG size estimate used to pick shard counts
@@ -66,6 +67,11 @@ class WritePlan:
         splits: splits present in the table, in TRAIN, VALIDATION, TEST order.
         fingerprint: sha256 of everything above plus the image files' sizes and times.
         assignment: the split shares rows without a split were given, or None.
+        members: per planned row, the table positions it stands for (None: itself).
+        files: per planned row, the paths of its other files (one per ``file_columns``), or
+            None when records have none.
+        file_columns: the columns of those files (e.g. a mask's).
+        record_kind: the RecordKind of the records (``record/kinds.py``).
     """
 
     features: FeatureSet
@@ -81,10 +87,13 @@ class WritePlan:
     sha256: bool = False
     assignment: tuple = None
     members: tuple = None
+    record_kind: object = None
+    files: tuple = None
+    file_columns: tuple = ()
 
     def table_rows(self, position):
-        """The table positions a planned row stands for: itself, or all rows of an image of a
-        detection table."""
+        """The table positions a planned row stands for: itself, or all the rows its table kind
+        grouped into it (the boxes of one image)."""
         return self.members[position] if self.members is not None else (position,)
 
     def planned_labels(self, index):
@@ -92,7 +101,7 @@ class WritePlan:
         return index if self.members is None else index[[rows[0] for rows in self.members]]
 
     def planned_position(self, row):
-        """The planned row (image of a detection table) that table position ``row`` is in."""
+        """The planned row (a record) that table position ``row`` is in."""
         if self.members is None:
             return row
         return next(i for i, rows in enumerate(self.members) if row in rows)
@@ -116,131 +125,11 @@ class WritePlan:
 
     def task(self, shard, row_labels, threads=1):
         """The ShardTask of ``shard``: its rows only (``row_labels``: the table's index)."""
-        rows = tuple((p, row_labels[p], self.paths[p], (*self.label_values[p], *self.extras[p]))
+        rows = tuple((p, row_labels[p], self.paths[p], (*self.label_values[p], *self.extras[p]),
+                      self.files[p] if self.files is not None else ())
                      for p in shard.positions)
         return ShardTask(shard.name, rows, self.image, self.compression, self.features,
-                         self.sha256, threads)
-
-
-def _label_ids(values, label_map, skip):
-    """Return (ids per label as a list, id -> text tuple).
-
-    Blank labels and those marked in ``skip`` get id -1: a label only rejected rows carry
-    takes no id (unless ``label_map`` gives it one).
-    """
-    skip = [a or b for a, b in zip(
-        skip, (values.isna() | labels.text_series(values).str.strip().eq("").fillna(True)
-               ).tolist())]
-    cells = values.tolist()  # plain Python values: iterating the Series is slower
-    if label_map is not None:
-        mapping = schema.label_map_ids(label_map)
-        found = [None if b else schema.lookup_label(mapping, v) for v, b in zip(cells, skip)]
-        ids = [-1 if i is None else i for i in found]
-        texts = [""] * (max(mapping.values(), default=-1) + 1)
-        for text, i in mapping.items():
-            texts[i] = schema.label_text(text)
-        return ids, tuple(texts)
-    if schema.is_integer_labels(values):
-        ids = [-1 if b or v < 0 else int(v) for v, b in zip(cells, skip)]
-        return ids, tuple(str(i) for i in range(max(ids, default=-1) + 1))
-    text = [None if b else _label_text(v) for v, b in zip(cells, skip)]
-    index = {t: i for i, t in enumerate(sorted({t for t in text if t is not None}))}
-    return [-1 if t is None else index[t] for t in text], tuple(index)
-
-
-@functools.lru_cache(maxsize=4096)
-def _cached_label_text(kind, value):
-    return schema.label_text(value)
-
-
-def _label_text(value):
-    """``schema.label_text``, made once per label (labels repeat from row to row)."""
-    try:
-        return _cached_label_text(type(value), value)  # the type keeps True apart from 1
-    except TypeError:  # an unhashable cell
-        return schema.label_text(value)
-
-
-def _label_fields(df, label_col, label_map, label_sep, refused):
-    """``(label fields, per row: one (id, text) per field)``; rows in ``refused`` take no id."""
-    fields, per_field = [], []
-    for column, level in labels.label_columns(label_col):
-        elements, positions, multi = labels.elements(df[column],
-                                                     label_sep if level is None else None)
-        ids, vocabulary = _label_ids(elements, schema.level_map(label_map, level),
-                                     [int(p) in refused for p in positions])
-        texts = [vocabulary[i] if i >= 0 else "" for i in ids]
-        fields.append(ClassLabel(level, multi, vocabulary, column))
-        per_field.append(zip(*labels.row_values(ids, texts, positions, len(df), multi)))
-    return tuple(fields), tuple(zip(*per_field)) if per_field else ()
-
-
-def _box_fields(images, label_col, label_map, detection, units, refused):
-    """``(label fields, per image: one Boxes value)`` of a detection table's images; an image
-    with a label its label map lacks is refused (added to ``refused``)."""
-    cells = images[label_col].tolist()
-    if label_map is not None:
-        mapping = schema.label_map_ids(label_map)
-        if isinstance(label_map, (list, tuple)):  # a list of names: ids from 1
-            mapping = {text: i + 1 for text, i in mapping.items()}
-        if 0 in mapping.values():
-            raise SchemaError("detection label ids start at 1 (0 is the background class of "
-                              "the Object Detection API's label maps): label_map gives "
-                              f"{[t for t, i in mapping.items() if i == 0]} id 0")
-    else:
-        texts = sorted({_label_text(v) for p, labels_ in enumerate(cells) if p not in refused
-                        for v in labels_})
-        mapping = {text: i + 1 for i, text in enumerate(texts)}
-    vocabulary = [""] * (max(mapping.values(), default=0) + 1)
-    for text, i in mapping.items():
-        vocabulary[i] = schema.label_text(text)
-    ids, texts = [], []
-    for position, labels_ in enumerate(cells):
-        found = [schema.lookup_label(mapping, v) for v in labels_]
-        if None in found and position not in refused:
-            box = found.index(None)
-            refused[position] = (f"box {box + 1} of {len(found)}: label "
-                                 f"{str(labels_[box])!r} not in label_map")
-        found = tuple(-1 if i is None else i for i in found)
-        ids.append(found)
-        texts.append(tuple(vocabulary[i] if i >= 0 else "" for i in found))
-    source_ids = images["image_id"].astype(str).tolist() if "image_id" in images.columns \
-        else [str(p) for p in range(len(images))]
-    box_columns, per_box = [], []
-    for column in detection.box_columns:
-        kind, values = _box_column(images[column].tolist(), column in _FLOAT_BOX_COLUMNS)
-        box_columns.append((column, kind))
-        per_box.append(values)
-    field = Boxes(vocabulary=tuple(vocabulary), column=label_col,
-                  box_columns=tuple(box_columns), units=units,
-                  declared_sizes=detection.sizes is not None)
-    values = [((i, t, s, b, *cols),) for i, t, s, b, *cols in zip(
-        ids, texts, source_ids, images["boxes"].tolist(), *per_box)]
-    return (field,), tuple(values)
-
-
-_FLOAT_BOX_COLUMNS = {"area", "weight"}  # float32 in the Object Detection API, whatever they hold
-
-
-def _box_column(cells, real=False):
-    """``(kind, values)`` of a per-box column (a tuple of values per image): whole numbers and
-    flags are int64 (a missing one 0), other numbers (and ``real`` columns) float32 (a missing
-    one NaN)."""
-    flat = [v for cell in cells for v in cell if not _missing(v)]
-    whole = not real and all(isinstance(v, (bool, int, np.bool_, np.integer)) or
-                (isinstance(v, (float, np.floating)) and float(v).is_integer()) for v in flat)
-    if whole:
-        return keys.INT64, [[0 if _missing(v) else int(v) for v in cell] for cell in cells]
-    try:
-        return keys.FLOAT, [[float("nan") if _missing(v) else float(v) for v in cell]
-                            for cell in cells]
-    except (TypeError, ValueError):
-        raise SchemaError(f"a per-box column holds {flat[:3]}: per-box columns hold numbers"
-                          ) from None
-
-
-def _missing(value):
-    return value is None or (not isinstance(value, str) and pd.isna(value))
+                         self.sha256, threads, self.file_columns)
 
 
 def _shard_count(requested, split, n_rows, n_bytes):
@@ -256,57 +145,52 @@ def _shard_count(requested, split, n_rows, n_bytes):
     return max(1, min(wanted, n_rows))
 
 
-def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=None,
-               num_shards=None, compression=None, image=ImageOptions(), shuffle=True, seed=0,
-               sha256=False, storage_options=None, assignment=None, label_sep=None,
-               features=None, detection=None, box_units="relative"):
+def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
     """Decide labels, order and shards; rows with problems go to ``rejected``.
 
     Args:
-        df: the table (already checked for its columns).
-        image_col: the image column, or None for a table without images.
-        base_dir: folder (path or URL) relative image paths resolve against.
+        prepared: the PreparedTable (``table.kinds.prepare``): the records of the table and
+            its TableOptions.
+        write: the WriteOptions (shards, compression, order, checksums).
+        image: ImageOptions, or None for a table without images (``image_col=None``).
         storage_options: fsspec options for image URLs (see ``storage.options_for``).
-        assignment: split shares for rows without a split (``schema.split_assignment``), or
-            None to reject them.
-        detection: the ImageTable of a detection table (``df`` is then its ``images``), or
-            None.
-        Other arguments: as in ``to_tfrecord``.
 
     Returns:
         A WritePlan.
     """
+    df, table, kind = prepared.frame, prepared.options, prepared.kind
+    split_col, image_col, label_col = table.split_col, table.image_col, table.label_col
+    assignment = table.assignment
     splits = schema.table_splits(df, split_col, image_col, assignment)
-    problems = schema.row_problems(df, split_col, image_col,
-                                   None if detection else label_col, label_map, assignment,
-                                   label_sep, splits)
-    reasons = dict(detection.refused) if detection else {}
+    problems = schema.row_problems(df, split_col, image_col, kind.label_column(table),
+                                   table.label_map, assignment, table.label_sep, splits)
+    reasons = dict(prepared.refused)
     positions_of = {row: i for i, row in enumerate(df.index)} if len(problems) else {}
     for row, _column, _value, problem in problems.itertuples(index=False):
         reasons.setdefault(positions_of[row], problem)
 
     splits = splits.tolist()
-    used = schema.used_columns(split_col, image_col, label_col)
-    if detection:
-        used |= {"boxes", *detection.box_columns}
+    used = schema.used_columns(split_col, image_col, label_col) | prepared.used
     extra, extras = columns.extra_columns(
-        df, used, features, reserved=[key for _, level in labels.label_columns(label_col)
-                                      for key in keys.label_keys(level)])
-    compression = compression and compression.upper()
+        df, used, table.features, reserved=[key for _, level in labels.label_columns(label_col)
+                                            for key in keys.label_keys(level)])
+    compression = write.compression
     fingerprint = hashlib.sha256()
     if image_col is None:
         image, paths = None, (None,) * len(df)
         sizes = [_ROW_BYTES + sum(len(v) * 8 if isinstance(v, list) else 8 for v in values)
                  for values in extras]
     else:
-        paths, sizes = _stat_images(df[image_col].tolist(), reasons, base_dir, image,
+        paths, sizes = _stat_images(df[image_col].tolist(), reasons, table.base_dir, image,
                                     storage_options, fingerprint)
+    files = None
+    for column in prepared.files:  # each record's other files: resolved and checked alike
+        found, more = _stat_images(df[column].tolist(), reasons, table.base_dir,
+                                   image or ImageOptions(), storage_options, fingerprint, column)
+        files = [(*previous, path) for previous, path in zip(files or [()] * len(df), found)]
+        sizes = [a + b for a, b in zip(sizes, more)]
 
-    if detection:
-        label_fields, label_values = _box_fields(df, label_col, label_map, detection, box_units,
-                                                 reasons)
-    else:
-        label_fields, label_values = _label_fields(df, label_col, label_map, label_sep, reasons)
+    label_fields, label_values = kind.label_fields(prepared, table, reasons)
     shards, present = [], []
     for split_number, split in enumerate(SPLITS):
         positions = np.array([p for p, s in enumerate(splits) if s == split and p not in reasons],
@@ -314,14 +198,14 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         if not any(s == split for s in splits):
             continue
         present.append(split)
-        if shuffle and len(positions):
-            rng = np.random.default_rng([seed, split_number])
+        if write.shuffle and len(positions):
+            rng = np.random.default_rng([write.seed, split_number])
             positions = positions[rng.permutation(len(positions))]
         if image is not None and image.size is not None:
             n_bytes = len(positions) * image.size[0] * image.size[1] * 3 * _RESIZED_BYTES_PER_PIXEL
         else:
             n_bytes = sum(sizes[p] for p in positions)
-        count = _shard_count(num_shards, split, len(positions), n_bytes)
+        count = _shard_count(write.num_shards, split, len(positions), n_bytes)
         bounds = [len(positions) * i // count for i in range(count + 1)]
         shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), compression,
                              sum(sizes[p] for p in positions[a:b]))
@@ -341,39 +225,39 @@ def build_plan(df, *, split_col, image_col, label_col, base_dir=None, label_map=
         "compression": compression, "extra_kinds": tuple(
             (c.name, c.kind) + ((c.shape,) if c.shape else ()) for c in extra),
         "rejected": rejected,
-        **({"sha256": True} if sha256 else {}),
+        **({"sha256": True} if write.sha256 else {}),
         **({"assignment": assignment} if assignment else {}),
         "shards": [(s.name, s.positions) for s in shards],
         "label_ids": [v[0][0] for v in label_values] if single else label_values,
         "extras": extras,
-        **({"detection": {"units": box_units, "members": detection.members}}
-           if detection else {}),
+        **kind.fingerprint(prepared, table),
     }
     fingerprint.update(json.dumps(description, default=str, sort_keys=True).encode())
-    if detection and detection.sizes is not None:  # checked as each image is read; the boxes,
-        label_values = tuple(((*value[:4], size, *value[4:]),)  # divided by it, are above
-                             for (value,), size in zip(label_values, detection.sizes))
+    label_values = kind.written_values(prepared, label_values)  # what is only checked
     return WritePlan(
-        features=FeatureSet(None if image is None else ImageFeature(key_sha256=bool(detection)),
-                            label_fields, extra),
+        features=FeatureSet(None if image is None else kind.image_feature(), label_fields,
+                            extra),
         shards=tuple(shards), paths=tuple(paths),
         label_values=label_values, extras=tuple(extras), image=image,
         compression=compression, rejected=rejected, splits=tuple(present),
-        fingerprint=fingerprint.hexdigest(), sha256=sha256, assignment=assignment,
-        members=detection.members if detection else None,
+        fingerprint=fingerprint.hexdigest(), sha256=write.sha256, assignment=assignment,
+        members=prepared.members, record_kind=kind.record,
+        files=None if files is None else tuple(files), file_columns=prepared.files,
     )
 
 
 _ROW_BYTES = 64  # rough record size without images, beside its values (picks shard counts)
 
 
-def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint):
-    """Resolve and stat every image of rows not in ``reasons`` (which takes the refused ones).
+def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint, column=None):
+    """Resolve and stat every image of rows not in ``reasons`` (which takes the refused ones;
+    with ``column``, the file column a refused row's reason names).
 
     Returns:
         ``(paths, sizes)`` per row; each found file's path, size and time go to ``fingerprint``.
     """
     paths, sizes, to_stat = [], [0] * len(uris), []
+    refused_before = set(reasons)
     for position, uri in enumerate(uris):
         path = None if pd.isna(uri) else str(uri)  # reported as is if refused
         if position not in reasons:
@@ -399,4 +283,14 @@ def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint):
             sizes[position] = stat[0]
             identities.append(f"{paths[position]}\0{stat[0]}\0{stat[1]}\n")
     fingerprint.update("".join(identities).encode())
+    if column is not None:  # say which of the row's files it is
+        for position in set(reasons) - refused_before:
+            reasons[position] = f"{column}: {reasons[position]}"
     return paths, sizes
+
+
+def plan_table(df, image=ImageOptions(), storage_options=None, **options):
+    """The WritePlan of ``df`` with the keyword options of ``to_tfrecord`` that TableOptions and
+    WriteOptions take (``image``: ImageOptions, or None without images)."""
+    table, write = table_and_write(**options)
+    return build_plan(prepare(df, table), write, image, storage_options)

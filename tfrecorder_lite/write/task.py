@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .. import storage
-from ..images.normalize import ImageOptions, ImageRejected, prepare_content, read_images
+from ..images.normalize import (ImageOptions, ImageRejected, prepare_content, read_images,
+                                unreadable_reason)
 from ..output.layout import STATE_DIR, index_name, receipt_name
 from ..output.manifest import IndexEntry, Receipt, ShardEntry
 from ..record import encoding as example
@@ -31,7 +32,8 @@ class ShardTask:
         name: the shard's file name.
         rows: one tuple per record, in writing order: (table position, row label, image path
             or URL (None without images), values (one per row feature of ``features``: each
-            label field's (id, text), with tuples for multi-label; each extra column's value)).
+            label field's (id, text), with tuples for multi-label; each extra column's value),
+            files (the paths or URLs of the row's other files, one per ``file_columns``)).
         image: ImageOptions, or None for a table without images.
         compression: None, "GZIP" or "ZLIB".
         features: the FeatureSet of the records.
@@ -46,6 +48,7 @@ class ShardTask:
     features: FeatureSet
     sha256: bool = False
     threads: int = 1
+    file_columns: tuple = ()
 
 
 def write_shard(task, store, on_error="raise"):
@@ -70,7 +73,7 @@ def write_shard(task, store, on_error="raise"):
     chunk = task.rows[:1]
     try:
         for chunk, prepared in prepared_chunks(task, store.storage_options):
-            for (position, _, _, _), (record, info) in zip(chunk, prepared):
+            for (position, *_), (record, info) in zip(chunk, prepared):
                 if record is None and on_error == "raise":
                     sink.abandon()
                     return Receipt(ShardEntry(task.name, 0, 0), failed=(position, info))
@@ -92,7 +95,7 @@ def prepared_chunks(task, storage_options):
     """Yield ``(chunk of rows, prepared records)`` in order, prepared by ``task.threads``."""
     size = max(4, min(_MAX_CHUNK, len(task.rows) // (4 * task.threads) or 1))
     chunks = [task.rows[i:i + size] for i in range(0, len(task.rows), size)]
-    arguments = (task.image, task.features, storage_options)
+    arguments = (task.image, task.features, storage_options, task.file_columns)
     if task.threads <= 1:
         for chunk in chunks:
             yield chunk, prepare_records(chunk, *arguments)
@@ -109,14 +112,19 @@ def prepared_chunks(task, storage_options):
             yield done, future.result()
 
 
-def prepare_records(rows, image_options, features, storage_options=None):
+def prepare_records(rows, image_options, features, storage_options=None, file_columns=()):
     """Turn rows into serialized records.
 
+    Every file of the chunk's rows (the image, and each of ``file_columns``) is read by one
+    ``read_images`` call, with the same limits; a row whose other file cannot be read is
+    rejected naming its column, and the others' bytes reach the features' ``encode``.
+
     Args:
-        rows: ShardTask rows (position, row label, path, values).
+        rows: ShardTask rows (position, row label, path, values, files).
         image_options: ImageOptions, or None for rows without images.
         features: the FeatureSet of the records.
         storage_options: fsspec options for remote image URLs.
+        file_columns: the columns of each row's other files.
 
     Returns:
         One ``(record, info)`` per row: the record's chunks (see ``encode_example_chunks``)
@@ -125,11 +133,19 @@ def prepare_records(rows, image_options, features, storage_options=None):
     kinds = features.kinds()
     label_count = len(features.labels)
     out = []
-    if image_options is None:
-        contents = [None] * len(rows)
-    else:
-        contents = read_images([row[2] for row in rows], image_options, storage_options)
-    for (_, _, path, values), content in zip(rows, contents):
+    count = len(file_columns)
+    paths = [path for row in rows for path in
+             ((row[2],) if image_options is not None else ()) + row[4]]
+    read = iter(read_images(paths, image_options or ImageOptions(), storage_options)
+                if paths else ())
+    for _, _, path, values, files in rows:
+        content = next(read) if image_options is not None else None
+        files = tuple(next(read) for _ in range(count))
+        unreadable = next(((column, c) for column, c in zip(file_columns, files)
+                           if isinstance(c, Exception)), None)
+        if unreadable is not None:
+            out.append((None, f"{unreadable[0]}: {unreadable_reason(unreadable[1])}"))
+            continue
         image, info = None, (None, 0, 0, 0)
         if image_options is not None:
             try:
@@ -141,7 +157,7 @@ def prepare_records(rows, image_options, features, storage_options=None):
             info = (stored.format, stored.height, stored.width, stored.channels)
         info += (tuple(value[0] for value in values[:label_count]),)  # label id(s) to count
         try:
-            record = features.encode(image, values)
+            record = features.encode(image, values, files)
         except RecordRejected as exc:
             out.append((None, str(exc)))
             continue

@@ -363,7 +363,7 @@ class RecordKind:
                           for key, value in expected.items() if not _same(found.get(key), value)]
             else:
                 differ = [] if _same(found, expected) else [(field, found, expected)]
-            problems += [f"metadata.json: {name} is {_clip(was)}, the records give {_clip(is_)}"
+            problems += [f"metadata.json: {name} is {_clip(was)}, expected {_clip(is_)}"
                          for name, was, is_ in differ]
         return problems
 

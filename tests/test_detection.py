@@ -270,17 +270,21 @@ def test_the_table_pipeline_gives_what_load_gives(box_table, tmp_path):
 
 
 def test_inspect_draws_each_box_with_its_label(box_table, tmp_path):
+    from tfrecorder_lite.output.manifest import read_manifest
     from tfrecorder_lite.read import report
+    from tfrecorder_lite.record import boxes
     from tfrecorder_lite.record.encoding import decode_example
+    from tfrecorder_lite.record.kinds import features_of
 
     box_table.tfrecord.to_tfrecord(tmp_path / "out", num_shards=1, progress=False)
     features = decode_example(_records(tmp_path / "out", "TRAIN")[0])
-    drawn = report._sample(features, ["image/object/class/text"])
+    label_features = features_of(read_manifest(tmp_path / "out")[0]).labels
+    drawn = report._sample(features, label_features)
     assert drawn.label == "cat, dog"
     width, height = drawn.thumbnail.size
     # the first box (cat, id 1) runs from x 0.1 to 0.6 of the width along its top edge y 0.2
     edge = drawn.thumbnail.getpixel((int(0.35 * width), int(0.2 * height)))
-    assert edge == report._BOX_COLOURS[1]
+    assert edge == boxes._BOX_COLOURS[1]
     summary = tfrecorder_lite.inspect(tmp_path / "out")
     assert summary.num_images == 4 and "cat: 4" in summary.summary
 

@@ -219,7 +219,9 @@ def test_the_options_page_lists_every_option_and_flag():
     functions = {"to_tfrecord": [tfrecorder_lite.to_tfrecord], "load": [tfrecorder_lite.load],
                  "df.tfrecord.dataset": [direct.dataset], "validate": [tfrecorder_lite.validate],
                  "inspect": [tfrecorder_lite.inspect],
-                 "verify": [tfrecorder_lite.verify, tfrecorder_lite.read_metadata]}
+                 "verify": [tfrecorder_lite.verify, tfrecorder_lite.read_metadata],
+                 "read_vertex": [tfrecorder_lite.read_vertex, tfrecorder_lite.read_yolo,
+                                 tfrecorder_lite.to_coco]}
     missing = []
     for key, calls in functions.items():
         heading = next((h for h in sections if f"`{key}`" in h), None)

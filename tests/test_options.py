@@ -159,3 +159,14 @@ def test_the_same_first_bad_row_is_raised_by_every_door(images, tmp_path):
         direct.dataset(df, "TRAIN", on_error="raise")
     assert written.value.row == read.value.row == 3
     assert str(written.value) == str(read.value)
+
+
+def test_convert_checks_its_options_before_reading_its_source(served, tmp_path):
+    remote_table(served).to_csv(served.root / "table.csv", index=False)  # the CSV is served too
+    served.reset_counts()
+    for options, message in BAD_OPTIONS:
+        with pytest.raises(SchemaError, match=message):
+            tfrecorder_lite.convert(f"{served.url}/ok/table.csv", tmp_path / "out",
+                                    progress=False, **options)
+    assert served.counts() == {"GET /counts": 1}
+    assert not (tmp_path / "out").exists()

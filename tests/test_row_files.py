@@ -122,3 +122,16 @@ def test_a_kind_naming_a_file_column_the_table_lacks_is_refused(monkeypatch, tab
 def test_labels_of_a_sidecar_table_are_still_classification(sidecar_kind, table):
     fields = plan_table(table).features.labels
     assert isinstance(fields[0], ClassLabel) and fields[0].vocabulary == ("a", "b")
+
+
+def test_validate_reports_a_rows_missing_or_too_large_other_file_as_the_writer_does(
+        sidecar_kind, table, tmp_path):
+    (tmp_path / "big.side").write_bytes(bytes(2000))
+    table.loc[1, "sidecar"] = str(tmp_path / "gone.side")
+    table.loc[3, "sidecar"] = str(tmp_path / "big.side")
+    problems = tfrecorder_lite.validate(table, max_image_bytes=1000)
+    found = dict(zip(problems["row"], problems["problem"]))
+    result = tfrecorder_lite.to_tfrecord(table, tmp_path / "out", on_error="skip",
+                                         max_image_bytes=1000, progress=False)
+    assert found == dict(zip(result.rejected.index, result.rejected["reason"]))
+    assert set(problems.loc[problems["row"] == 1, "column"]) == {"sidecar"}

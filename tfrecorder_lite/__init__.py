@@ -23,8 +23,9 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 _LAZY = {  # public name -> the module that defines it
     "ConversionResult": "write.driver", "convert": "conversion", "inspect": "read.report",
     "load": "read.loader", "read_coco": "table.detection_sources",
-    "read_metadata": "output.manifest", "read_voc": "table.detection_sources",
-    "to_tfrecord": "conversion", "validate": "table.validation",
+    "read_metadata": "output.manifest", "read_vertex": "table.vertex",
+    "read_voc": "table.detection_sources", "read_yolo": "table.yolo",
+    "to_coco": "read.coco_export", "to_tfrecord": "conversion", "validate": "table.validation",
     "verify": "read.verification",
 }
 
@@ -32,8 +33,8 @@ __all__ = [
     "ConversionResult", "InvalidRowError", "ManifestError", "MissingDependencyError",
     "OutputExistsError", "OutputLockedError", "SchemaError", "TFRecorderError",
     "UnsupportedURLError", "VerifyError",
-    "__version__", "convert", "inspect", "load", "read_coco", "read_metadata", "read_voc",
-    "to_tfrecord", "validate", "verify",
+    "__version__", "convert", "inspect", "load", "read_coco", "read_metadata", "read_vertex",
+    "read_voc", "read_yolo", "to_coco", "to_tfrecord", "validate", "verify",
 ]
 
 

@@ -1,4 +1,4 @@
-"""The ``tfrecorder-lite`` command: convert, verify, info, inspect.
+"""The ``tfrecorder-lite`` command: convert, verify, info, inspect, export-coco.
 
 Exit status: 0 success, 1 verification failed, 2 bad input or a store's refusal (one line on
 stderr, no traceback, no credential), 141 when the reader of the output stopped reading (as
@@ -11,11 +11,14 @@ import logging
 import os
 import sys
 
-from .storage import errors as store_errors
+from . import options
 from ._version import __version__
+from .storage import errors as store_errors
+from .table import sources
 from .conversion import convert
 from .images.normalize import DEFAULT_MAX_BYTES
 from .output.manifest import read_manifest, summary_text
+from .read.coco_export import to_coco
 from .read.report import inspect
 from .read.verification import verify
 from .errors import TFRecorderError, VerifyError
@@ -91,19 +94,21 @@ def _parser():
     commands = parser.add_subparsers(dest="command", required=True)
 
     c = commands.add_parser("convert", help="write TFRecord shards from a CSV, an image "
-                                            "folder, a COCO .json file or a Pascal VOC folder")
+                                            "folder, a COCO .json file, a Pascal VOC folder, "
+                                            "a Vertex AI import file or a YOLO folder")
     c.add_argument("source", help="CSV file (split,image_uri,label, or AutoML's detection CSV), "
-                                  "folder SPLIT/LABEL/FILE, COCO instances_*.json or Pascal VOC "
-                                  "folder (Annotations/, JPEGImages/): a path or a URL (gs://, "
-                                  "s3://, http(s)://, ...)")
+                                  "folder SPLIT/LABEL/FILE, COCO instances_*.json, Pascal VOC "
+                                  "folder (Annotations/, JPEGImages/), Vertex AI import file "
+                                  "(.jsonl or .csv) or YOLO folder (data.yaml, images/, "
+                                  "labels/): a path or a URL (gs://, s3://, http(s)://, ...)")
     c.add_argument("output_dir", help="a folder: a path or a URL (gs://, s3://, ...)")
     c.add_argument("--num-shards", type=int, help="shards per split (default: ~128 MiB each)")
     c.add_argument("--image-size", type=_size, metavar="HxW", help="resize at write time")
-    c.add_argument("--image-format", choices=["jpeg", "png"], default="jpeg",
+    c.add_argument("--image-format", choices=options.IMAGE_FORMATS, default="jpeg",
                    help="encoding of resized images")
-    c.add_argument("--compression", type=str.upper, choices=["GZIP", "ZLIB"])
-    c.add_argument("--check", choices=["decode", "header"], default="decode")
-    c.add_argument("--on-error", choices=["raise", "skip"], default="raise",
+    c.add_argument("--compression", type=str.upper, choices=options.COMPRESSIONS)
+    c.add_argument("--check", choices=options.CHECKS, default="decode")
+    c.add_argument("--on-error", choices=options.ON_ERROR, default="raise",
                    help="stop at the first bad row, or skip it into rejected.csv")
     c.add_argument("--no-shuffle", action="store_true", help="keep the input order")
     c.add_argument("--seed", type=int, default=0)
@@ -124,7 +129,7 @@ def _parser():
     c.add_argument("--max-image-bytes", type=_byte_count, default=DEFAULT_MAX_BYTES,
                    metavar="BYTES", help="reject larger image files unread, e.g. 512M "
                                          "(default: 256M)")
-    c.add_argument("--unassigned", choices=["reject", "assign"], default="reject",
+    c.add_argument("--unassigned", choices=options.UNASSIGNED, default="reject",
                    help="rows whose split is UNASSIGNED or empty: reject them, or assign a split "
                         "by a stable hash of the image URI")
     c.add_argument("--split-ratios", type=_ratios, metavar="T,V,T",
@@ -132,7 +137,7 @@ def _parser():
     c.add_argument("--encoding", default="utf-8",
                    help="text encoding of the CSV, e.g. latin-1 (default: utf-8, with or "
                         "without a byte order mark)")
-    c.add_argument("--task", choices=["detection", "classification"],
+    c.add_argument("--task", choices=sources.TASKS,
                    help="read the CSV as an AutoML detection CSV or as a classification CSV "
                         "(default: told by its shape)")
     c.add_argument("--split", help="the split of a COCO .json file: train, validation or test "
@@ -140,9 +145,10 @@ def _parser():
     c.add_argument("--image-dir", help="the images of a COCO .json file, a path or a URL "
                                        "(default: the file's folder)")
     c.add_argument("--allow-outside-paths", action="store_true",
-                   help="read images a COCO file or VOC folder names outside its image folder "
-                        "(../, absolute paths, URLs); by default they are rejected rows")
-    c.add_argument("--box-units", choices=["relative", "pixels"], default="relative",
+                   help="read images an annotation file (COCO, VOC, Vertex AI, YOLO) names "
+                        "outside the folder given (../, absolute paths, URLs); by default "
+                        "they are refused")
+    c.add_argument("--box-units", choices=options.BOX_UNITS, default="relative",
                    help="a detection table's coordinates: fractions of the image, or pixels")
     c.add_argument("--runner", metavar="NAME",
                    help="run the shard tasks as an Apache Beam pipeline on this runner, e.g. "
@@ -164,6 +170,13 @@ def _parser():
     i = commands.add_parser("info", help="counts per split and label")
     i.add_argument("output_dir")
     _add_storage_options(i)
+
+    e = commands.add_parser("export-coco", help="write COCO instances JSON of one split of a "
+                                                "detection output (for pycocotools' COCOeval)")
+    e.add_argument("output_dir")
+    e.add_argument("split", help="TRAIN, VALIDATION or TEST")
+    e.add_argument("path", help="the JSON file to write: a path or a URL")
+    _add_storage_options(e)
 
     r = commands.add_parser("inspect", help="write an HTML report: images with their labels, "
                                             "label histograms, sizes, formats, rejected rows")
@@ -219,6 +232,13 @@ def _info(args):
     return 0
 
 
+def _export_coco(args):
+    coco = to_coco(args.output_dir, args.split, args.path, storage_options=args.storage_options)
+    _print(f"wrote {args.path}: {len(coco['images'])} images, {len(coco['annotations'])} "
+           f"boxes, {len(coco['categories'])} categories")
+    return 0
+
+
 def _inspect(args):
     report = inspect(args.output_dir, split=args.split, num=args.num, out=args.out,
                      storage_options=args.storage_options)
@@ -262,7 +282,7 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    urls = [getattr(args, "source", ""), args.output_dir]
+    urls = [getattr(args, "source", ""), getattr(args, "path", ""), args.output_dir]
     try:
         if args.command == "convert":
             return _convert(args)
@@ -270,6 +290,8 @@ def main(argv=None):
             return _info(args)
         if args.command == "inspect":
             return _inspect(args)
+        if args.command == "export-coco":
+            return _export_coco(args)
         _print(verify(args.output_dir, decode=args.decode, storage_options=args.storage_options))
         return 0
     except _StdoutClosed:

@@ -2,7 +2,7 @@
 
 from .errors import InvalidRowError, SchemaError
 from .images.normalize import DEFAULT_MAX_BYTES
-from .options import TableOptions, WriteOptions, image_options
+from .options import TableOptions, WriteOptions, check_conversion, image_options
 from .storage import Store
 from .storage import errors as store_errors
 from .table import sources
@@ -69,14 +69,14 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         pipeline_options: the Beam pipeline's options, a dict (``{"project": ...,
             "region": ..., "temp_location": ...}``) or a ``PipelineOptions``.
 
-        box_units: a detection table's coordinates: "relative" (fractions of the image, 0,0
+        box_units: a table of boxes' coordinates: "relative" (fractions of the image, 0,0
             top left) or "pixels" (divided by the image's size when it is written).
-        box_columns: a detection table's per-box columns (default: those named is_crowd,
+        box_columns: a table of boxes' per-box columns (default: those named is_crowd,
             iscrowd, difficult, truncated, occluded, area, group_of, weight, depiction).
 
-    A table with the columns ``xmin, ymin, xmax, ymax`` is a detection table: one row per box,
-    written as one record per image with the Object Detection API's keys (see
-    ``tfrecorder_lite.table.detection``).
+    Each kind of table is written its own way (``table/kinds.py``): a table with the columns
+    ``xmin, ymin, xmax, ymax`` is a table of boxes, one row per box, written as one record per
+    image with the keys object detectors read (``record/boxes.py``).
 
     Returns:
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).
@@ -116,22 +116,23 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
 
 def convert(source, output_dir, **options):
     """Convert a DataFrame, a CSV file, an image folder (``SPLIT/LABEL/FILE``), a COCO
-    annotations file or a Pascal VOC folder.
+    annotations file, a Pascal VOC folder, a Vertex AI import file or a YOLO folder.
 
     ``source`` and ``output_dir`` are local paths or fsspec URLs. Relative image paths in a CSV
     resolve against the CSV's folder (a URL for a remote CSV) unless ``base_dir`` is given. Takes
     the options of :func:`to_tfrecord`, and of ``sources.read_source``: ``encoding`` (default
-    ``"utf-8"``) of a CSV file, ``task`` (``"detection"`` or ``"classification"``: how to read
+    ``"utf-8"``) of a CSV file, ``task`` (one of ``table.sources.TASKS``: how to read
     a CSV that its shape does not tell), ``split`` and ``image_dir`` of a COCO file, and
-    ``allow_outside_paths`` (read images a COCO file or VOC folder names outside its image
-    folder: refused rows otherwise) and ``max_annotation_bytes`` (default 1 GiB: a larger COCO
-    file is refused before it is read).
+    ``allow_outside_paths`` (read images an annotation file names outside the folder given:
+    refused rows or an error otherwise) and ``max_annotation_bytes`` (default 1 GiB: a larger
+    COCO file is refused before it is read).
     """
     columns = {k: options[k] for k in ("split_col", "image_col", "label_col") if k in options}
     reading = {k: options.pop(k) for k in ("encoding", "task", "split", "image_dir",
                                            "allow_outside_paths", "max_annotation_bytes")
                if k in options}
-    Store(output_dir, options.get("storage_options")).check_writable()  # before reading
+    check_conversion(**options)  # every option, before the source is read
+    Store(output_dir, options.get("storage_options")).check_writable()
     df, base_dir = sources.read_source(source, storage_options=options.get("storage_options"),
                                        **reading, **columns)
     if options.get("base_dir") is None:

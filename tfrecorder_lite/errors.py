@@ -27,7 +27,8 @@ class InvalidRowError(TFRecorderError, ValueError):
         row: the input row label (DataFrame index value).
         path: the image path of that row, or None.
         reason: a short human reason, e.g. "file not found".
-        line: the row's line in the CSV file it was read from, or None.
+        line: the row's line in the CSV file it was read from, or None; or a text that says
+            where the row comes from in another file (``"JSON line 3 of export.jsonl"``).
     """
 
     def __init__(self, row, path, reason, line=None):
@@ -35,7 +36,8 @@ class InvalidRowError(TFRecorderError, ValueError):
         self.path = path
         self.reason = reason
         self.line = line
-        where = f"row {row!r}" + (f" (CSV line {line})" if line else "") + \
+        where = f"row {row!r}" + (f" ({line})" if isinstance(line, str) else
+                                  f" (CSV line {line})" if line else "") + \
             (f" ({path})" if path else "")
         super().__init__(f"{where}: {reason}")
 

@@ -120,6 +120,11 @@ class WriteOptions:
             raise SchemaError(f"num_shards must be a positive integer, a dict split -> positive "
                               f"integer or None, not {shards!r}")
 
+    @property
+    def raises(self):
+        """Whether the first row that cannot be written stops the run (``on_error="raise"``)."""
+        return self.on_error == "raise"
+
 
 @dataclass(frozen=True)
 class LoadOptions:
@@ -166,3 +171,14 @@ def table_and_write(**options):
         raise TypeError(f"unknown option(s) {sorted(unknown)}")
     return (TableOptions(**{k: v for k, v in options.items() if k in table_names}),
             WriteOptions(**{k: v for k, v in options.items() if k in write_names}))
+
+
+def check_conversion(**options):
+    """Check the table, write and image options among ``to_tfrecord``'s keyword ``options``
+    (the others are left to their owners): SchemaError before anything is read."""
+    names = {f.name for cls in (TableOptions, WriteOptions) for f in dataclasses.fields(cls)
+             if f.init}
+    table_and_write(**{k: v for k, v in options.items() if k in names})
+    image_options(options.get("check", "decode"), options.get("image_size"),
+                  options.get("image_format", "jpeg"),
+                  options.get("max_image_bytes", DEFAULT_MAX_BYTES))

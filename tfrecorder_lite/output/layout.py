@@ -15,6 +15,7 @@
 
 import re
 
+from ..formats import DEFAULT, FORMATS
 from ..record.keys import LEVEL, label_keys
 from ..record.kinds import KIND_FILES, KIND_LABEL_KEYS
 from ..storage import TEMP_SUFFIX
@@ -29,18 +30,20 @@ JOB = "job.json"
 LOCK = ".tfrecorder_lite.lock"
 INDEX_SUFFIX = ".tfindex"
 RECEIPT_SUFFIX = ".json"
-COMPRESSION_SUFFIXES = {None: "", "GZIP": ".gz", "ZLIB": ".zz"}
-SPLIT_FILE_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}.tfrecord"  # tfds' name for our shard names
+SPLIT_FILE_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}" + DEFAULT.suffixes[None]  # tfds' name for ours
 
 _SHARD = r"(train|validation|test)-\d{5}-of-\d{5}"
-SHARD_NAME = re.compile(rf"^{_SHARD}\.tfrecord(\.gz|\.zz)?\Z")
-_SHARD_SUFFIX = re.compile(r"\.tfrecord(\.gz|\.zz)?$")
+_SHARD_SUFFIXES = "(" + "|".join(sorted(
+    (re.escape(s) for f in FORMATS.values() for s in f.suffixes.values()), key=len,
+    reverse=True)) + ")"
+SHARD_NAME = re.compile(rf"^{_SHARD}{_SHARD_SUFFIXES}\Z")
+_SHARD_SUFFIX = re.compile(rf"{_SHARD_SUFFIXES}$")
 
 
-def shard_name(split, index, count, compression=None):
-    """``train-00000-of-00004.tfrecord`` (``.gz`` / ``.zz`` when compressed)."""
-    return (f"{split.lower()}-{index:05d}-of-{count:05d}"
-            f".tfrecord{COMPRESSION_SUFFIXES[compression]}")
+def shard_name(split, index, count, compression=None, file_format=DEFAULT):
+    """``train-00000-of-00004.tfrecord``: the split, the shard's number and count, and the
+    suffix of its format (``.tfrecord.gz`` / ``.tfrecord.zz`` when compressed)."""
+    return f"{split.lower()}-{index:05d}-of-{count:05d}{file_format.suffixes[compression]}"
 
 
 def is_shard_of(name, split=None):
@@ -124,7 +127,7 @@ def level_files(levels):
 
 # the names this library gives its files: a file so named that it did not write is never removed
 OUR_FILE = re.compile(
-    rf"^({_SHARD}(\.tfrecord(\.gz|\.zz)?|{re.escape(INDEX_SUFFIX)})|"
+    rf"^({_SHARD}({_SHARD_SUFFIXES}|{re.escape(INDEX_SUFFIX)})|"
     rf"labels-{LEVEL}\.txt|image\.label\.{LEVEL}\.labels\.txt|"
     + "|".join(re.escape(name) for name in FIXED_FILES) + rf")({re.escape(TEMP_SUFFIX)})?\Z"
 )

@@ -12,6 +12,7 @@ from html import escape
 from dataclasses import dataclass, field
 
 from ..errors import ManifestError
+from ..formats import FORMATS, format_named
 from ..record.keys import BYTES, FLOAT, IMAGE_KEYS, INT64, LEVEL_NAME
 from ..record.kinds import KIND_FIELDS, TASKS, kind_of
 from ..table.splits import SPLITS
@@ -199,6 +200,8 @@ class Manifest:
         task: None (one label per record), or the task of its record kind ("multi-label",
             see ``record/kinds.py``).
         kind_fields: the fields its record kind adds (e.g. ``boxes``), in metadata.json's form.
+        file_format: the shard files' format, ``"tfrecord"`` (None in outputs written before
+            metadata.json named it: TFRecord).
         split_assignment: how rows without a split were given one, or None.
         other: fields this version does not know (kept as they are).
     """
@@ -215,7 +218,13 @@ class Manifest:
     task: str = None
     split_assignment: dict = None
     kind_fields: dict = field(default_factory=dict)
+    file_format: str = None
     other: dict = field(default_factory=dict)
+
+    @property
+    def format(self):
+        """The shard files' format (``formats``)."""
+        return format_named(self.file_format)
 
     @property
     def multi_label(self):
@@ -234,6 +243,7 @@ class Manifest:
         content = {"format_version": FORMAT_VERSION}
         content.update({"created_by": self.created_by} if self.created_by is not None else {})
         content.update({"fingerprint": self.fingerprint} if self.fingerprint is not None else {})
+        content.update({"format": self.file_format} if self.file_format else {})
         content.update({"task": self.task} if self.task else {})
         content.update(self.kind_fields)
         content.update({
@@ -272,6 +282,9 @@ class Manifest:
                            " or ".join(map(repr, TASKS))) if "task" in content else None
         if task and isinstance(labels, dict):
             raise ManifestError(f"{path}: task: a {task} output has one list of labels")
+        file_format = check.field(content, "", "format", lambda v: v in FORMATS,
+                                  " or ".join(map(repr, FORMATS))) \
+            if "format" in content else None
         compression = check.field(content, "", "compression",
                                   lambda v: v in (None, "GZIP", "ZLIB"),
                                   "null, 'GZIP' or 'ZLIB'")
@@ -311,11 +324,11 @@ class Manifest:
             entries[split] = SplitEntry(num_examples, counts, shards)
         known = {"format_version", "created_by", "fingerprint", "task", "labels", "features",
                  "compression", "image", "split_assignment", "rejected", "rejected_rows",
-                 "splits", *KIND_FIELDS}
+                 "splits", "format", *KIND_FIELDS}
         return cls(labels, features, compression, image, entries, content["rejected"],
                    tuple(content.get("rejected_rows", ())), content.get("fingerprint"),
                    content.get("created_by"), task, content.get("split_assignment"),
-                   {k: content[k] for k in KIND_FIELDS if k in content},
+                   {k: content[k] for k in KIND_FIELDS if k in content}, file_format,
                    {k: v for k, v in content.items() if k not in known})
 
 

@@ -1,1 +1,2 @@
-"""Reading an output: load(), the table's dataset(), verify, inspect, the shard cache."""
+"""Reading an output: load(), the table's dataset(), verify, inspect, the shard cache, COCO
+export."""

@@ -70,7 +70,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     shards = [s for s in plan.shards if s.split == wanted]
     splits = schema.table_splits(df, split_col, image_col, plan.assignment).tolist()
     refused = [(p, reason) for p, reason in plan.rejected if splits[p] == wanted]
-    if on_error == "raise" and refused:
+    if write.raises and refused:
         position, reason = refused[0]
         raise InvalidRowError(df.index[position], plan.paths[position], reason)
     rejected = [(df.index[p], plan.paths[p], reason) for p, reason in refused]
@@ -81,7 +81,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
             _, row_label, path, *_ = row
             if record is not None:
                 kept.append(row)
-            elif on_error == "raise":
+            elif write.raises:
                 raise InvalidRowError(row_label, path, reason)
             else:
                 rejected.append((row_label, path, reason))

@@ -91,7 +91,7 @@ def _load_split(store, manifest, split, options, cache_dir):
     shards = manifest.splits[split].shards
     paths = _shard_files(store, shards, cache_dir)
     num_examples = manifest.splits[split].num_examples
-    read_shard = _shard_reader(tf, manifest.compression or "", store.url)
+    read_shard = _shard_reader(tf, manifest.format, manifest.compression or "", store.url)
     ratios = ImageFeature.useful_jpeg_ratios(image, options.image_size) if image else ()
     decode = decoder(tf, features, options, ratios, parse_spec(manifest.features))
 
@@ -226,7 +226,7 @@ def _shard_files(store, shards, cache_dir):
     return shard_cache.local_copies(store, shards, cache_dir)
 
 
-def _shard_reader(tf, compression, output_url):
+def _shard_reader(tf, file_format, compression, output_url):
     """The interleave function: the records of one shard, as many as metadata.json lists.
 
     TensorFlow's errors on a damaged shard name only a byte offset. Here a read error ends the
@@ -237,7 +237,7 @@ def _shard_reader(tf, compression, output_url):
     cost up to 10% of an epoch of small images.
     """
     def records(path):
-        return tf.data.TFRecordDataset(path, compression_type=compression).ignore_errors()
+        return file_format.dataset(tf, path, compression).ignore_errors()
 
     def fail(name, expected, path):
         read = tf.strings.as_string(records(path).reduce(tf.constant(0, tf.int64),
@@ -266,7 +266,7 @@ def decoder(tf, features, options, ratios=(), spec=None):
         spec: the parse spec of every record feature (default: the feature set's).
     """
     outputs, as_dict = label_outputs(features, options.label)
-    as_supervised, multi_hot = options.as_supervised, options.multi_hot
+    as_supervised = options.as_supervised
     target = whole_target(features)  # a feature that decodes to the whole target, or None
     spec = spec or parse_spec(features.describe())
     if as_supervised and features.image is not None:  # parse only what image and label need

@@ -28,7 +28,6 @@ from ..output.layout import REJECTED
 from ..output.manifest import hxw, read_manifest, summary_text
 from ..record import encoding as example
 from ..record import keys
-from ..record.framing import iter_records
 from ..record.kinds import features_of
 from ..table.splits import pick
 from ..storage import Store, human_size, write_file
@@ -142,7 +141,7 @@ def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
                                          [i.num_examples for i in infos])):
         if manifest.image is None:  # records without images: nothing to show
             share = 0
-        found, trouble = _read_samples(store, info.shards, share, manifest.compression,
+        found, trouble = _read_samples(store, info.shards, share, manifest,
                                        features_of(manifest).labels)
         samples += found
         problems += trouble
@@ -203,7 +202,7 @@ def _level_counts(manifest, counts):
             for label, n in level_counts.items()}
 
 
-def _read_samples(store, shards, num, compression, label_features):
+def _read_samples(store, shards, num, manifest, label_features):
     """``num`` records from the front of ``shards``, spread over them.
 
     Returns:
@@ -216,7 +215,8 @@ def _read_samples(store, shards, num, compression, label_features):
             continue
         try:
             with store.open_read(shard.name) as f:
-                for data in itertools.islice(iter_records(f, compression), share):
+                records = manifest.format.records(f, manifest.compression)
+                for data in itertools.islice(records, share):
                     samples.append(_sample(example.decode_example(data), label_features))
         except (OSError, ValueError) as exc:
             problems.append(f"{store.path(shard.name)}: {exc}; run tfrecorder-lite verify "

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from .. import redaction
 from . import verification
 from ..errors import SchemaError, VerifyError
+from ..formats import DEFAULT
 from ..record.framing import FileDigest
 from ..storage import Store
 
@@ -82,7 +83,7 @@ def copy_name(store, shard):
     digest of its URL, size and CRC32C (a 32-bit CRC alone would collide across many shards)."""
     key = shard.sha256 or hashlib.sha256(
         f"{store.path(shard.name)}\0{shard.bytes}\0{shard.crc32c}".encode()).hexdigest()
-    return f"{key}.tfrecord"
+    return key + DEFAULT.suffixes[None]  # a copy of any format (none but TFRecord yet)
 
 
 def _download(store, shard, cache, name):

@@ -8,7 +8,8 @@ from ..output.manifest import hxw, label_counts, read_manifest
 from ..record import encoding as example
 from ..record import keys
 from ..record.kinds import features_of, kind_of
-from ..record.framing import FileDigest, RecordError, index_text, iter_records
+from ..formats import format_named
+from ..record.framing import FileDigest, RecordError
 from ..storage import Store
 from ..record.tensorflow import import_tensorflow
 
@@ -163,7 +164,7 @@ def shard_error(store, shard, problem):
 
 
 def _check_shard(store, shard, split, compression, features, decode_image, labels, images,
-                 label_features=()):
+                 label_features=(), file_format=format_named(None)):
     """Problems of one shard file (empty list when it is sound); counts what its records
     hold into ``labels`` and ``images`` (None: no images).
 
@@ -179,7 +180,8 @@ def _check_shard(store, shard, split, compression, features, decode_image, label
     with store.open_read(name) as f:
         reader = _DigestingReader(f, FileDigest.like(shard.checksums))
         try:
-            for count, data in enumerate(iter_records(reader, compression, size), start=1):
+            for count, data in enumerate(file_format.records(reader, compression, size),
+                                         start=1):
                 if count > shard.num_examples:  # read no further into a file that lies
                     problems.append(f"{name}: more than the {shard.num_examples} records "
                                     "metadata.json says")
@@ -207,11 +209,11 @@ def _check_shard(store, shard, split, compression, features, decode_image, label
             for kind in reader.digest.mismatches(shard.checksums):
                 problems.append(f"{name}: {kind} differs from metadata.json")
             if not problems:  # an index can only be judged against sound records
-                problems += _index_problems(store, shard, sizes)
+                problems += _index_problems(store, shard, sizes, file_format)
     return problems
 
 
-def _index_problems(store, shard, record_sizes):
+def _index_problems(store, shard, record_sizes, file_format):
     """Problems of a shard's index file against the records just read (none without one)."""
     entry = shard.index
     if entry is None:  # written before index files existed
@@ -220,7 +222,7 @@ def _index_problems(store, shard, record_sizes):
     if entry.name != name:
         return [f"{shard_name}: metadata.json names its index {entry.name!r}, "
                 f"expected {name!r}"]
-    expected = index_text(record_sizes).encode()
+    expected = file_format.index_text(record_sizes).encode()
     found = _read_head(store, name, len(expected) + 1)
     if found is None:
         return [f"{shard_name}: index file {name} is missing"]
@@ -344,7 +346,7 @@ def verify(output_dir, decode=False, *, storage_options=None):
         for shard in info.shards:
             found = _check_shard(store, shard, split, manifest.compression,
                                           manifest.features, decode_image, labels, images,
-                                          feature_set.labels)
+                                          feature_set.labels, manifest.format)
             problems += found
             split_whole = split_whole and not found
             shards += 1

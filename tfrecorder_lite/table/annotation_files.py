@@ -2,10 +2,11 @@
 limits: a bounded size, JSON no deeper than the parser can go, text that is not UTF-8 named by
 file and line, and the images such a file may name.
 
-An annotation file may only name images inside the image folder its user gave: a path that
-climbs out of it (``../``), an absolute path elsewhere, a ``file://`` or another URL is the
-rejected row of its image, with a reason that says how to allow it (``allow_outside_paths``).
-Sources call :func:`image_path` for every image name they read.
+An annotation file may only name images inside the image folder its user gave (the rule of
+``table/paths.py``): a path that climbs out of it (``../``), an absolute path elsewhere, a
+``file://`` or another URL is the rejected row of its image, with a reason that says how to
+allow it (``allow_outside_paths``). Sources that refuse such an image row by row call
+:func:`image_path` for every image name they read; ``paths.confined`` refuses the whole file.
 """
 
 import json
@@ -13,6 +14,7 @@ import math
 
 from .. import storage
 from ..errors import SchemaError, UnsupportedURLError
+from .paths import is_inside
 
 # Annotation files are read whole (a JSON document has no parts). The largest public COCO
 # file, instances_train2017.json, is 448 MB; parsed it takes several times that in memory.
@@ -94,7 +96,7 @@ def image_path(name, image_dir, allow_outside=False, what="file_name"):
         return None, f"{what} {name!r} names no image file"
     try:
         uri = storage.resolve(name, base=image_dir)
-        inside = allow_outside or storage.is_within(uri, image_dir)
+        inside = allow_outside or is_inside(uri, image_dir)
     except UnsupportedURLError as exc:
         return None, f"{what} {name!r}: {exc}"
     if not inside:

@@ -3,6 +3,7 @@ level. Its rows are its records; its labels get ids by ``label_map``, as whole n
 sorted order. pandas only, no I/O."""
 
 from . import labels, schema
+from .cells import blank_cells
 from ..record.features import ClassLabel, ImageFeature
 from ..record.kinds import CLASSIFICATION
 
@@ -81,7 +82,7 @@ def _label_ids(values, label_map, skip):
     takes no id (unless ``label_map`` gives it one).
     """
     skip = [a or b for a, b in zip(
-        skip, (values.isna() | labels.text_series(values).str.strip().eq("").fillna(True)).tolist())]
+        skip, blank_cells(values).tolist())]
     cells = values.tolist()  # plain Python values: iterating the Series is slower
     if label_map is not None:
         mapping = schema.label_map_ids(label_map)

@@ -31,6 +31,7 @@ from ..record import encoding as example
 from ..record import keys
 from ..record.features import Column
 from ..errors import SchemaError
+from .cells import is_missing
 
 _INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -169,16 +170,12 @@ def _check_range(name, series, kind, cells):
             _refuse(name, series, bad, "holds a value beyond float32")
 
 
-def _is_missing(value):
-    return value is None or (not isinstance(value, _LISTS) and pd.isna(value))
-
-
 def _cells(name, series, values):
     """Each cell as ``(flat values, rows, row length)`` (row length None for a flat list), or
     None for a missing cell."""
     cells = []
     for row, value in zip(series.index, values):
-        if _is_missing(value):
+        if is_missing(value):
             cells.append(None)
             continue
         if not isinstance(value, _LISTS):

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema
+from .cells import is_blank, is_missing
 from ..errors import SchemaError
 from ..record import keys
 from ..record.boxes import BOX_COLUMNS, DETECTION, Boxes, box_problem
@@ -180,10 +181,10 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
         boxes, box_labels, values = [], [], {c: [] for c in box_columns}
         for p in positions:
             box, label = [_number(v) for v in coordinates[p]], labels[p]
-            if _blank(label) and all(v is None for v in box):
+            if is_blank(label) and all(v is None for v in box):
                 continue  # the row of an image without objects
             boxes.append(tuple(box))
-            box_labels.append(None if _blank(label) else label)
+            box_labels.append(None if is_blank(label) else label)
             for c in box_columns:
                 values[c].append(per_box[c][p])
         reason = next((source_problems[p] for p in positions if p in source_problems), None)
@@ -214,12 +215,6 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
         sizes = tuple(declared.get(labels_[positions[0]]) for positions in members)
     return ImageTable(images, tuple(tuple(m) for m in members), tuple(box_columns), refused,
                       sizes)
-
-
-def _blank(value):
-    if isinstance(value, str):
-        return not value.strip()
-    return value is None or (np.isscalar(value) and pd.isna(value))
 
 
 def _number(value):
@@ -290,18 +285,14 @@ def _box_column(cells, real=False):
     """``(kind, values)`` of a per-box column (a tuple of values per image): whole numbers and
     flags are int64 (a missing one 0), other numbers (and ``real`` columns) float32 (a missing
     one NaN)."""
-    flat = [v for cell in cells for v in cell if not _missing(v)]
+    flat = [v for cell in cells for v in cell if not is_missing(v)]
     whole = not real and all(isinstance(v, (bool, int, np.bool_, np.integer)) or
                 (isinstance(v, (float, np.floating)) and float(v).is_integer()) for v in flat)
     if whole:
-        return keys.INT64, [[0 if _missing(v) else int(v) for v in cell] for cell in cells]
+        return keys.INT64, [[0 if is_missing(v) else int(v) for v in cell] for cell in cells]
     try:
-        return keys.FLOAT, [[float("nan") if _missing(v) else float(v) for v in cell]
+        return keys.FLOAT, [[float("nan") if is_missing(v) else float(v) for v in cell]
                             for cell in cells]
     except (TypeError, ValueError):
         raise SchemaError(f"a per-box column holds {flat[:3]}: per-box columns hold numbers"
                           ) from None
-
-
-def _missing(value):
-    return value is None or (not isinstance(value, str) and pd.isna(value))

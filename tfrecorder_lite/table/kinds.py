@@ -1,10 +1,22 @@
 """The kinds of table, decided once: which kind a table is, and the table as that kind plans it.
 
-A kind of table is one module (``table/classification.py``, ``table/detection.py``): which
-tables it recognizes, how it groups their rows into records, the label features it gives them,
-its own problems for ``validate()``, and its RecordKind (``record/kinds.py``). Every door
-(``to_tfrecord``, ``df.tfrecord.dataset``, ``validate``) goes through :func:`prepare`, so the
-same table and options give the same records and the same problems everywhere.
+A kind of table is one module (``table/classification.py``, ``table/detection.py``) whose
+``KIND`` has:
+
+- ``record``: its RecordKind (``record/kinds.py``);
+- ``recognizes(df, options)``: whether ``df`` is a table of this kind;
+- ``prepare(df, options)``: ``(records frame, members, refused, used columns, details)``;
+- ``file_columns(options)``: the columns of each record's other files (read beside its image);
+- ``check_labels(df, options)``: SchemaError for labels no record can hold;
+- ``label_column(options)``: the label column(s) the table's row checks look at (or None);
+- ``problems(df, prepared)``: ``validate()``'s problems of this kind;
+- ``label_fields(prepared, options, refused)``: ``(label features, their values per record)``;
+- ``image_feature()``: the records' ImageFeature;
+- ``fingerprint(prepared, options)``: what of it decides the output's bytes, for the plan.
+
+Every door (``to_tfrecord``, ``df.tfrecord.dataset``, ``validate``) goes through
+:func:`prepare`, so the same table and options give the same records and the same problems
+everywhere.
 """
 
 from dataclasses import dataclass

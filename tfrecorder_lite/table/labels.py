@@ -9,21 +9,12 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SchemaError
+from ..errors import SchemaError
 from ..output.layout import CONTROL, label_problem  # noqa: F401 (the label rule, here too)
 from ..record import keys
+from .cells import LISTS, is_blank
 
-_LISTS = (list, tuple, set, frozenset, np.ndarray)
 _SCALARS = {"string", "bytes", "integer", "floating", "mixed-integer-float", "boolean", "empty"}
-
-
-def text_series(values):
-    """``values`` as pandas' string dtype; text that is not valid Unicode (a lone surrogate,
-    which a string column refuses) has it replaced by U+FFFD (the checks then name it)."""
-    try:
-        return values.astype("string")
-    except UnicodeEncodeError:
-        return values.map(lambda v: v.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-                          if isinstance(v, str) else v).astype("string")
 
 
 def unstorable(values):
@@ -62,7 +53,7 @@ def is_multi(series, label_sep=None):
         return True
     if series.dtype != object or pd.api.types.infer_dtype(series, skipna=True) in _SCALARS:
         return False  # (infer_dtype runs in C: a quick answer for long label columns)
-    return any(isinstance(v, _LISTS) for v in series.tolist())
+    return any(isinstance(v, LISTS) for v in series.tolist())
 
 
 def elements(series, label_sep=None):
@@ -82,7 +73,7 @@ def elements(series, label_sep=None):
         return series, np.arange(len(series)), False
     cells = []
     for value in series.tolist():
-        if isinstance(value, _LISTS):
+        if isinstance(value, LISTS):
             items = list(value.tolist() if isinstance(value, np.ndarray) else value)
             if isinstance(value, (set, frozenset)):
                 items = sorted(items, key=str)
@@ -92,17 +83,11 @@ def elements(series, label_sep=None):
             items = [item.strip() for item in value.split(label_sep)]  # "cat, dog"
         else:
             items = [value]
-        cells.append([v for v in items if not _blank(v)])
+        cells.append([v for v in items if not is_blank(v)])
     positions = np.array([p for p, items in enumerate(cells) for _ in items], dtype=np.int64)
     flat = pd.Series([v for items in cells for v in items], index=series.index[positions],
                      dtype=object)
     return flat.infer_objects(), positions, True
-
-
-def _blank(value):
-    if isinstance(value, str):
-        return not value.strip()
-    return value is None or (not isinstance(value, _LISTS) and pd.isna(value))
 
 
 def row_values(ids, texts, positions, n_rows, multi):

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from . import labels
+from .cells import blank_cells, text_series
 from ..errors import SchemaError
 from .splits import ALIASES, SPLITS, UNASSIGNED, canonical
 
@@ -55,7 +56,7 @@ def used_columns(split_col, image_col, label_col):
 
 def canonical_splits(values):
     """Map split values to TRAIN / VALIDATION / TEST (case-insensitive); unknown -> None."""
-    upper = labels.text_series(values).str.strip().str.upper()
+    upper = text_series(values).str.strip().str.upper()
     return upper.map(ALIASES).astype(object).where(upper.notna(), None)
 
 
@@ -121,8 +122,8 @@ def table_splits(df, split_col, image_col, assignment=None):
         splits, open_rows = pd.Series([None] * len(df), index=df.index, dtype=object), None
     else:
         splits = canonical_splits(df[split_col])
-        upper = labels.text_series(df[split_col]).str.strip().str.upper()
-        open_rows = _blank(df[split_col]) | upper.eq(UNASSIGNED).fillna(False)
+        upper = text_series(df[split_col]).str.strip().str.upper()
+        open_rows = blank_cells(df[split_col]) | upper.eq(UNASSIGNED).fillna(False)
     if assignment is not None:
         keys = row_keys(df, split_col, image_col)
         mask = [True] * len(df) if open_rows is None else open_rows.tolist()
@@ -192,11 +193,6 @@ def max_label_id(n_rows):
     return max(MAX_LABEL_ID, _IDS_PER_ROW * n_rows)
 
 
-def _blank(values):
-    """Mask of missing or whitespace-only cells."""
-    return values.isna() | labels.text_series(values).str.strip().eq("").fillna(True)
-
-
 def row_problems(df, split_col, image_col, label_col, label_map=None, assignment=None,
                  label_sep=None, splits=None):
     """Problems found in the cells alone (no file is opened); ``assignment``: see
@@ -217,11 +213,11 @@ def row_problems(df, split_col, image_col, label_col, label_map=None, assignment
         if splits is None:
             splits = table_splits(df, split_col, image_col, assignment)
         allowed = ", ".join(SPLITS[:-1]) + " or " + SPLITS[-1]
-        blank, missing = _blank(df[split_col]), splits.isna()
+        blank, missing = blank_cells(df[split_col]), splits.isna()
         report(missing & ~blank, split_col, lambda v: f"unknown split '{v}' (expected {allowed})")
         report(missing & blank, split_col, lambda v: "empty split")
     if image_col is not None:
-        report(_blank(df[image_col]), image_col, lambda v: "empty image_uri")
+        report(blank_cells(df[image_col]), image_col, lambda v: "empty image_uri")
     if label_sep is not None and isinstance(label_col, (list, tuple)):
         raise SchemaError("label_sep splits one label column into several labels (multi-label);"
                           " a label level takes one label per row")
@@ -261,7 +257,7 @@ def _label_problems(df, column, level, label_map, label_sep):
             found.append((row, column, value, "empty label"))
         blank = pd.Series(False, index=elements.index)
     else:
-        blank = _blank(elements)
+        blank = blank_cells(elements)
         report(blank, lambda v: "empty label")
     control = ~blank & labels.unstorable(elements)
     report(control, labels.label_problem)
@@ -292,7 +288,7 @@ def label_spellings(df, label_col, label_sep=None):
 
 def _spellings(values, label_col):
     """:func:`label_spellings` of one column's label elements."""
-    present = values[~_blank(values)]
+    present = values[~blank_cells(values)]
     first_of, seen, found = {}, set(), []
     for row, value in present.items():
         if not isinstance(value, str) or value in seen:

@@ -7,7 +7,7 @@ import os
 
 import pandas as pd
 
-from . import detection_sources, labels, schema
+from . import detection_sources, labels, schema, vertex, yolo
 from .. import redaction, storage
 from ..errors import SchemaError
 
@@ -18,6 +18,8 @@ _IMAGE_EXTENSIONS = {
     ".ppm", ".pgm", ".pbm", ".pnm", ".ico", ".tga", ".jp2", ".j2k",
 }
 
+TASKS = detection_sources.TASKS  # how a CSV that its shape does not tell may be read
+
 
 def read_source(source, *, split_col="split", image_col="image_uri", label_col="label",
                 encoding="utf-8", storage_options=None, task=None, split=None, image_dir=None,
@@ -27,21 +29,23 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
 
     Args:
         source: a DataFrame, or the path or URL of a CSV file, of a COCO annotations file
-            (``.json``), of a Pascal VOC folder (``Annotations/`` and ``JPEGImages/``), or of an
-            image folder laid out ``SPLIT/LABEL/FILE``. Detection sources give the per-box table
-            (see ``detection_sources``).
+            (``.json``), of a Vertex AI import file (JSON Lines, or a CSV whose rows start
+            with the image: see ``vertex``), of a YOLO folder (holding ``data.yaml``) or
+            its ``data.yaml``, of a Pascal VOC folder (``Annotations/`` and ``JPEGImages/``), or
+            of an image folder laid out ``SPLIT/LABEL/FILE``. Detection sources give the
+            per-box table (see ``detection_sources``).
         encoding: the text encoding of a CSV file.
         storage_options: fsspec options for a remote source (see ``storage.options_for``).
         task: how to read a CSV: ``"detection"`` (an AutoML detection CSV),
             ``"classification"``, or None to tell them apart by the file's shape.
         split, image_dir: a COCO file's split (default: from its name) and image folder
             (default: the file's folder); see ``detection_sources.read_coco``.
-        allow_outside_paths, max_annotation_bytes: of a COCO file or a Pascal VOC folder:
-            read images its annotations name outside the image folder too; the largest COCO
-            file read (see ``table.annotation_files``).
+        allow_outside_paths: of an annotation file (COCO, Pascal VOC, Vertex AI, YOLO): read
+            images it names outside the folder given too (see ``table.paths``).
+        max_annotation_bytes: the largest COCO file read (see ``table.annotation_files``).
     """
-    if task not in (None, *detection_sources.TASKS):
-        raise SchemaError(f"task must be one of {detection_sources.TASKS} or None, not {task!r}")
+    if task not in (None, *TASKS):
+        raise SchemaError(f"task must be one of {TASKS} or None, not {task!r}")
     if isinstance(source, pd.DataFrame):
         _refuse_options("a DataFrame", split=split, image_dir=image_dir, task=task,
                         allow_outside_paths=allow_outside_paths or None)
@@ -58,7 +62,15 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
                                             max_annotation_bytes=max_annotation_bytes)
         return _named(table, split_col, image_col, label_col), storage.parent(path)
     _refuse_options(source, split=split, image_dir=image_dir)
+    if path.lower().endswith((".yaml", ".yml")):
+        _refuse_options("a YOLO data.yaml", task=classification)
+        return _yolo(path, split_col, image_col, label_col, storage_options,
+                     allow_outside_paths)
     if storage.is_dir(path, storage_options):
+        if yolo.find_yaml(path, storage_options) is not None:
+            _refuse_options("a YOLO folder (it holds data.yaml)", task=classification)
+            return _yolo(path, split_col, image_col, label_col, storage_options,
+                     allow_outside_paths)
         if detection_sources.is_voc_folder(path, storage_options):
             _refuse_options("a Pascal VOC folder", task=classification)
             table = detection_sources.read_voc(path, storage_options,
@@ -72,9 +84,36 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
     except FileNotFoundError:
         raise SchemaError(f"source {source!r} is neither a DataFrame, a CSV file, a COCO .json "
                           "file nor a folder") from None
+    if vertex.is_jsonl(data) or path.lower().endswith(".jsonl"):
+        _refuse_options("a Vertex AI JSON Lines file", task=task)
+        return _vertex(data, path, split_col, image_col, label_col,
+                       allow_outside_paths), storage.parent(path)
+    if vertex.starts_with_image(data, encoding):  # a Vertex AI CSV without its ML_USE field
+        _refuse_options("a Vertex AI CSV (rows start with the image)", task=task)
+        return _vertex(data, path, split_col, image_col, label_col,
+                       allow_outside_paths), storage.parent(path)
     _refuse_options(source, allow_outside_paths=allow_outside_paths or None)
     table = read_csv(data, path, split_col, image_col, label_col, encoding=encoding, task=task)
     return table, storage.parent(path)
+
+
+def _yolo(path, split_col, image_col, label_col, storage_options, allow_outside_paths=False):
+    table = yolo.read_yolo(path, storage_options=storage_options,
+                           allow_outside_paths=allow_outside_paths)
+    folder = storage.parent(path) if path.lower().endswith((".yaml", ".yml")) else path
+    return _named(table, split_col, image_col, label_col), folder
+
+
+def _vertex(data, path, split_col, image_col, label_col, allow_outside_paths=False):
+    """The table of a Vertex AI file, refused when it holds masks: no record kind writes
+    them yet."""
+    table = vertex.vertex_table(data, path, allow_outside_paths)
+    if table.attrs.get("task") == "segmentation":
+        raise SchemaError(f"{path} holds segmentation masks (segmentationAnnotation): "
+                          "segmentation input is not supported yet; "
+                          "tfrecorder_lite.read_vertex() returns its table (split, image_uri, "
+                          "mask_uri, and attrs['mask_colors'])")
+    return _named(table, split_col, image_col, label_col)
 
 
 def _named(table, split_col, image_col, label_col):
@@ -91,8 +130,8 @@ def _refuse_options(source, **options):
     if given:
         raise SchemaError(f"{', '.join(given)} does not apply to {source}: split= and "
                           "image_dir= are for a COCO .json file, allow_outside_paths= for "
-                          "a COCO file or a Pascal VOC folder, task= tells an AutoML "
-                          "detection CSV from a classification CSV")
+                          "an annotation file (COCO, VOC, Vertex AI, YOLO), task= tells an "
+                          "AutoML detection CSV from a classification CSV")
 
 
 def read_csv(data, name, split_col="split", image_col="image_uri", label_col="label",

@@ -6,8 +6,10 @@ import joblib
 import numpy as np
 import pandas as pd
 
-from . import columns, labels, schema
+from . import columns, schema
+from .cells import text_series
 from .. import storage
+from .files import stat_files
 from .kinds import prepare
 from ..errors import UnsupportedURLError
 from ..options import TableOptions
@@ -45,7 +47,7 @@ def _row_hashes(df):
         return pd.util.hash_pandas_object(df, index=False)
     except UnicodeEncodeError:  # text that is no valid Unicode (a lone surrogate)
         return pd.util.hash_pandas_object(
-            df.apply(lambda c: labels.text_series(c) if c.dtype == object else c), index=False)
+            df.apply(lambda c: text_series(c) if c.dtype == object else c), index=False)
 
 
 def _where(df, position, image_col, splits):
@@ -147,6 +149,15 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
                               f"{_where(df, other, image_col, splits)}"))
             else:
                 first_with[digest] = position
+    if check is not None:  # each row's other files (e.g. a mask): there, and not too large
+        skipped = {position: "" for position, row in enumerate(df.index)
+                   if row in bad_rows or row in identical}
+        for column in prepared.files:
+            refused = dict(skipped)
+            stat_files(df[column].tolist(), refused, base_dir, max_image_bytes, storage_options,
+                       column=column)
+            found += [(df.index[position], column, df[column].iloc[position], reason)
+                      for position, reason in refused.items() if reason]
     order = {row: i for i, row in enumerate(df.index)}
     found.sort(key=lambda p: order.get(p[0], -1))
     return schema.problems_frame(found)

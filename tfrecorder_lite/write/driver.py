@@ -92,7 +92,7 @@ def write_plan(plan, df, store, write, *, runner=None):
         A ConversionResult.
     """
     on_error = write.on_error
-    if on_error == "raise" and plan.rejected:
+    if write.raises and plan.rejected:
         _raise_first(plan, df, plan.rejected)
     if not any(shard.positions for shard in plan.shards):
         _refuse_empty(plan, df)
@@ -105,13 +105,13 @@ def write_plan(plan, df, store, write, *, runner=None):
         if state.finished:
             logger.info("%s already holds this conversion; nothing to do", store.url)
             result = _result_from_disk(store, df)
-            if on_error == "raise" and len(result.rejected):  # a finished on_error="skip" run
+            if write.raises and len(result.rejected):  # a finished on_error="skip" run
                 _raise_first(plan, df, zip(map(plan.planned_position,
                                                result.metadata["rejected_rows"]),
                                            result.rejected.reason))
             return result
         receipts = dict(state.receipts)
-        if on_error == "raise":  # shards an interrupted on_error="skip" run finished
+        if write.raises:  # shards an interrupted on_error="skip" run finished
             _raise_first(plan, df, [r for receipt in receipts.values()
                                     for r in receipt.rejected])
         _write_shards(plan, df, store, receipts, on_error, runner or JoblibRunner(write.n_jobs),
@@ -235,7 +235,7 @@ def _finish(plan, df, store, receipts):
         splits=splits, rejected=len(rejected),
         rejected_rows=tuple(position for position, _ in rejected),
         fingerprint=plan.fingerprint, created_by=f"tfrecorder_lite {__version__}",
-        task=kind.task(plan.features),
+        task=kind.task(plan.features), file_format=plan.file_format.name,
         kind_fields=kind.manifest_entry(plan.features, {
             split: entry.label_counts for split, entry in splits.items()}),
         split_assignment={

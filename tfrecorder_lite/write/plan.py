@@ -11,19 +11,19 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from ..table import columns, labels, schema
-from .. import storage
-from ..errors import SchemaError, UnsupportedURLError
-from ..images.normalize import ImageOptions, unreadable_reason
+from ..errors import SchemaError
+from ..images.normalize import ImageOptions
 from ..table.splits import SPLITS, canonical
+from ..formats import DEFAULT
 from ..output.layout import shard_name
 from ..output.manifest import FORMAT_VERSION
 from ..record import keys
 from ..record.features import FeatureSet
 from .task import ShardTask
 from ..options import table_and_write
+from ..table.files import stat_files
 from ..table.kinds import prepare
 
 TARGET_SHARD_BYTES = 128 * 2**20
@@ -71,6 +71,7 @@ class WritePlan:
         files: per planned row, the paths of its other files (one per ``file_columns``), or
             None when records have none.
         file_columns: the columns of those files (e.g. a mask's).
+        file_format: the shard files' format (``formats``; TFRecord).
         record_kind: the RecordKind of the records (``record/kinds.py``).
     """
 
@@ -90,6 +91,7 @@ class WritePlan:
     record_kind: object = None
     files: tuple = None
     file_columns: tuple = ()
+    file_format: object = DEFAULT
 
     def table_rows(self, position):
         """The table positions a planned row stands for: itself, or all the rows its table kind
@@ -129,7 +131,7 @@ class WritePlan:
                       self.files[p] if self.files is not None else ())
                      for p in shard.positions)
         return ShardTask(shard.name, rows, self.image, self.compression, self.features,
-                         self.sha256, threads, self.file_columns)
+                         self.sha256, threads, self.file_columns, self.file_format.name)
 
 
 def _shard_count(requested, split, n_rows, n_bytes):
@@ -181,12 +183,13 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
         sizes = [_ROW_BYTES + sum(len(v) * 8 if isinstance(v, list) else 8 for v in values)
                  for values in extras]
     else:
-        paths, sizes = _stat_images(df[image_col].tolist(), reasons, table.base_dir, image,
-                                    storage_options, fingerprint)
+        paths, sizes = stat_files(df[image_col].tolist(), reasons, table.base_dir,
+                                  image.max_bytes, storage_options, fingerprint)
     files = None
     for column in prepared.files:  # each record's other files: resolved and checked alike
-        found, more = _stat_images(df[column].tolist(), reasons, table.base_dir,
-                                   image or ImageOptions(), storage_options, fingerprint, column)
+        found, more = stat_files(df[column].tolist(), reasons, table.base_dir,
+                                 (image or ImageOptions()).max_bytes, storage_options,
+                                 fingerprint, column)
         files = [(*previous, path) for previous, path in zip(files or [()] * len(df), found)]
         sizes = [a + b for a, b in zip(sizes, more)]
 
@@ -247,46 +250,6 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
 
 
 _ROW_BYTES = 64  # rough record size without images, beside its values (picks shard counts)
-
-
-def _stat_images(uris, reasons, base_dir, image, storage_options, fingerprint, column=None):
-    """Resolve and stat every image of rows not in ``reasons`` (which takes the refused ones;
-    with ``column``, the file column a refused row's reason names).
-
-    Returns:
-        ``(paths, sizes)`` per row; each found file's path, size and time go to ``fingerprint``.
-    """
-    paths, sizes, to_stat = [], [0] * len(uris), []
-    refused_before = set(reasons)
-    for position, uri in enumerate(uris):
-        path = None if pd.isna(uri) else str(uri)  # reported as is if refused
-        if position not in reasons:
-            try:
-                path = storage.resolve(uri, base_dir)
-            except UnsupportedURLError as exc:
-                reasons[position] = str(exc)
-            else:
-                to_stat.append(position)
-        paths.append(path)
-    found = storage.stat_many([paths[p] for p in to_stat], storage_options)
-    identities = []
-    for position, stat in zip(to_stat, found):
-        if isinstance(stat, Exception):
-            reasons[position] = unreadable_reason(stat)
-            if isinstance(stat, FileNotFoundError):
-                reasons[position] += storage.relative_path_hint(uris[position], paths[position],
-                                                                base_dir)
-        elif stat[0] > image.max_bytes:
-            reasons[position] = unreadable_reason(
-                storage.too_large(paths[position], stat[0], image.max_bytes))
-        else:
-            sizes[position] = stat[0]
-            identities.append(f"{paths[position]}\0{stat[0]}\0{stat[1]}\n")
-    fingerprint.update("".join(identities).encode())
-    if column is not None:  # say which of the row's files it is
-        for position in set(reasons) - refused_before:
-            reasons[position] = f"{column}: {reasons[position]}"
-    return paths, sizes
 
 
 def plan_table(df, image=ImageOptions(), storage_options=None, **options):

@@ -19,7 +19,8 @@ from ..output.layout import STATE_DIR, index_name, receipt_name
 from ..output.manifest import IndexEntry, Receipt, ShardEntry
 from ..record import encoding as example
 from ..record.features import FeatureSet, RecordRejected
-from ..record.framing import RecordWriter, file_digest, index_text
+from ..formats import format_named
+from ..record.framing import file_digest
 
 _MAX_CHUNK = 64  # rows read and prepared together (bounds memory; one batch of requests)
 
@@ -39,6 +40,8 @@ class ShardTask:
         features: the FeatureSet of the records.
         sha256: also take the shard's sha256 (CRC32C is always taken).
         threads: threads that prepare this shard's images inside the task.
+        file_columns: the columns of each row's other files (``rows``' last item).
+        file_format: the name of the shard file's format (``formats.FORMATS``).
     """
 
     name: str
@@ -49,6 +52,7 @@ class ShardTask:
     sha256: bool = False
     threads: int = 1
     file_columns: tuple = ()
+    file_format: str = "tfrecord"
 
 
 def write_shard(task, store, on_error="raise"):
@@ -69,7 +73,8 @@ def write_shard(task, store, on_error="raise"):
     Raises:
         MemoryError: naming the shard and the rows being prepared.
     """
-    sink = ShardSink(store, task.name, task.compression, task.sha256, len(task.features.labels))
+    sink = ShardSink(store, task.name, task.compression, task.sha256, len(task.features.labels),
+                     format_named(task.file_format))
     chunk = task.rows[:1]
     try:
         for chunk, prepared in prepared_chunks(task, store.storage_options):
@@ -175,11 +180,13 @@ class ShardSink:
 
     _MAX_PENDING_BATCHES = 4  # bounds the records held in memory while the thread catches up
 
-    def __init__(self, store, name, compression, sha256=False, label_fields=1):
+    def __init__(self, store, name, compression, sha256=False, label_fields=1,
+                 file_format=format_named(None)):
         self.name = name
         self._store = store
+        self._format = file_format
         self._file = store.open_for_commit(name)
-        self.writer = RecordWriter(self._file, compression, sha256)
+        self.writer = file_format.writer(self._file, compression, sha256)
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfrecorder_lite-io")
         self._batch, self._pending, self._failed = [], deque(), False
         self.rejected = []
@@ -230,7 +237,7 @@ class ShardSink:
         self._io.shutdown()
         checksums = self.writer.close()
         self._file.commit()
-        index = index_text(self.writer.record_sizes).encode()
+        index = self._format.index_text(self.writer.record_sizes).encode()
         self._store.write_atomic(index_name(self.name), index)
         shard = ShardEntry(self.name, self.writer.num_records, self.writer.bytes_written,
                            checksums["crc32c"], checksums.get("sha256"),

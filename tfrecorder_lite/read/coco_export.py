@@ -1,0 +1,107 @@
+"""COCO instances JSON from the records of a detection output, for pycocotools' COCOeval.
+
+Reads the manifest and the records only (plain Python: no TensorFlow). Each record is one COCO
+image: ``id`` (the record's ``image/source_id`` when every record's is a distinct whole number
+from 1, as outputs converted from a COCO file keep COCO's image ids; else the records numbered
+from 1 in the shards' order), ``file_name`` (``image/filename``), ``width`` and ``height``
+of the stored image. Each box is one annotation: ``bbox`` ``[x, y, width, height]`` in pixels
+of the stored image, ``category_id`` (the record's class id: COCO's category ids when
+converted from COCO), ``iscrowd`` (``image/object/is_crowd``, else 0) and ``area``
+(``image/object/area`` when the record holds it and the images were stored as they came, else
+the box's area). Categories are the output's labels (id -> name), the background id 0 left
+out. No record kind writes masks
+yet, so annotations carry no ``segmentation``.
+"""
+
+import json
+import math
+import re
+
+from .. import storage
+from ..errors import SchemaError
+from ..output.manifest import read_manifest
+from ..redaction import redact
+from ..record.encoding import decode_example
+from ..record.framing import iter_records
+from ..record.boxes import BBOX_KEYS, OBJECT_LABEL, object_key
+from ..record.keys import FILENAME, HEIGHT, SOURCE_ID, WIDTH
+from ..storage import Store
+from ..table.splits import pick
+
+_WHOLE = re.compile(r"^-?\d+$")
+
+
+def to_coco(output_dir, split, path, *, storage_options=None):
+    """Write the COCO instances JSON of one split of a detection output.
+
+    Args:
+        output_dir: the output folder (path or URL).
+        split: ``"TRAIN"``, ``"VALIDATION"``, ``"TEST"`` (any spelling ``load()`` takes).
+        path: the JSON file to write (path or URL); its folder must exist.
+        storage_options: fsspec options for remote folders and files.
+
+    Returns:
+        The COCO document written (a dict with ``images``, ``annotations``, ``categories``).
+
+    Raises:
+        ManifestError: the folder holds no finished output.
+        SchemaError: the output is not a detection output, or has no such split.
+    """
+    store = Store(output_dir, storage_options)
+    manifest, _ = read_manifest(store)
+    if manifest.task != "detection":
+        raise SchemaError(f"{redact(store.url)} is a {manifest.task or 'classification'} "
+                          "output; COCO instances are exported from a detection output (boxes)")
+    name = pick(split, manifest.splits, store.url)
+    images, annotations = [], []
+    for shard in manifest.splits[name].shards:
+        with store.open_read(shard.name) as f:
+            for data in iter_records(f, manifest.compression):
+                record = {key: values for key, (_, values) in decode_example(data).items()}
+                image = _image(record, len(images) + 1)
+                annotations += _annotations(record, image, len(images),
+                                            manifest.image.stored, len(annotations) + 1)
+                images.append(image)
+    ids = [int(i["source_id"]) if _WHOLE.match(i["source_id"]) else 0 for i in images]
+    if min(ids, default=1) < 1 or len(set(ids)) < len(ids):
+        for number, image in enumerate(images, 1):  # renumber: ids must be unique ints
+            image["id"] = number
+    for image in images:
+        image.pop("source_id")
+    image_ids = [image["id"] for image in images]
+    for annotation in annotations:
+        annotation["image_id"] = image_ids[annotation["image_id"]]
+    coco = {"info": {"description": f"{name} of {redact(store.url)}"},
+            "images": images, "annotations": annotations,
+            "categories": [{"id": i, "name": text, "supercategory": ""}
+                           for i, text in enumerate(manifest.labels) if i and text]}
+    storage.write_file(path, json.dumps(coco) + "\n", storage_options)
+    return coco
+
+
+def _image(record, number):
+    source_id = _text(record.get(SOURCE_ID)) or str(number)
+    return {"id": int(source_id) if _WHOLE.match(source_id) else number,
+            "file_name": _text(record.get(FILENAME)), "width": record[WIDTH][0],
+            "height": record[HEIGHT][0], "source_id": source_id}
+
+
+def _annotations(record, image, position, stored, first_id):
+    """The COCO annotations of one record's boxes (``image_id``: the image's ``position``,
+    replaced by its id once every id is known)."""
+    width, height = image["width"], image["height"]
+    crowd = record.get(object_key("is_crowd"), [])
+    areas = record.get(object_key("area"), []) if stored == "encoded" else []
+    annotations = []
+    for i, (xmin, ymin, xmax, ymax) in enumerate(zip(*(record.get(key, []) for key in BBOX_KEYS))):
+        box = [xmin * width, ymin * height, (xmax - xmin) * width, (ymax - ymin) * height]
+        area = areas[i] if i < len(areas) and math.isfinite(areas[i]) else box[2] * box[3]
+        annotations.append({"id": first_id + i, "image_id": position,
+                            "category_id": record[OBJECT_LABEL][i],
+                            "bbox": [round(v, 4) for v in box], "area": round(area, 4),
+                            "iscrowd": int(crowd[i]) if i < len(crowd) else 0})
+    return annotations
+
+
+def _text(values):
+    return values[0].decode("utf-8") if values else ""

@@ -1,0 +1,434 @@
+"""Vertex AI image dataset import and export files (JSON Lines or CSV) as a table.
+
+JSON Lines hold one image a line: ``imageGcsUri``, its annotations, and its split in
+``dataItemResourceLabels["aiplatform.googleapis.com/ml_use"]`` (``training``, ``validation``,
+``test``; lines without it are UNASSIGNED). The annotations decide the table:
+
+- ``classificationAnnotation`` (one label): ``split, image_uri, label``, as an AutoML
+  classification CSV gives it;
+- ``classificationAnnotations`` (several labels): the label column holds each image's list of
+  labels (multi-label), as an AutoML multi-label CSV gives it;
+- ``boundingBoxAnnotations`` (relative ``xMin``, ``yMin``, ``xMax``, ``yMax``, 0,0 top left,
+  numbers or numeric strings): the per-box table of ``detection_sources``;
+- ``segmentationAnnotation`` / ``maskAnnotation`` (``maskGcsUri`` or ``categoryMaskGcsUri``
+  with ``annotationSpecColors``): ``split, image_uri, mask_uri``, with
+  ``table.attrs["mask_colors"] = {(r, g, b): label}``, marked ``table.attrs["task"] =
+  "segmentation"``: no record kind writes masks yet, so ``convert()`` refuses that table.
+
+Polygon and polyline annotations are refused (segmentation input is not supported yet).
+Annotation resource labels and data item labels other than ``ml_use`` are Vertex AI's own
+bookkeeping (``annotation_set_name``) or the user's tags: they are dropped (an info log names
+them), never turned into record features. A Vertex AI CSV is ``[ML_USE,]GCS_FILE_PATH,LABEL``
+(several label fields: multi-label) or an AutoML detection row, the ``ML_USE`` field optional.
+
+Every malformed line is a reason naming its line and field; the reasons of the whole file are
+raised together as one SchemaError. A box outside [0, 1], inverted or without a number is left
+in the table, where the detection checks reject its image whole with the box named
+(``table.attrs["csv_lines"]`` says each row's line).
+"""
+
+import csv
+import io
+import json
+import math
+
+import pandas as pd
+
+from . import detection_sources, splits
+from .. import redaction, storage
+from .detection_sources import BOX_COLUMNS
+from ..errors import SchemaError
+from .paths import confined
+from .problems import refuse
+
+logger = redaction.logger(__name__)  # its records may name URLs
+
+ML_USE = "aiplatform.googleapis.com/ml_use"
+_BOX_FIELDS = ("xMin", "yMin", "xMax", "yMax")
+_MASK_KEYS = ("segmentationAnnotation", "maskAnnotation")
+_MASK_URIS = ("maskGcsUri", "categoryMaskGcsUri")
+_POLYGON_KEYS = ("polygonAnnotation", "polygonAnnotations", "polylineAnnotation",
+                 "polylineAnnotations")
+_KINDS = {"classificationAnnotation": "classification",
+          "classificationAnnotations": "multi-label",
+          "boundingBoxAnnotations": "detection",
+          **dict.fromkeys(_MASK_KEYS, "segmentation")}
+
+
+def is_jsonl(data):
+    """Whether a file's bytes are JSON Lines: the first non-blank character is ``{``."""
+    return data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"
+
+
+def is_vertex_csv(fields):
+    """Whether a CSV row is a Vertex AI row without its optional ``ML_USE`` field: its first
+    field is an image's path or URL (``gs://bucket/a.jpg``), not a split."""
+    first = fields[0].strip() if fields else ""
+    return bool(first) and splits.canonical(first) is None and first.upper() != \
+        splits.UNASSIGNED and ("/" in first or "\\" in first or "://" in first)
+
+
+def starts_with_image(data, encoding="utf-8"):
+    """Whether CSV bytes are a Vertex AI CSV without ``ML_USE``: the first row's first field
+    is an image's path or URL (see :func:`is_vertex_csv`)."""
+    try:
+        text = data[:1 << 16].decode(encoding, errors="replace").removeprefix("\ufeff")
+    except LookupError:  # an unknown encoding: read_csv says so
+        return False
+    try:
+        for fields in csv.reader(io.StringIO(text, newline=""), skipinitialspace=True):
+            if any(f.strip() for f in fields):
+                return is_vertex_csv(fields)
+    except csv.Error:
+        return False
+    return False
+
+
+def read_vertex(path_or_url, *, storage_options=None, allow_outside_paths=False):
+    """The table of a Vertex AI image dataset import or export file (JSON Lines or CSV).
+
+    Args:
+        path_or_url: the file's path or URL (``.jsonl``, ``.csv``; told apart by content).
+        storage_options: fsspec options for a remote file.
+        allow_outside_paths: accept image paths that are neither ``gs://`` URLs nor inside
+            the file's folder (``../``, absolute local paths, other URLs).
+
+    Returns:
+        A DataFrame: ``split, image_uri, label`` (classification; multi-label: lists of
+        labels), the per-box table (bounding boxes), or ``split, image_uri, mask_uri``
+        (segmentation masks; see the module's docstring). ``attrs["csv_lines"]`` holds each
+        row's line in the file.
+
+    Raises:
+        SchemaError: naming every malformed line (up to ten) and its field.
+    """
+    path = storage.resolve(path_or_url)
+    return vertex_table(storage.read_bytes(path, storage_options), path, allow_outside_paths)
+
+
+def vertex_table(data, path, allow_outside_paths=False):
+    """The table of a Vertex AI file's bytes (see :func:`read_vertex`); ``path``: where they
+    were read, for messages and the folder relative image paths stay in."""
+    reader = _Lines(path, storage.parent(path), allow_outside_paths)
+    return reader.jsonl(data) if is_jsonl(data) else reader.csv(data)
+
+
+class _Lines:
+    """The lines of one Vertex AI file, read into rows; problems gathered, then raised."""
+
+    def __init__(self, name, folder, allow_outside_paths):
+        self.name, self.folder, self.allow_outside_paths = name, folder, allow_outside_paths
+        self.problems, self.dropped = [], set()
+
+    # ------------------------------------------------------------------ JSON Lines
+
+    def jsonl(self, data):
+        text = self._text(data)
+        lines = []  # (line, split, image, kind, payload)
+        # split at newlines only: splitlines() also splits at U+2028, which JSON strings hold
+        for number, raw in enumerate(text.split("\n"), 1):
+            if raw.strip():
+                item = self._item(number, raw)
+                if item is not None:
+                    lines.append((number, *item))
+        kinds = self._kinds(lines)
+        self._raise()
+        if self.dropped:
+            logger.info("%s: resource labels dropped (not record features): %s", self.name,
+                        ", ".join(sorted(self.dropped)))
+        kind = next(iter(kinds), "classification")
+        if kind == "detection":
+            return self._detection(lines)
+        if kind == "segmentation":
+            return self._segmentation(lines)
+        multi = kind == "multi-label"
+        rows, numbers = [], []
+        for number, split, image, _, labels in lines:
+            label = list(labels) if multi else (labels[0] if labels else None)
+            rows.append((split, image, label))
+            numbers.append(number)
+        return self._lined(pd.DataFrame(rows, columns=["split", "image_uri", "label"]),
+                           numbers, "JSON line")
+
+    def _text(self, data):
+        try:
+            return data.decode("utf-8").removeprefix("\ufeff")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise SchemaError(redaction.redact(
+                f"{self.name}: line {line} is not UTF-8 (byte 0x{data[exc.start]:02x}); "
+                "Vertex AI files are UTF-8")) from None
+
+    def _problem(self, number, field, reason):
+        self.problems.append((number, f"line {number}: {field}{': ' if field else ''}{reason}"))
+
+    def _raise(self):
+        refuse(self.name, "a Vertex AI import file",
+               [text for _, text in sorted(self.problems, key=lambda p: p[0])])
+
+    def _item(self, number, raw):
+        """``(split, image, kind, payload)`` of one JSON line, or None (a problem noted)."""
+        try:
+            item = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            self._problem(number, "", f"not JSON ({exc})")
+            return None
+        if not isinstance(item, dict):
+            self._problem(number, "", f"a JSON {type(item).__name__}, not an object")
+            return None
+        image = self._image(number, "imageGcsUri", item.get("imageGcsUri"))
+        split = self._ml_use(number, item.get("dataItemResourceLabels"))
+        found = [key for key in (*_KINDS, *_POLYGON_KEYS) if key in item]
+        for key in found:
+            if key in _POLYGON_KEYS:
+                self._problem(number, key, "polygon and polyline annotations are segmentation "
+                                           "input, which is not supported yet")
+        found = [key for key in found if key in _KINDS]
+        kinds = {_KINDS[key] for key in found}
+        if kinds == {"classification", "multi-label"}:  # one label is a list of one
+            kinds = {"multi-label"}
+        masks = [key for key in found if key in _MASK_KEYS]
+        if len(kinds) > 1 or len(masks) > 1:
+            self._problem(number, " and ".join(found), "one line holds one kind of "
+                                                       "annotation")
+            return None
+        if not kinds:
+            return split, image, None, ()
+        kind = kinds.pop()
+        if kind == "detection":
+            payload = self._boxes(number, item["boundingBoxAnnotations"])
+        elif kind == "segmentation":
+            payload = self._mask(number, masks[0], item[masks[0]])
+        else:
+            payload = [label for key in found
+                       for label in self._labels(number, key, item[key], key.endswith("s"))]
+        return split, image, kind, payload
+
+    def _image(self, number, field, value):
+        if not isinstance(value, str) or not value.strip():
+            self._problem(number, field, "missing" if value is None else
+                          f"{value!r} is not a path or URL")
+            return None
+        value = value.strip()
+        if storage.protocol_of(value) == "gs":  # the form the format names images in
+            return value
+        try:
+            return confined(value, self.folder, f"{self.name}: line {number}: {field}",
+                            self.allow_outside_paths)
+        except SchemaError as exc:
+            self.problems.append((number, str(exc).removeprefix(f"{self.name}: ")))
+            return None
+
+    def _ml_use(self, number, labels):
+        if labels is None:
+            return splits.UNASSIGNED
+        if not isinstance(labels, dict):
+            self._problem(number, "dataItemResourceLabels", "not an object")
+            return None
+        self.dropped.update(f"dataItemResourceLabels.{k}" for k in labels if k != ML_USE)
+        value = labels.get(ML_USE)
+        return self._split(number, f'dataItemResourceLabels["{ML_USE}"]', value)
+
+    def _split(self, number, field, value):
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return splits.UNASSIGNED
+        text = str(value).strip()
+        if text.upper() == splits.UNASSIGNED:
+            return splits.UNASSIGNED
+        split = splits.canonical(text) if isinstance(value, str) else None
+        if split is None:
+            self._problem(number, field, f"{value!r} is no ml_use: expected training, "
+                                         "validation or test (or none: UNASSIGNED)")
+        return split
+
+    def _labels(self, number, key, value, many):
+        annotations = value if many else [value]
+        if many and not isinstance(value, list):
+            self._problem(number, key, "not a list of annotations")
+            return []
+        labels = []
+        for i, annotation in enumerate(annotations):
+            field = f"{key}[{i}]" if many else key
+            label = self._display_name(number, field, annotation)
+            if label is not None:
+                labels.append(label)
+        return labels
+
+    def _display_name(self, number, field, annotation):
+        if not isinstance(annotation, dict):
+            self._problem(number, field, "not an object")
+            return None
+        resource = annotation.get("annotationResourceLabels")
+        if isinstance(resource, dict):
+            self.dropped.update(f"annotationResourceLabels.{k}" for k in resource)
+        name = annotation.get("displayName")
+        if not isinstance(name, str) or not name.strip():
+            self._problem(number, f"{field}.displayName", "missing" if name is None else
+                          f"{name!r} is no label")
+            return None
+        return name.strip()
+
+    def _boxes(self, number, value):
+        if not isinstance(value, list):
+            self._problem(number, "boundingBoxAnnotations", "not a list of annotations")
+            return []
+        boxes = []
+        for i, box in enumerate(value):
+            field = f"boundingBoxAnnotations[{i}]"
+            label = self._display_name(number, field, box)
+            if label is not None:
+                boxes.append((label, *(_coordinate(box.get(k)) for k in _BOX_FIELDS)))
+        return boxes
+
+    def _mask(self, number, key, value):
+        if not isinstance(value, dict):
+            self._problem(number, key, "not an object")
+            return None
+        uris = [k for k in _MASK_URIS if k in value]
+        if len(uris) != 1:
+            self._problem(number, key, f"needs one of {' or '.join(_MASK_URIS)}")
+            return None
+        mask = self._image(number, f"{key}.{uris[0]}", value[uris[0]])
+        colors = {}
+        specs = value.get("annotationSpecColors")
+        if not isinstance(specs, list) or not specs:
+            self._problem(number, f"{key}.annotationSpecColors", "missing or not a list")
+        for i, spec in enumerate(specs if isinstance(specs, list) else []):
+            field = f"{key}.annotationSpecColors[{i}]"
+            label = self._display_name(number, field, spec)
+            color = _color(spec.get("color") if isinstance(spec, dict) else None)
+            if color is None:
+                self._problem(number, f"{field}.color", "needs red, green, blue in [0, 1]")
+            elif label is not None:
+                if colors.setdefault(color, label) != label:
+                    self._problem(number, field, f"colour {color} is {colors[color]!r} and "
+                                                 f"{label!r}")
+        return mask, colors
+
+    def _kinds(self, lines):
+        """The file's kind of annotation; a problem for lines of another kind."""
+        first = {}
+        for number, _, _, kind, _ in lines:
+            if kind is not None:
+                first.setdefault(kind, number)
+        if set(first) == {"classification", "multi-label"}:  # one label is a list of one
+            first = {"multi-label": min(first.values())}
+        if len(first) > 1:
+            (kind, number), *others = sorted(first.items(), key=lambda item: item[1])
+            for other, line in others:
+                self._problem(line, "", f"{other} annotations, but line {number} holds "
+                                        f"{kind} annotations: one file holds one kind")
+        return first
+
+    def _detection(self, lines):
+        images, order = {}, []
+        for number, split, image, _, boxes in lines:
+            if image not in images:
+                images[image] = (number, split, [])
+                order.append(image)
+            elif images[image][1] != split:
+                self._problem(number, "imageGcsUri", f"{image} is {split} here and "
+                                                     f"{images[image][1]} on line "
+                                                     f"{images[image][0]}; an image belongs "
+                                                     "to one split")
+            images[image][2].extend((number, box) for box in boxes or ())
+        self._raise()
+        rows, numbers = [], []
+        for image in order:
+            number, split, boxes = images[image]
+            for line, (label, *box) in boxes or [(number, (None, *(math.nan,) * 4))]:
+                rows.append((split, image, label, *box))
+                numbers.append(line)
+        return self._lined(detection_sources._table(
+            rows, ["split", "image_uri", "label", *BOX_COLUMNS]), numbers, "JSON line")
+
+    def _segmentation(self, lines):
+        rows, numbers, colors = [], [], {}
+        for number, split, image, kind, payload in lines:
+            mask, line_colors = payload if kind else (None, {})
+            for color, label in line_colors.items():
+                if colors.setdefault(color, (label, number))[0] != label:
+                    self._problem(number, "annotationSpecColors",
+                                  f"colour {color} is {label!r} here and "
+                                  f"{colors[color][0]!r} on line {colors[color][1]}")
+            rows.append((split, image, mask))
+            numbers.append(number)
+        self._raise()
+        table = pd.DataFrame(rows, columns=["split", "image_uri", "mask_uri"])
+        table.attrs["task"] = "segmentation"
+        table.attrs["mask_colors"] = {color: label for color, (label, _) in colors.items()}
+        return self._lined(table, numbers, "JSON line")
+
+    def _lined(self, table, numbers, what=None):
+        """``table`` with each row's line in ``attrs["csv_lines"]`` (numbers of a CSV file,
+        else text such as ``"JSON line 3 of export.jsonl"``, as errors show it)."""
+        where = f" of {storage.basename(self.name)}"
+        table.attrs["csv_lines"] = numbers if what is None else [
+            f"{what} {n}{where}" for n in numbers]
+        return table
+
+    # ------------------------------------------------------------------ CSV
+
+    def csv(self, data):
+        text = self._text(data)
+        records = []
+        try:
+            reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
+            line = 1
+            for fields in reader:
+                if any(f.strip() for f in fields):
+                    records.append((line, fields))
+                line = reader.line_num + 1
+        except csv.Error as exc:
+            raise SchemaError(redaction.redact(f"{self.name}: line {line}: {exc}")) from None
+        if not records:
+            raise SchemaError(redaction.redact(f"{self.name} is empty"))
+        rows = []
+        for number, fields in records:
+            if is_vertex_csv(fields):
+                fields = ["", *fields]
+            split = self._split(number, "ML_USE", fields[0])
+            image = self._image(number, "GCS_FILE_PATH", fields[1] if len(fields) > 1
+                                else None)
+            rows.append((number, [split or "", image or "", *fields[2:]]))
+        self._raise()
+        boxes = detection_sources.automl_rows(rows, self.name)
+        if boxes is not None:
+            table = detection_sources.automl_detection_table(boxes, self.name)
+            return table
+        multi = any(len([f for f in fields[2:] if f.strip()]) > 1 for _, fields in rows)
+        table = pd.DataFrame(
+            [(fields[0], fields[1],
+              [f.strip() for f in fields[2:] if f.strip()] if multi
+              else next((f.strip() for f in fields[2:] if f.strip()), None))
+             for _, fields in rows], columns=["split", "image_uri", "label"])
+        return self._lined(table, [number for number, _ in rows])
+
+
+def _coordinate(value):
+    """A box coordinate as a float; NaN when missing or no number (the detection checks name
+    it, and reject the image)."""
+    if type(value) is float:  # noqa: E721 (the common case, bool aside)
+        return value
+    if isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _color(value):
+    """``(r, g, b)`` in 0-255 of a Vertex AI colour (floats in [0, 1]; a missing component is
+    0, as protobuf's JSON leaves zeros out), or None."""
+    if not isinstance(value, dict):
+        return None
+    channels = []
+    for key in ("red", "green", "blue"):
+        channel = value.get(key, 0)
+        if isinstance(channel, bool) or not isinstance(channel, (int, float)) or \
+                not 0 <= channel <= 1:
+            return None
+        channels.append(round(channel * 255))
+    return tuple(channels)
+

@@ -1,0 +1,323 @@
+"""Ultralytics-style YOLO detection datasets as the per-box table.
+
+A YOLO folder holds ``data.yaml``: ``names`` (a list, or ``{class id: name}``) and ``train``,
+``val``, ``test``: each a folder of images, a ``.txt`` file listing images, or a list of those,
+relative to the folder (as Ultralytics does, a path starting ``../`` that does not exist is
+tried without it: Roboflow's exports write ``../train/images``). Each image
+``.../images/.../NAME.jpg`` has its labels in ``.../labels/.../NAME.txt``: one object a line,
+``class cx cy w h``, the box's centre and size relative to the image. An image without a label
+file, or with an empty one, is an image without objects.
+
+The table is the per-box table of ``detection_sources`` (boxes ``xmin, ymin, xmax, ymax``
+relative, 0,0 top left), splits TRAIN (``train``), VALIDATION (``val``), TEST (``test``), and
+``attrs["label_map"] = {name: class id + 1}`` so records keep YOLO's class order (id 0 is the
+background of the Object Detection API's label maps). Polygon lines (``class x1 y1 x2 y2 ...``,
+instance segmentation) are refused: segmentation input is not supported yet.
+
+Every malformed file or line is a reason naming it and its field, raised together as one
+SchemaError; a box outside the image is left in the table, where the detection checks reject
+its image whole (``attrs["csv_lines"]`` names each row's label file).
+"""
+
+import math
+import os
+import posixpath
+
+from . import detection_sources
+from .. import storage
+from ..errors import SchemaError
+from ..redaction import redact
+from .detection_sources import BOX_COLUMNS
+from .paths import confined
+from .problems import refuse
+
+YAML_NAMES = ("data.yaml", "data.yml")
+SPLIT_KEYS = {"train": "TRAIN", "val": "VALIDATION", "test": "TEST"}
+_IMAGE_EXTENSIONS = {".bmp", ".dng", ".jpeg", ".jpg", ".mpo", ".png", ".tif", ".tiff",
+                     ".webp", ".pfm", ".heic", ".gif"}  # Ultralytics' IMG_FORMATS
+_ROUNDING = 1e-9  # centre +- half size may pass 0 or 1 by float rounding alone
+
+
+def find_yaml(folder, storage_options=None):
+    """The path of the ``data.yaml`` (or ``data.yml``) of a YOLO folder, or None."""
+    for name in YAML_NAMES:
+        path = storage.resolve(name, base=folder)
+        if _is_file(path, storage_options):
+            return path
+    return None
+
+
+def read_yolo(folder, *, storage_options=None, allow_outside_paths=False):
+    """The per-box table of a YOLO dataset folder (Ultralytics' layout; see the module).
+
+    Args:
+        folder: the dataset's folder (path or URL) holding ``data.yaml``, or the path of the
+            ``.yaml`` file itself.
+        storage_options: fsspec options for a remote folder.
+        allow_outside_paths: accept ``data.yaml`` entries and image lists that name files
+            outside the folder.
+
+    Raises:
+        SchemaError: no ``data.yaml``, or naming every malformed entry, label file and line
+            (up to ten): a folder that does not exist, a class id not in ``names``, a line
+            that is no ``class cx cy w h``, a label file without its image.
+    """
+    path = storage.resolve(folder)
+    if path.lower().endswith((".yaml", ".yml")):
+        yaml_path, root = path, storage.parent(path)
+    else:
+        root, yaml_path = path, find_yaml(path, storage_options)
+        if yaml_path is None:
+            raise SchemaError(redact(f"{path} has no data.yaml: a YOLO folder names its classes "
+                                     "and image folders there (names:, train:, val:)"))
+    config = _config(yaml_path, storage_options)
+    names = _names(config, yaml_path)
+    reader = _Reader(root, yaml_path, names, storage_options, allow_outside_paths,
+                     config.get("path"))
+    images = reader.images(config)
+    rows, lines = reader.rows(images)
+    table = detection_sources._table(rows, ["split", "image_uri", "label", *BOX_COLUMNS])
+    table.attrs["label_map"] = {name: class_id + 1 for class_id, name in names.items()}
+    table.attrs["csv_lines"] = lines
+    return table
+
+
+def _config(yaml_path, storage_options):
+    """The mapping of ``data.yaml``."""
+    import yaml  # PyYAML: only when a YOLO folder is read
+
+    try:
+        config = yaml.safe_load(storage.read_bytes(yaml_path, storage_options))
+    except FileNotFoundError:
+        raise SchemaError(redact(f"{yaml_path} not found")) from None
+    except yaml.YAMLError as exc:
+        why = " ".join(str(exc).split())
+        raise SchemaError(redact(f"{yaml_path} is not YAML: {why}")) from None
+    if not isinstance(config, dict):
+        raise SchemaError(redact(f"{yaml_path}: expected a mapping (names:, train:, val:), "
+                                 f"not {type(config).__name__}"))
+    return config
+
+
+def _names(config, yaml_path):
+    """``{class id: name}`` of ``names`` (a list, or a mapping of ids to names)."""
+    names = config.get("names")
+    if isinstance(names, list):
+        names = dict(enumerate(names))
+    if not isinstance(names, dict) or not names:
+        raise SchemaError(redact(f"{yaml_path}: names: expected the class names, a list or "
+                                 f"{{id: name}}, not {names!r}"))
+    checked, problems = {}, []
+    for class_id, name in names.items():
+        if isinstance(class_id, bool) or not isinstance(class_id, int) or class_id < 0:
+            problems.append(f"names: class id {class_id!r} is not a whole number >= 0")
+        elif not isinstance(name, (str, int)) or not str(name).strip():
+            problems.append(f"names: class {class_id} has no name ({name!r})")
+        elif str(name).strip() in checked.values():
+            problems.append(f"names: {str(name).strip()!r} names two classes")
+        else:
+            checked[class_id] = str(name).strip()
+    count = config.get("nc")
+    if count is not None and count != len(names):
+        problems.append(f"nc: {count!r}, but names has {len(names)} classes")
+    refuse(yaml_path, "a YOLO data.yaml", problems)
+    return checked
+
+
+def label_path(image):
+    """The label file of an image: its last ``images`` folder named ``labels``, ``.txt``
+    (as Ultralytics finds it)."""
+    sep = "/" if storage.is_remote(image) else os.sep
+    head, found, tail = image.rpartition(f"{sep}images{sep}")
+    path = f"{head}{sep}labels{sep}{tail}" if found else image
+    stem, dot, extension = path.rpartition(".")
+    return (stem if dot and sep not in extension else path) + ".txt"
+
+
+class _Reader:
+    """The images and label files of one YOLO folder; problems gathered, then raised."""
+
+    def __init__(self, root, yaml_path, names, storage_options, allow_outside_paths, path=None):
+        self.root, self.yaml_path, self.names, self.path = root, yaml_path, names, path
+        self.options, self.allow_outside_paths = storage_options, allow_outside_paths
+        self.yaml_name = storage.basename(yaml_path)
+        self.problems, self.label_dirs = [], []
+
+    def _relative(self, path):
+        return path[len(self.root):].lstrip("/\\") if path.startswith(self.root) else path
+
+    def _entry(self, key, entry):
+        """The path of one ``data.yaml`` entry (a folder or image list), or None."""
+        where = f"{self.yaml_name}: {key}"
+        if not isinstance(entry, str) or not entry.strip():
+            self.problems.append(f"{where}: {entry!r} is not a path")
+            return None
+        entry = entry.strip()
+        candidates = [entry] + ([entry[3:]] if entry.startswith("../") else [])
+        refused = None
+        for candidate in candidates:
+            try:
+                path = confined(candidate, self.root, where, self.allow_outside_paths)
+            except SchemaError as exc:
+                refused = refused or str(exc)
+                continue
+            if storage.is_dir(path, self.options) or _is_file(path, self.options):
+                return path
+        hint = f" (data.yaml's path: {self.path!r} is not followed: name the dataset's folder " \
+            "itself)" if self.path else ""
+        self.problems.append(refused or f"{where}: {entry} does not exist in {self.root}{hint}")
+        return None
+
+    def images(self, config):
+        """``[(split, image path)]`` of every entry of ``train``, ``val``, ``test``."""
+        images, split_of = [], {}
+        for key, split in SPLIT_KEYS.items():
+            value = config.get(key)
+            entries = value if isinstance(value, list) else [] if value in (None, "") \
+                else [value]
+            for entry in entries:
+                path = self._entry(key, entry)
+                if path is None:
+                    continue
+                for image in self._listed(key, path):
+                    if image in split_of:
+                        self.problems.append(f"{self._relative(image)} is listed in "
+                                             f"{split_of[image]} and in {key}; an image "
+                                             "belongs to one split, once")
+                        continue
+                    split_of[image] = key
+                    images.append((split, image))
+        if not any(config.get(key) for key in SPLIT_KEYS):
+            self.problems.append(f"{self.yaml_name}: names no train, val or test images")
+        refuse(self.root, "a YOLO folder", self.problems)
+        return images
+
+    def _listed(self, key, path):
+        """The images of one entry: a folder's (recursively, sorted), or a list file's."""
+        if storage.is_dir(path, self.options):
+            labels = label_path(posixpath.join(path, "x.jpg") if storage.is_remote(path)
+                                else os.path.join(path, "x.jpg"))
+            self.label_dirs.append(storage.parent(labels))
+            return [_below(path, parts) for parts, _ in storage.walk_files(path, self.options)
+                    if os.path.splitext(parts[-1])[1].lower() in _IMAGE_EXTENSIONS]
+        try:
+            text = storage.read_bytes(path, self.options).decode("utf-8")
+        except UnicodeDecodeError:
+            self.problems.append(f"{self._relative(path)} ({key}): not a UTF-8 list of images")
+            return []
+        images, folder = [], storage.parent(path)
+        for number, line in enumerate(text.splitlines(), 1):
+            name = line.strip()
+            if not name:
+                continue
+            try:
+                images.append(confined(name, self.root, f"{self._relative(path)} line {number}",
+                                       self.allow_outside_paths, base=folder))
+            except SchemaError as exc:
+                self.problems.append(str(exc))
+        return images
+
+    def rows(self, images):
+        """The per-box rows of ``images`` and each row's label file."""
+        labels = [label_path(image) for _, image in images]
+        contents = storage.read_many(labels, self.options)
+        rows, lines = [], []
+        for (split, image), label, content in zip(images, labels, contents):
+            name = self._relative(label)
+            if isinstance(content, FileNotFoundError):
+                content = b""
+            elif isinstance(content, Exception):
+                self.problems.append(f"{name}: cannot be read ({content})")
+                continue
+            boxes = self._boxes(name, content)
+            for _, label_text, box in boxes:
+                rows.append((split, image, label_text, *box))
+            if not boxes:
+                rows.append((split, image, None, *(math.nan,) * 4))
+            lines += [name] * max(len(boxes), 1)  # an image's reason names its box
+        self._orphans({label for label, content in zip(labels, contents)
+                       if not isinstance(content, Exception)})
+        refuse(self.root, "a YOLO folder", self.problems)
+        return rows, lines
+
+    def _boxes(self, name, content):
+        """``[(line, label, (xmin, ymin, xmax, ymax))]`` of one label file."""
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError:
+            self.problems.append(f"{name}: not UTF-8 text")
+            return []
+        boxes = []
+        for number, line in enumerate(text.splitlines(), 1):
+            fields = line.split()
+            if not fields:
+                continue
+            where = f"{name} line {number}"
+            if len(fields) != 5:
+                self.problems.append(
+                    f"{where}: a polygon (class x1 y1 x2 y2 ...): segmentation input is not "
+                    "supported yet" if len(fields) >= 7 and len(fields) % 2 else
+                    f"{where}: {len(fields)} fields, expected 5 (class cx cy w h)")
+                continue
+            class_id = _class_id(fields[0])
+            if class_id not in self.names:
+                self.problems.append(f"{where}: class {fields[0]!r} is not in names "
+                                     f"({_ids(self.names)})")
+                continue
+            values = []
+            for field, text in zip(("cx", "cy", "w", "h"), fields[1:]):
+                try:
+                    value = float(text)
+                except ValueError:
+                    value = math.nan
+                if not math.isfinite(value):
+                    self.problems.append(f"{where}: {field} {text!r} is not a number")
+                    break
+                values.append(value)
+            else:
+                boxes.append((number, self.names[class_id], _corners(*values)))
+        return boxes
+
+    def _orphans(self, found):
+        """A problem for each label file of the listed folders whose image is not listed."""
+        claimed = set(found)
+        for folder in dict.fromkeys(self.label_dirs):
+            if not storage.is_dir(folder, self.options):
+                continue
+            for parts, _ in storage.walk_files(folder, self.options):
+                path = _below(folder, parts)
+                if parts[-1].endswith(".txt") and parts[-1] != "classes.txt" and \
+                        path not in claimed:
+                    self.problems.append(f"{self._relative(path)}: a label file without its "
+                                         "image (no image of that name in the images folder)")
+
+
+def _below(folder, parts):
+    """The path or URL of ``parts`` below ``folder``, spelled as ``folder`` is."""
+    return storage.resolve("/".join(parts), base=folder)
+
+
+def _is_file(path, storage_options):
+    return not isinstance(storage.stat_many([path], storage_options)[0], Exception)
+
+
+def _class_id(text):
+    """A class id field as an int (``3`` or ``3.0``), or None."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() else None
+
+
+def _ids(names):
+    ids = sorted(names)
+    return f"0-{ids[-1]}" if ids == list(range(len(ids))) else ", ".join(map(str, ids))
+
+
+def _corners(cx, cy, w, h):
+    """``(xmin, ymin, xmax, ymax)`` of a centre and size, a rounding step past 0 or 1
+    clamped."""
+    corners = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+    return tuple(0.0 if -_ROUNDING < v < 0 else 1.0 if 1 < v < 1 + _ROUNDING else v
+                 for v in corners)

@@ -494,3 +494,21 @@ def test_validate_reads_each_image_of_a_detection_table_once(tmp_path, photos):
     assert problems.row.tolist() == [2, 3]
     assert problems.problem.str.startswith("the annotation file gives the image width 80 and "
                                            "height 30, the image itself is 40x30").all()
+
+
+@pytest.mark.parametrize("uri,folder,inside", [
+    ("gs://b/imgs/a.jpg", "gs://b/imgs", True),
+    ("gs://b/imgs/../secret/a.jpg", "gs://b/imgs", False),  # '..' inside a URL climbs too
+    ("gs://b/imgs2/a.jpg", "gs://b/imgs", False),
+    ("https://h/imgs/%2e%2e/admin", "https://h/imgs", False),  # servers decode %2e%2e
+    ("https://h/imgs/a.jpg?X-Amz-Signature=s", "https://h/imgs", True),
+    ("s3://b/imgs/a.jpg", "gs://b/imgs", False),
+    ("/data/imgs/../imgs/a.jpg", "/data/imgs", True),
+    ("/data/imgsx/a.jpg", "/data/imgs", False),
+])
+def test_the_one_containment_rule_normalizes_paths_and_urls(uri, folder, inside):
+    from tfrecorder_lite import storage
+    from tfrecorder_lite.table import paths
+
+    assert storage.is_within(uri, folder) is inside
+    assert paths.is_inside(uri, folder) is inside

@@ -221,7 +221,9 @@ def test_the_options_page_lists_every_option_and_flag():
                  "inspect": [tfrecorder_lite.inspect],
                  "verify": [tfrecorder_lite.verify, tfrecorder_lite.read_metadata],
                  "read_vertex": [tfrecorder_lite.read_vertex, tfrecorder_lite.read_yolo,
-                                 tfrecorder_lite.to_coco]}
+                                 tfrecorder_lite.to_coco],
+                 "data_source": [tfrecorder_lite.data_source],
+                 "BackupAndRestore": [tfrecorder_lite.BackupAndRestore]}
     missing = []
     for key, calls in functions.items():
         heading = next((h for h in sections if f"`{key}`" in h), None)

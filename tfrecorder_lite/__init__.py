@@ -21,7 +21,8 @@ from .errors import (
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {  # public name -> the module that defines it
-    "ConversionResult": "write.driver", "convert": "conversion", "inspect": "read.report",
+    "BackupAndRestore": "read.resume", "ConversionResult": "write.driver",
+    "convert": "conversion", "data_source": "read.data_source", "inspect": "read.report",
     "load": "read.loader", "read_coco": "table.detection_sources",
     "read_metadata": "output.manifest", "read_vertex": "table.vertex",
     "read_voc": "table.detection_sources", "read_yolo": "table.yolo",
@@ -30,11 +31,11 @@ _LAZY = {  # public name -> the module that defines it
 }
 
 __all__ = [
-    "ConversionResult", "InvalidRowError", "ManifestError", "MissingDependencyError",
-    "OutputExistsError", "OutputLockedError", "SchemaError", "TFRecorderError",
-    "UnsupportedURLError", "VerifyError",
-    "__version__", "convert", "inspect", "load", "read_coco", "read_metadata", "read_vertex",
-    "read_voc", "read_yolo", "to_coco", "to_tfrecord", "validate", "verify",
+    "BackupAndRestore", "ConversionResult", "InvalidRowError", "ManifestError",
+    "MissingDependencyError", "OutputExistsError", "OutputLockedError", "SchemaError",
+    "TFRecorderError", "UnsupportedURLError", "VerifyError",
+    "__version__", "convert", "data_source", "inspect", "load", "read_coco", "read_metadata",
+    "read_vertex", "read_voc", "read_yolo", "to_coco", "to_tfrecord", "validate", "verify",
 ]
 
 

@@ -14,7 +14,7 @@ from . import loader
 from ..table import schema
 from ..table.kinds import prepare
 from ..errors import InvalidRowError
-from ..options import LoadOptions, TableOptions, WriteOptions, image_options
+from ..options import LoadOptions, TableOptions, WriteOptions, image_options, one_of
 from ..write.plan import build_plan
 from ..write.task import prepared_chunks
 from ..table.splits import pick
@@ -58,6 +58,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     options = LoadOptions(batch_size, image_size, shuffle, seed, as_supervised,
                               shuffle_buffer, drop_remainder, channels, dct_method, label,
                               multi_hot, box_format)
+    one_of("shuffle", shuffle, (False, True))  # "global" reads written records by index
     table = TableOptions(split_col, image_col, label_col, label_map, label_sep, features,
                          unassigned, split_ratios, box_units, box_columns, base_dir)
     write = WriteOptions(num_shards=1, shuffle=True, seed=seed, on_error=on_error)

@@ -4,12 +4,14 @@ Reads only ``metadata.json`` and the shards it lists (never globs). TensorFlow i
 lazily, so that ``import tfrecorder_lite`` stays light.
 """
 
+import dataclasses
 import functools
 import os
 
 import joblib
 
 from . import shard_cache, verification
+from . import data_source, indexed
 from ..errors import SchemaError
 from ..options import LoadOptions
 from ..output.manifest import read_manifest
@@ -18,13 +20,15 @@ from ..record.kinds import features_of
 from ..table.splits import pick
 from ..storage import Store
 from ..record.tensorflow import import_tensorflow
+from .data_source import check_uncompressed
 
 
 
 def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=False, seed=None,
          as_supervised=True, shuffle_buffer=1000, drop_remainder=False, channels=3,
          dct_method="INTEGER_ACCURATE", storage_options=None, cache_dir=None, label=None,
-         multi_hot=False, box_format="rel_yxyx"):
+         multi_hot=False, box_format="rel_yxyx", start=0, epochs=1, num_hosts=1, host_index=0,
+         input_context=None):
     """Return a ``tf.data.Dataset`` of a split, or a dict split -> dataset when split is None.
 
     Args:
@@ -33,7 +37,9 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         split: "TRAIN", "VALIDATION" or "TEST" (case-insensitive), or None for all splits.
         batch_size: batch the examples, or None for single examples.
         image_size: (height, width) to resize to (images stay uint8), or None.
-        shuffle: shuffle shard order and examples (with a buffer of ``shuffle_buffer``).
+        shuffle: True: shuffle shard order and examples (with a buffer of
+            ``shuffle_buffer``); "global": each epoch in a permutation of all the split's
+            records, read by index (see docs/training.md).
         seed: shuffle seed (None: a different order every run; a seed repeats exactly).
         as_supervised: yield ``(image, label)`` (``(features, label)`` for an output without
             images: a dict of its other columns); False yields the feature dict plus ``image``.
@@ -53,6 +59,19 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
             of the record (multi-label outputs; ready for ``BinaryCrossentropy``). Without
             it, a multi-label record's label is its int64 ids, of varying length (batched as a
             ``tf.RaggedTensor``).
+        start: the global position to start at: records read by all hosts together since
+            the first epoch began (an epoch is the split's records).
+        epochs: epochs the dataset holds from the epoch of ``start``, each in its own
+            order with ``shuffle="global"``; None: endless.
+        num_hosts, host_index: read only this host's share of the global order (host
+            ``h`` of ``H`` reads global positions ``start + h``, ``start + h + H``, ...).
+        input_context: a ``tf.distribute.InputContext``, for ``num_hosts`` and
+            ``host_index``.
+
+        ``shuffle="global"``, ``start``, ``epochs`` and the hosts read the records by index
+        (:mod:`~tfrecorder_lite.read.indexed`): the pipeline's iterators then save their
+        position in a ``tf.train.Checkpoint``, and
+        :class:`~tfrecorder_lite.read.resume.BackupAndRestore` restores it with Keras.
 
     Returns:
         A dataset yielding uint8 ``[H, W, channels]`` images and int64 labels (batched when
@@ -67,13 +86,20 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
                               multi_hot, box_format)
     store = Store(output_dir, storage_options)
     manifest, _ = read_manifest(store)
+    by_index = None
+    if indexed.by_index_wanted(shuffle, start, epochs, num_hosts, host_index, input_context):
+        by_index = functools.partial(indexed.input_position, shuffle=shuffle, seed=seed,
+                                     start=start, epochs=epochs, batch_size=batch_size,
+                                     num_hosts=num_hosts, host_index=host_index,
+                                     input_context=input_context)
     if split is None:
-        return {name: _load_split(store, manifest, name, options, cache_dir)
+        return {name: _load_split(store, manifest, name, options, cache_dir, by_index)
                 for name in manifest.splits}
-    return _load_split(store, manifest, pick(split, manifest.splits), options, cache_dir)
+    return _load_split(store, manifest, pick(split, manifest.splits), options, cache_dir,
+                       by_index)
 
 
-def _load_split(store, manifest, split, options, cache_dir):
+def _load_split(store, manifest, split, options, cache_dir, by_index=None):
     """The pipeline of one split of the output in ``store`` (see :func:`load`)."""
     features = features_of(manifest)
     label_outputs(features, options.label)  # SchemaError before TensorFlow starts
@@ -86,7 +112,13 @@ def _load_split(store, manifest, split, options, cache_dir):
             f"the images in {store.url} have different sizes, so they cannot be batched as "
             "they are: pass image_size=(height, width) to load(), or batch_size=None"
         )
+    if by_index is not None:  # shuffle="global", a start, epochs or hosts
+        position = by_index(manifest.splits[split].num_examples)
+        check_uncompressed(store, manifest, "load() by index (shuffle='global', start, "
+                                            "epochs, hosts)")
     tf = import_tensorflow()
+    if by_index is not None:
+        return _load_by_index(tf, store, manifest, split, options, position, features)
 
     shards = manifest.splits[split].shards
     paths = _shard_files(store, shards, cache_dir)
@@ -110,6 +142,25 @@ def _load_split(store, manifest, split, options, cache_dir):
         deterministic=deterministic,
     ).apply(tf.data.experimental.assert_cardinality(num_examples))
     return decoded_pipeline(tf, records, decode, options, deterministic, features)
+
+
+def _load_by_index(tf, store, manifest, split, options, position, features):
+    """The pipeline of one split read by index at the global positions of ``position``."""
+    image = manifest.image
+    source = data_source.DataSource(store, split, manifest.splits[split].shards,
+                                    data_source.value_specs(manifest))
+    order = indexed.global_order(position.num_records, options.shuffle == "global",
+                                 options.seed)
+    records = indexed.records(tf, source, order, position)
+    if position.stop is not None:
+        records = records.apply(tf.data.experimental.assert_cardinality(
+            indexed.count(position)))
+    ratios = ImageFeature.useful_jpeg_ratios(image, options.image_size) if image else ()
+    decode = decoder(tf, features, options, ratios, parse_spec(manifest.features))
+    dataset = decoded_pipeline(tf, records, decode, dataclasses.replace(options, shuffle=False),
+                               True, features)
+    dataset._tfrecorder_lite_position = position  # for BackupAndRestore
+    return dataset
 
 
 def decoded_pipeline(tf, records, decode, options, deterministic, features):

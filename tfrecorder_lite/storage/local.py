@@ -95,6 +95,27 @@ def read_file(path, max_bytes=None, check_head=None):
         os.close(fd)
 
 
+def read_ranges(path, ranges):
+    """Byte ranges ``(start, end)`` of a local file, read with positioned reads (``pread``:
+    safe in threads, no shared file position).
+
+    Raises:
+        OSError: the file is missing or unreadable, or ends before a range does.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        out = []
+        for start, end in ranges:
+            data = os.pread(fd, end - start, start)
+            if len(data) != end - start:
+                raise OSError(f"{path}: ends at byte {start + len(data)}, before the range "
+                              f"{start}-{end} read")
+            out.append(data)
+        return out
+    finally:
+        os.close(fd)
+
+
 def stat_file(path):
     """``(size, modification time in ns)`` of a regular file (else an OSError that says what
     it is)."""

@@ -10,8 +10,8 @@ import json
 
 from ..errors import SchemaError
 from .files import read_bytes
-from .local import LocalFiles
-from .remote import RemoteFiles
+from .local import LocalFiles, read_ranges as read_local_ranges
+from .remote import RemoteFiles, read_ranges as read_remote_ranges
 from .urls import READ_ONLY, basename, filesystem, is_remote, parent, protocol_of, resolve
 
 
@@ -98,6 +98,29 @@ class Store:
     def open_read(self, name):
         """A binary file object to read ``name`` from (streamed, for large files)."""
         return self._files.open_read(self.path(name))
+
+    def read_ranges(self, requests):
+        """Byte ranges of files of this folder: ``requests`` are ``(name, start, end)``
+        (``end`` excluded). Local files are read with positioned reads, remote ones with
+        ranged reads, all of one call at once.
+
+        Returns:
+            One item per request: its bytes, or the OSError reading it raised.
+        """
+        if not self.is_local:
+            return read_remote_ranges(self.fs, [(self.path(name), start, end)
+                                                for name, start, end in requests])
+        out, by_name = [None] * len(requests), {}
+        for i, (name, start, end) in enumerate(requests):
+            by_name.setdefault(name, []).append(i)
+        for name, indexes in by_name.items():
+            try:
+                found = read_local_ranges(self.path(name), [requests[i][1:] for i in indexes])
+            except OSError as exc:
+                found = [exc] * len(indexes)
+            for i, data in zip(indexes, found):
+                out[i] = data
+        return out
 
     def digest(self, name, digest, chunk_size=8 << 20):
         """Feed the bytes of the file ``name`` to ``digest`` (e.g. a FileDigest); returns it."""

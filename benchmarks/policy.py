@@ -23,6 +23,7 @@ Usage:
     python benchmarks/policy.py --repeats 3                        # 3,000 / 30,000 / 90,000
     python benchmarks/policy.py --times 10 --checks header --repeats 5
     python benchmarks/policy.py --photos --times 1 --repeats 3     # the 12 MP set (200 photos)
+    python benchmarks/policy.py --csv /tmp/tfrl_scale/table-300000.csv --times 1  # scale.py's
 """
 
 from __future__ import annotations
@@ -144,6 +145,9 @@ def report(tables: list, results: dict, repeats: int) -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--images", type=int, default=3000, help="distinct images")
+    parser.add_argument("--csv", type=Path, help="a split,image_uri,label table of your own "
+                        "instead of generated images (e.g. benchmarks/scale.py's "
+                        "/tmp/tfrl_scale/table-<rows>.csv)")
     parser.add_argument("--times", default="1,10,30", help="the table listed this many times")
     parser.add_argument("--photos", action="store_true",
                         help="the 12 MP photo set (use --images 200)")
@@ -159,10 +163,12 @@ def main(argv=None):
         return
     if args.photos and args.images == 3000:
         args.images = 200
-    csv = dataset.generate_dataset(args.images, args.workdir, photos=args.photos)
+    csv = args.csv or dataset.generate_dataset(args.images, args.workdir, photos=args.photos)
     import pandas as pd
 
     base = pd.read_csv(csv)
+    if args.csv:
+        args.images = len(base)
     print(dataset.describe_dataset(base), file=sys.stderr)
     dataset.warm_page_cache(base)
     kind = "photos" if args.photos else "images"

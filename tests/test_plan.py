@@ -9,6 +9,7 @@ import pytest
 from conftest import photo, save
 from tfrecorder_lite import SchemaError
 from tfrecorder_lite.images.normalize import ImageOptions
+from tfrecorder_lite.table import files as files_module
 from tfrecorder_lite.write.plan import plan_table
 
 COLUMNS = {"split_col": "split", "image_col": "image_uri", "label_col": "label"}
@@ -127,3 +128,25 @@ def test_a_task_carries_its_shard_rows_only(images):
         == [(3, "r3", "3.png", ((0, "cat"),)), (4, "r4", "4.png", ((1, "dog"),)),
             (5, "r5", "5.png", ((2, "owl"),))]
     assert task.features is plan.features and task.image == plan.image
+
+
+def _plan_facts(plan, index):
+    return (plan.fingerprint, [(s.name, s.positions, s.source_bytes) for s in plan.shards],
+            plan.rejected, [plan.task(s, index).rows for s in plan.shards],
+            [plan.paths[p] for p in range(len(index))])
+
+
+@pytest.mark.parametrize("labels", [None, [["cat"], ["dog", "owl"], [], ["cat", "owl"]] * 3],
+                         ids=["one label", "multi-label"])
+def test_a_table_planned_in_chunks_is_planned_as_in_one(images, monkeypatch, labels):
+    """Images are stat'ed a chunk at a time: the chunks' edges change nothing (fingerprint,
+    shards, rejections, the tasks' rows), with missing files and refused rows among them."""
+    df = table(["TRAIN", "TEST", "TRAIN", "NOPE"] * 3, labels=labels,
+               names=[f"{i}.png" if i % 5 else f"gone{i}.png" for i in range(12)])
+    df.index = pd.RangeIndex(0, 12) if labels else pd.Index([f"r{i}" for i in range(12)])
+    whole = plan_of(df, images, num_shards=2)
+    monkeypatch.setattr(files_module, "_CHUNK", 5)
+    chunked = plan_of(df, images, num_shards=2)
+    assert _plan_facts(chunked, df.index) == _plan_facts(whole, df.index)
+    assert {0, 3, 5, 7, 10, 11} <= dict(chunked.rejected).keys()  # gone*.png, NOPE splits
+    assert chunked.paths[0].endswith("gone0.png") and chunked.paths[1].endswith("1.png")

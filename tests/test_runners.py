@@ -13,7 +13,9 @@ import tfrecorder_lite
 from tfrecorder_lite import InvalidRowError
 from tfrecorder_lite.write import runners
 from tfrecorder_lite.images.normalize import ImageOptions
+from tfrecorder_lite.storage import is_remote
 from tfrecorder_lite.write.plan import ShardSpec
+from tfrecorder_lite.table.row_columns import TextColumn
 from conftest import photo, save
 from processes import loaded_modules
 
@@ -78,9 +80,10 @@ def _plan(rows, image_bytes, shards, check="header", size=None, url="/data/img.j
     """A plan's shape as the policy sees it: rows of images of ``image_bytes`` in ``shards``."""
     image = None if check is None else ImageOptions(check=check, size=size)
     per_shard = [range(i * rows // shards, (i + 1) * rows // shards) for i in range(shards)]
-    return SimpleNamespace(image=image, paths=(url,) * rows, shards=tuple(
-        ShardSpec("TRAIN", i, shards, tuple(positions), None, len(positions) * image_bytes)
-        for i, positions in enumerate(per_shard)))
+    return SimpleNamespace(
+        image=image, paths=TextColumn([[url] * rows], [is_remote(url)] * rows), shards=tuple(
+            ShardSpec("TRAIN", i, shards, tuple(positions), None, len(positions) * image_bytes)
+            for i, positions in enumerate(per_shard)))
 
 
 def _policy(plan, n_jobs=-1):

@@ -138,3 +138,35 @@ def test_num_shards_splits_rows_evenly_and_names_shards(tmp_path, image_table):
         "metadata.json", "labels.txt", layout.DATASET_INFO, layout.TFDS_FEATURES, layout.TFDS_LABEL_NAMES,
         *(name for info in result.metadata["splits"].values() for s in info["shards"]
           for name in (s["name"], s["index"]["name"]))}
+
+
+def test_problems_are_the_same_whatever_the_blocks_rows_are_read_in(image_table, monkeypatch):
+    """validate() hashes rows and resolves and reads images a block at a time: repeated
+    bytes, repeated rows, missing files and unusable URLs across the blocks' edges are found
+    as in one block, in the same order."""
+    from tfrecorder_lite.table import validation
+
+    rows = image_table.iloc[[0, 1, 2, 3, 16, 17, 20, 21]].copy()
+    copies = image_table.iloc[[0, 3, 17]].assign(split=["TEST", "TRAIN", "TRAIN"],
+                                                  label="bird")
+    rows = pd.concat([rows, copies, rows.iloc[[2]]], ignore_index=True)  # leakage, dup, row
+    rows.loc[4, "image_uri"] = "no_such_file.png"
+    rows.loc[6, "image_uri"] = "nosuchscheme://bucket/a.png"
+    rows = rows.iloc[[10, 0, 4, 8, 1, 2, 6, 3, 9, 5, 11, 7]]
+    one_block = _problems(rows, n_jobs=2)
+    monkeypatch.setattr(validation, "_BLOCK", 3)
+    in_blocks = _problems(rows, n_jobs=2)
+    pd.testing.assert_frame_equal(in_blocks, one_block)
+    found = {row: problem for row, problem in zip(one_block["row"], one_block["problem"])}
+    assert found[11] == "identical to row 2"
+    assert found[8].startswith("train/test leakage") and found[9].startswith("duplicate image")
+    assert found[5].startswith("train/test leakage")  # row 10 comes first in the table
+    assert found[4].startswith("file not found") and "nosuchscheme" in found[6]
+
+
+def test_a_list_in_the_split_column_is_an_unknown_split(image_table):
+    table = image_table.astype({"split": object})
+    table.at[0, "split"] = ["TRAIN"]
+    problems = _problems(table, check=None)
+    assert problems.loc[problems.row == 0, "problem"].tolist() == [
+        "unknown split '['TRAIN']' (expected TRAIN, VALIDATION or TEST)"]

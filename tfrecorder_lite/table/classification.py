@@ -4,6 +4,7 @@ sorted order. pandas only, no I/O."""
 
 from . import labels, schema
 from .cells import blank_cells
+from .row_columns import LabelColumns
 from ..record.features import ClassLabel, ImageFeature
 from ..record.kinds import CLASSIFICATION
 
@@ -101,14 +102,20 @@ def _label_ids(values, label_map, skip):
 
 
 def label_fields(df, label_col, label_map, label_sep, refused):
-    """``(label fields, per row: one (id, text) per field)``; rows in ``refused`` take no id."""
+    """``(label fields, per row: one (id, text) per field)``; rows in ``refused`` take no id.
+    The rows' values are LabelColumns, unless the field holds lists of labels (multi-label)."""
     fields, per_field = [], []
     for column, level in labels.label_columns(label_col):
         elements, positions, multi = labels.elements(df[column],
                                                      label_sep if level is None else None)
         ids, vocabulary = _label_ids(elements, schema.level_map(label_map, level),
                                      [int(p) in refused for p in positions])
-        texts = [vocabulary[i] if i >= 0 else "" for i in ids]
         fields.append(ClassLabel(level, multi, vocabulary, column))
-        per_field.append(zip(*labels.row_values(ids, texts, positions, len(df), multi)))
-    return tuple(fields), tuple(zip(*per_field)) if per_field else ()
+        per_field.append((ids, positions))
+    if not any(f.multi for f in fields):
+        return tuple(fields), LabelColumns([ids for ids, _ in per_field],
+                                           [f.vocabulary for f in fields])
+    rows = [zip(*labels.row_values(ids, [f.vocabulary[i] if i >= 0 else "" for i in ids],
+                                   positions, len(df), f.multi))
+            for f, (ids, positions) in zip(fields, per_field)]
+    return tuple(fields), tuple(zip(*rows))

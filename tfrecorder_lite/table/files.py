@@ -2,11 +2,15 @@
 refused with its reason, before any is read (the plan, for images and a row's other files, and
 ``validate()`` alike)."""
 
+import numpy as np
 import pandas as pd
 
 from .. import storage
 from ..errors import UnsupportedURLError
 from ..images.normalize import unreadable_reason
+from .row_columns import TextColumn
+
+_CHUNK = 1 << 16  # local files stat'ed at a time: per-row results are kept only that long
 
 
 def stat_files(uris, reasons, base_dir, max_bytes, storage_options=None, fingerprint=None,
@@ -15,44 +19,59 @@ def stat_files(uris, reasons, base_dir, max_bytes, storage_options=None, fingerp
     with their reason: a URL this library cannot open, a missing file (with a hint when a
     relative path may resolve against the wrong folder), a file over ``max_bytes``.
 
+    Local files are taken a chunk at a time; when any row names a remote file, all at once
+    (so that each folder holding many of them is listed once).
+
     Args:
-        uris: one cell per row (a path or URL, as the table has it).
+        uris: the column (a Series) of one cell per row (a path or URL, as the table has it).
         base_dir: the folder relative paths resolve against.
         fingerprint: a hashlib object that takes each found file's path, size and time.
         column: for a row's other files, the column a refused row's reason names.
 
     Returns:
-        ``(paths, sizes)`` per row.
+        ``(paths, sizes)``: each row's path or URL (a TextColumn: None for an empty cell) and
+        file size (an int64 array).
     """
-    paths, sizes, to_stat = [], [0] * len(uris), []
+    n = len(uris)
+    remote = (base_dir is not None and storage.is_remote(base_dir)) or \
+        bool(uris.astype("string").str.contains("://", regex=False).fillna(False).any())
+    step = max(1, n if remote else _CHUNK)
+    sizes, chunks, flags = np.zeros(n, dtype=np.int64), [], None
     refused_before = set(reasons)
-    for position, uri in enumerate(uris):
-        path = None if pd.isna(uri) else str(uri)  # reported as is if refused
-        if position not in reasons:
-            try:
-                path = storage.resolve(uri, base_dir)
-            except UnsupportedURLError as exc:
-                reasons[position] = str(exc)
+    for start in range(0, n, step):
+        chunk = uris.iloc[start:start + step].tolist()
+        paths, to_stat = [], []
+        for offset, uri in enumerate(chunk):
+            path = None if pd.isna(uri) else str(uri)  # reported as is if refused
+            if start + offset not in reasons:
+                try:
+                    path = storage.resolve(uri, base_dir)
+                except UnsupportedURLError as exc:
+                    reasons[start + offset] = str(exc)
+                else:
+                    to_stat.append(offset)
+            paths.append(path)
+        found = storage.stat_many([paths[i] for i in to_stat], storage_options)
+        identities = []
+        for offset, stat in zip(to_stat, found):
+            position = start + offset
+            if isinstance(stat, Exception):
+                reasons[position] = unreadable_reason(stat)
+                if isinstance(stat, FileNotFoundError):
+                    reasons[position] += storage.relative_path_hint(chunk[offset], paths[offset],
+                                                                    base_dir)
+            elif stat[0] > max_bytes:
+                reasons[position] = unreadable_reason(
+                    storage.too_large(paths[offset], stat[0], max_bytes))
             else:
-                to_stat.append(position)
-        paths.append(path)
-    found = storage.stat_many([paths[p] for p in to_stat], storage_options)
-    identities = []
-    for position, stat in zip(to_stat, found):
-        if isinstance(stat, Exception):
-            reasons[position] = unreadable_reason(stat)
-            if isinstance(stat, FileNotFoundError):
-                reasons[position] += storage.relative_path_hint(uris[position], paths[position],
-                                                                base_dir)
-        elif stat[0] > max_bytes:
-            reasons[position] = unreadable_reason(
-                storage.too_large(paths[position], stat[0], max_bytes))
-        else:
-            sizes[position] = stat[0]
-            identities.append(f"{paths[position]}\0{stat[0]}\0{stat[1]}\n")
-    if fingerprint is not None:
-        fingerprint.update("".join(identities).encode())
+                sizes[position] = stat[0]
+                identities.append(f"{paths[offset]}\0{stat[0]}\0{stat[1]}\n")
+        if fingerprint is not None:
+            fingerprint.update("".join(identities).encode())
+        if remote:
+            flags = [p is not None and storage.is_remote(p) for p in paths]
+        chunks.append(TextColumn.compact(paths))  # the chunk's strings are freed here
     if column is not None:  # say which of the row's files it is
         for position in set(reasons) - refused_before:
             reasons[position] = f"{column}: {reasons[position]}"
-    return paths, sizes
+    return TextColumn(chunks, flags), sizes

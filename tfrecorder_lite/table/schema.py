@@ -56,8 +56,14 @@ def used_columns(split_col, image_col, label_col):
 
 def canonical_splits(values):
     """Map split values to TRAIN / VALIDATION / TEST (case-insensitive); unknown -> None."""
-    upper = text_series(values).str.strip().str.upper()
-    return upper.map(ALIASES).astype(object).where(upper.notna(), None)
+    try:
+        codes, distinct = pd.factorize(values)  # each value mapped once; rows share its result
+    except TypeError:  # unhashable cells (lists): each row's text mapped
+        codes, distinct = np.arange(len(values)), values.to_numpy()
+        codes[values.isna().to_numpy()] = -1
+    upper = text_series(pd.Series(distinct)).str.strip().str.upper()
+    mapped = np.append(upper.map(ALIASES).astype(object).to_numpy(), None)
+    return pd.Series(mapped[codes], index=values.index, dtype=object)  # code -1: missing
 
 
 def split_assignment(unassigned="reject", split_ratios=None, split_col="split"):
@@ -121,10 +127,11 @@ def table_splits(df, split_col, image_col, assignment=None):
     if split_col is None:
         splits, open_rows = pd.Series([None] * len(df), index=df.index, dtype=object), None
     else:
-        splits = canonical_splits(df[split_col])
-        upper = text_series(df[split_col]).str.strip().str.upper()
-        open_rows = blank_cells(df[split_col]) | upper.eq(UNASSIGNED).fillna(False)
+        splits, open_rows = canonical_splits(df[split_col]), None
     if assignment is not None:
+        if split_col is not None:
+            upper = text_series(df[split_col]).str.strip().str.upper()
+            open_rows = blank_cells(df[split_col]) | upper.eq(UNASSIGNED).fillna(False)
         keys = row_keys(df, split_col, image_col)
         mask = [True] * len(df) if open_rows is None else open_rows.tolist()
         splits.loc[np.array(mask, dtype=bool)] = [

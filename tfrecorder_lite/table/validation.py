@@ -18,20 +18,23 @@ from ..images.normalize import (
 from ..record.boxes import declared_size_problem
 
 
-def inspect_images(items, options, storage_options=None):
-    """Check images (a joblib task): ``items`` are (position, path, the (height, width) its
-    annotation file declares, or None); return (position, sha256 of the bytes or None,
-    problem)."""
-    out = []
-    contents = read_images([path for _, path, _ in items], options, storage_options)
-    for (position, _, declared), content in zip(items, contents):
+_BLOCK = 1 << 16  # rows hashed, or whose paths are resolved, at a time
+
+
+def inspect_images(items, options, storage_options=None, declared=None):
+    """Check images (a joblib task): ``items`` are (position, path); ``declared``: ``{position:
+    (height, width)}`` an annotation file declares; return (position, sha256 of the bytes or
+    None, problem)."""
+    out, declared = [], declared or {}
+    contents = read_images([path for _, path in items], options, storage_options)
+    for (position, _), content in zip(items, contents):
         try:
             stored = prepare_content(content, options)
         except ImageRejected as exc:
             out.append((position, None, str(exc)))  # no digest: the bytes were not compared
         else:
             out.append((position, hashlib.sha256(content).digest(),
-                        declared_size_problem(declared, stored)))
+                        declared_size_problem(declared.get(position), stored)))
     return out
 
 
@@ -43,11 +46,97 @@ def _row_hashes(df):
         df = df.copy()
         for column in lists:
             df[column] = df[column].map(repr)
+    # a block of rows at a time: hashing text cells makes a Python string of each
+    return np.concatenate([np.zeros(0, dtype=np.uint64)] + [
+        _hashes(df.iloc[start:start + _BLOCK]) for start in range(0, len(df), _BLOCK)])
+
+
+def _hashes(block):
+    """The row hashes of a block of rows (text that is no valid Unicode, a lone surrogate,
+    hashed as its replacement text)."""
     try:
-        return pd.util.hash_pandas_object(df, index=False)
-    except UnicodeEncodeError:  # text that is no valid Unicode (a lone surrogate)
-        return pd.util.hash_pandas_object(
-            df.apply(lambda c: text_series(c) if c.dtype == object else c), index=False)
+        return pd.util.hash_pandas_object(block, index=False).to_numpy()
+    except UnicodeEncodeError:
+        return pd.util.hash_pandas_object(block.apply(
+            lambda c: text_series(c) if c.dtype == object else c), index=False).to_numpy()
+
+
+def _identical_rows(df, found):
+    """The labels of rows whose cells repeat an earlier row's; each is added to ``found``."""
+    hashes = _row_hashes(df)
+    involved = np.flatnonzero(pd.Series(hashes).duplicated(keep=False).to_numpy())
+    identical, first_of = set(), {}
+    for position, row in zip(involved.tolist(), df.index[involved]):
+        key = hashes[position]
+        if key in first_of:
+            identical.add(row)
+            found.append((row, None, None, f"identical to row {first_of[key]!r}"))
+        else:
+            first_of[key] = row
+    return identical
+
+
+def _resolved(df, image_col, base_dir, skipped, size, found):
+    """Yield lists of up to ``size`` ``(position, path)`` of the rows not ``skipped``, a block
+    of rows at a time; a path no filesystem can open goes to ``found`` instead."""
+    items = []
+    for start in range(0, len(df), _BLOCK):
+        block = slice(start, start + _BLOCK)
+        for position, row, uri in zip(range(start, start + _BLOCK), df.index[block],
+                                      df[image_col].iloc[block].tolist()):
+            if skipped[position]:
+                continue
+            try:
+                items.append((position, storage.resolve(uri, base_dir)))
+            except UnsupportedURLError as exc:
+                found.append((row, image_col, uri, str(exc)))
+            if len(items) == size:
+                yield items
+                items = []
+    if items:
+        yield items
+
+
+def _parallel(n_jobs):
+    """A joblib.Parallel in threads that yields results in order as they come, where the
+    caller's backend can (some return a list at the end)."""
+    try:
+        return joblib.Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")
+    except ValueError:
+        return joblib.Parallel(n_jobs=n_jobs, prefer="threads")
+
+
+def _check_images(df, image_col, base_dir, splits, found, results, members=None):
+    """Add to ``found`` the problems of ``results`` (``inspect_images``' answers, in position
+    order), each for every row of its record (``members``: ``{first row: rows}`` of records
+    of several rows), and the rows whose image bytes equal an earlier row's, in position
+    order."""
+    digests = np.zeros(len(df), dtype="S32")
+    has_digest = np.zeros(len(df), dtype=bool)
+    image_found = []
+    for position, digest, problem in (r for chunk in results for r in chunk):
+        if problem:
+            uri = df[image_col].iloc[position]
+            if problem == "file not found":
+                problem += storage.relative_path_hint(uri, storage.resolve(uri, base_dir),
+                                                      base_dir)
+            image_found += [(p, (df.index[p], image_col, df[image_col].iloc[p], problem))
+                            for p in (members or {}).get(position, (position,))]
+        if digest is not None:
+            digests[position], has_digest[position] = digest, True
+    checked = np.flatnonzero(has_digest)
+    if len(checked):
+        _, first, inverse = np.unique(digests[checked], return_index=True, return_inverse=True)
+        earlier = checked[first[np.ravel(inverse)]]  # each row's first row with its bytes
+        for position, other in zip(checked[earlier != checked].tolist(),
+                                   earlier[earlier != checked].tolist()):
+            kind = "train/test leakage" if splits[other] != splits[position] \
+                else "duplicate image"
+            image_found.append((position, (
+                df.index[position], image_col, df[image_col].iloc[position],
+                f"{kind}: same image bytes as {_where(df, other, image_col, splits)}")))
+    image_found.sort(key=lambda item: item[0])
+    found += [problem for _, problem in image_found]
 
 
 def _where(df, position, image_col, splits):
@@ -101,63 +190,42 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
     bad_rows = set(problems["row"])
     splits = schema.table_splits(df, split_col, image_col, assignment).tolist()
 
-    identical, first_of = set(), {}
-    for row, key in zip(df.index, _row_hashes(df)):
-        if key in first_of:
-            identical.add(row)
-            found.append((row, None, None, f"identical to row {first_of[key]!r}"))
-        else:
-            first_of[key] = row
-
+    identical = _identical_rows(df, found)
     if image_col is None:
         check = None
+    skipped = df.index.isin(list(bad_rows | identical)) if bad_rows or identical else \
+        np.zeros(len(df), dtype=bool)
     # a record of several rows (an image and its boxes) is read once, for its first row, and
     # its problem is every row's; a size its annotation file declares is compared with its own
     members = None if prepared.members is None else {m[0]: m for m in prepared.members}
-    declared = dict(zip(members, kind.declared_sizes(prepared) or ())) if members else {}
-    items = []
-    for position, (row, uri) in enumerate(zip(df.index, df[image_col] if image_col else ())):
-        if row in bad_rows or row in identical or (members is not None and
-                                                   position not in members):
-            continue
-        try:
-            items.append((position, storage.resolve(uri, base_dir), declared.get(position)))
-        except UnsupportedURLError as exc:
-            found.append((row, image_col, uri, str(exc)))
-    if check is not None and items:
-        paths = {position: path for position, path, _ in items}
-        options = ImageOptions(check=check, max_bytes=max_image_bytes)
-        size = max(1, min(64, len(items) // 16))
-        results = joblib.Parallel(n_jobs=n_jobs, prefer="threads")(
-            joblib.delayed(inspect_images)(items[i:i + size], options, storage_options)
-            for i in range(0, len(items), size))
-        first_with = {}
-        for position, digest, problem in (r for chunk in results for r in chunk):
-            row, uri = df.index[position], df[image_col].iloc[position]
-            if problem == "file not found":
-                problem += storage.relative_path_hint(uri, paths[position], base_dir)
-            if problem:
-                found += [(df.index[p], image_col, df[image_col].iloc[p], problem)
-                          for p in (members[position] if members else (position,))]
-            if digest is None:
-                continue
-            if digest in first_with:
-                other = first_with[digest]
-                leak = ("train/test leakage" if splits[other] != splits[position]
-                        else "duplicate image")
-                found.append((row, image_col, uri, f"{leak}: same image bytes as "
-                              f"{_where(df, other, image_col, splits)}"))
-            else:
-                first_with[digest] = position
+    declared = {}
+    if members is not None:
+        skipped = skipped | ~np.isin(np.arange(len(df)), list(members))
+        declared = {first: size for first, size in
+                    zip(members, kind.declared_sizes(prepared) or ()) if size is not None}
+    if image_col is not None:
+        options = ImageOptions(check=check or "header", max_bytes=max_image_bytes)
+        size = max(1, min(64, int((~skipped).sum()) // 16))
+        tasks = (joblib.delayed(inspect_images)(
+                     items, options, storage_options,
+                     {p: declared[p] for p, _ in items if p in declared} or None)
+                 for items in _resolved(df, image_col, base_dir, skipped, size, found))
+        if check is None:  # only the paths: resolving them finds unsupported URLs
+            for _ in tasks:
+                pass
+        else:
+            _check_images(df, image_col, base_dir, splits, found, _parallel(n_jobs)(tasks),
+                          members)
     if check is not None:  # each row's other files (e.g. a mask): there, and not too large
-        skipped = {position: "" for position, row in enumerate(df.index)
-                   if row in bad_rows or row in identical}
+        others = {int(position): "" for position in np.flatnonzero(skipped)}
         for column in prepared.files:
-            refused = dict(skipped)
-            stat_files(df[column].tolist(), refused, base_dir, max_image_bytes, storage_options,
+            refused = dict(others)
+            stat_files(df[column], refused, base_dir, max_image_bytes, storage_options,
                        column=column)
             found += [(df.index[position], column, df[column].iloc[position], reason)
                       for position, reason in refused.items() if reason]
-    order = {row: i for i, row in enumerate(df.index)}
-    found.sort(key=lambda p: order.get(p[0], -1))
+    if found:
+        wanted = {p[0] for p in found}
+        order = {row: i for i, row in enumerate(df.index) if row in wanted}
+        found.sort(key=lambda p: order.get(p[0], -1))
     return schema.problems_frame(found)

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from ..table import columns, labels, schema
 from ..errors import SchemaError
@@ -21,6 +22,7 @@ from ..output.layout import shard_name
 from ..output.manifest import FORMAT_VERSION
 from ..record import keys
 from ..record.features import FeatureSet
+from ..table.row_columns import LabelColumns, TextColumn
 from .task import ShardTask
 from ..options import table_and_write
 from ..table.files import stat_files
@@ -60,8 +62,9 @@ class WritePlan:
             multi, vocabulary; its columns: Column with name, kind, shape, column dtype,
             missing).
         shards: every ShardSpec, split by split.
-        paths, label_values, extras: per table position (label_values: one (id, text) per
-            label field; extras: tuple of values, one per column).
+        paths, label_values, extras: per table position (paths: a TextColumn; label_values:
+            one (id, text) per label field, a LabelColumns unless labels are lists or boxes;
+            extras: tuple of values, one per column).
         image: ImageOptions, or None for a table without images.
         rejected: (position, reason) of rows refused before any image was read.
         splits: splits present in the table, in TRAIN, VALIDATION, TEST order.
@@ -77,7 +80,7 @@ class WritePlan:
 
     features: FeatureSet
     shards: tuple
-    paths: tuple
+    paths: TextColumn
     label_values: tuple
     extras: tuple
     image: ImageOptions
@@ -127,9 +130,18 @@ class WritePlan:
 
     def task(self, shard, row_labels, threads=1):
         """The ShardTask of ``shard``: its rows only (``row_labels``: the table's index)."""
-        rows = tuple((p, row_labels[p], self.paths[p], (*self.label_values[p], *self.extras[p]),
-                      self.files[p] if self.files is not None else ())
-                     for p in shard.positions)
+        positions = shard.positions
+        values = self.label_values.take(positions) if isinstance(self.label_values, LabelColumns) \
+            else [self.label_values[p] for p in positions]
+        extras = [self.extras[p] for p in positions]
+        files = [()] * len(positions) if self.files is None else \
+            [self.files[p] for p in positions]
+        by_position = isinstance(row_labels, pd.RangeIndex) and row_labels.start == 0 and \
+            row_labels.step == 1  # each row's label is its position: one int for both
+        rows = tuple((p, p if by_position else row_labels[p], path,
+                      (*labels_, *more) if more else labels_, other)
+                     for p, path, labels_, more, other in zip(
+                         positions, self.paths.take(positions), values, extras, files))
         return ShardTask(shard.name, rows, self.image, self.compression, self.features,
                          self.sha256, threads, self.file_columns, self.file_format.name)
 
@@ -171,7 +183,6 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
     for row, _column, _value, problem in problems.itertuples(index=False):
         reasons.setdefault(positions_of[row], problem)
 
-    splits = splits.tolist()
     used = schema.used_columns(split_col, image_col, label_col) | prepared.used
     extra, extras = columns.extra_columns(
         df, used, table.features, reserved=[key for _, level in labels.label_columns(label_col)
@@ -179,27 +190,30 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
     compression = write.compression
     fingerprint = hashlib.sha256()
     if image_col is None:
-        image, paths = None, (None,) * len(df)
-        sizes = [_ROW_BYTES + sum(len(v) * 8 if isinstance(v, list) else 8 for v in values)
-                 for values in extras]
+        image, paths = None, TextColumn([[None] * len(df)])
+        sizes = np.array([_ROW_BYTES + sum(len(v) * 8 if isinstance(v, list) else 8
+                                           for v in values) for values in extras], dtype=np.int64)
     else:
-        paths, sizes = stat_files(df[image_col].tolist(), reasons, table.base_dir,
-                                  image.max_bytes, storage_options, fingerprint)
+        paths, sizes = stat_files(df[image_col], reasons, table.base_dir, image.max_bytes,
+                                  storage_options, fingerprint)
     files = None
     for column in prepared.files:  # each record's other files: resolved and checked alike
-        found, more = stat_files(df[column].tolist(), reasons, table.base_dir,
+        found, more = stat_files(df[column], reasons, table.base_dir,
                                  (image or ImageOptions()).max_bytes, storage_options,
                                  fingerprint, column)
-        files = [(*previous, path) for previous, path in zip(files or [()] * len(df), found)]
-        sizes = [a + b for a, b in zip(sizes, more)]
+        files = [(*previous, path) for previous, path in
+                 zip(files or [()] * len(df), found.take(np.arange(len(df))))]
+        sizes = sizes + more
 
     label_fields, label_values = kind.label_fields(prepared, table, reasons)
     shards, present = [], []
+    refused = np.zeros(len(splits), dtype=bool)
+    refused[list(reasons)] = True
     for split_number, split in enumerate(SPLITS):
-        positions = np.array([p for p, s in enumerate(splits) if s == split and p not in reasons],
-                             dtype=np.int64)
-        if not any(s == split for s in splits):
+        in_split = splits.eq(split).to_numpy(dtype=bool)
+        if not in_split.any():
             continue
+        positions = np.flatnonzero(in_split & ~refused).astype(np.int64)
         present.append(split)
         if write.shuffle and len(positions):
             rng = np.random.default_rng([write.seed, split_number])
@@ -207,11 +221,11 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
         if image is not None and image.size is not None:
             n_bytes = len(positions) * image.size[0] * image.size[1] * 3 * _RESIZED_BYTES_PER_PIXEL
         else:
-            n_bytes = sum(sizes[p] for p in positions)
+            n_bytes = int(sizes[positions].sum())
         count = _shard_count(write.num_shards, split, len(positions), n_bytes)
         bounds = [len(positions) * i // count for i in range(count + 1)]
         shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), compression,
-                             sum(sizes[p] for p in positions[a:b]))
+                             int(sizes[positions[a:b]].sum()))
                    for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
 
     rejected = tuple(sorted(reasons.items()))
@@ -231,7 +245,7 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
         **({"sha256": True} if write.sha256 else {}),
         **({"assignment": assignment} if assignment else {}),
         "shards": [(s.name, s.positions) for s in shards],
-        "label_ids": [v[0][0] for v in label_values] if single else label_values,
+        "label_ids": _label_ids_described(label_values, single),
         "extras": extras,
         **kind.fingerprint(prepared, table),
     }
@@ -240,7 +254,7 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
     return WritePlan(
         features=FeatureSet(None if image is None else kind.image_feature(), label_fields,
                             extra),
-        shards=tuple(shards), paths=tuple(paths),
+        shards=tuple(shards), paths=paths,
         label_values=label_values, extras=tuple(extras), image=image,
         compression=compression, rejected=rejected, splits=tuple(present),
         fingerprint=fingerprint.hexdigest(), sha256=write.sha256, assignment=assignment,
@@ -250,6 +264,14 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None):
 
 
 _ROW_BYTES = 64  # rough record size without images, beside its values (picks shard counts)
+
+
+def _label_ids_described(label_values, single):
+    """What the fingerprint takes of the rows' labels: one label field's ids, else the
+    values."""
+    if isinstance(label_values, LabelColumns):
+        return label_values.ids[0].tolist() if single else list(label_values)
+    return [v[0][0] for v in label_values] if single else label_values
 
 
 def plan_table(df, image=ImageOptions(), storage_options=None, **options):

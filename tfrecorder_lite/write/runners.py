@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import joblib
 
-from .. import redaction, storage
+from .. import redaction
 from .task import write_shard
 from .worker_errors import guarded, unwrapped
 
@@ -80,7 +80,8 @@ class JoblibRunner:
         outer, prefer, threads = parallelism(plan, shards, self.n_jobs)
         for return_as in ("generator_unordered", "generator", "list"):
             try:  # receipts as they come, where the backend can (Ray's returns a list at the end)
-                parallel = joblib.Parallel(n_jobs=outer, prefer=prefer, return_as=return_as)
+                parallel = joblib.Parallel(n_jobs=outer, prefer=prefer, return_as=return_as,
+                                           pre_dispatch="n_jobs")  # tasks made ahead: rows held
                 break
             except ValueError:
                 continue
@@ -119,8 +120,7 @@ class Work:
         """The Work of writing ``shards`` of ``plan``."""
         image = plan.image
         check = None if image is None else "resize" if image.size is not None else image.check
-        remote = image is not None and any(storage.is_remote(plan.paths[p]) for shard in shards
-                                           for p in shard.positions)
+        remote = image is not None and any(plan.paths.any_remote(s.positions) for s in shards)
         sizes = [len(s.positions) for s in shards]
         return cls(check, sum(sizes), sum(s.source_bytes for s in shards), len(shards),
                    max(sizes, default=0), remote)

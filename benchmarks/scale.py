@@ -1,0 +1,382 @@
+"""The scale curve: time per row and peak memory from 10,000 to 1,000,000 rows.
+
+Small distinct images (32x32 JPEGs, smooth colour fields with noise: about 1 KB each, one
+4 KiB disk block) are generated once, seeded, in folders of 1,000, and cached in ``--workdir``
+(a million take about 4 GB and a minute or two on 2 cores); the table of n rows is the first n
+of them, with a seeded split (80/10/10) and one of 10 labels. At each size, every path runs in
+a fresh interpreter that imports the library, reads the CSV with pandas, and then times:
+
+- ``header``: ``df.tfrecord.to_tfrecord(out, check="header")``;
+- ``decode``: ``df.tfrecord.to_tfrecord(out)`` (the default check; its output is kept for
+  the reads below);
+- ``validate``: ``df.tfrecord.validate()`` (header check, duplicate bytes);
+- ``load``: one epoch of ``load(out, "TRAIN", batch_size=256, image_size=(32, 32))``
+  (per TRAIN row);
+- ``load_global``: the same with ``shuffle="global"``, a seed and ``epochs=1``, where the
+  library has it (a tree whose ``load()`` has no ``epochs`` reports that it has not).
+
+Each reports its seconds, the driver's resident memory after reading the table (VmRSS) and
+its high-water mark at the end (VmHWM of /proc/self/status, as the tests take it), and the
+largest VmHWM of its worker processes (every descendant of the driver, read from /proc every
+0.2 s and at the end). Before each run the disk is synced (``os.sync()``) and the machine's
+load average is taken. A model of the driver's peak, ``a + b * rows`` through the two largest
+sizes, extrapolates it to 10,000,000 rows.
+
+``--profile PATH --sizes 100000`` runs one path under tracemalloc instead and prints what is
+alive when the traced memory peaks (the allocation sites, grouped by line), to find what
+each row keeps.
+
+Usage:
+    python benchmarks/scale.py                                   # 10k, 100k, 1M: every path
+    python benchmarks/scale.py --sizes 10000,100000 --paths header,validate
+    python benchmarks/scale.py --profile header --sizes 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_WORKDIR = Path("/tmp/tfrl_scale")
+SEED = 35
+PER_FOLDER = 1000
+SIDE = 32
+CLASSES = ("airplane", "bicycle", "bird", "boat", "cat", "dog", "flower", "horse", "tree",
+           "truck")
+PATHS = ("header", "decode", "load", "load_global", "validate")
+MAX_ROWS = 1_000_000
+
+
+# ----------------------------------------------------------------------------- the images
+
+def _folder(workdir, number):
+    return workdir / "images" / f"{number:04d}"
+
+
+def _write_folder(job):
+    """Renders the 1,000 images of folder ``number`` (a pool task); returns their bytes."""
+    from PIL import Image
+
+    workdir, number = job
+    folder = _folder(Path(workdir), number)
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng([SEED, number])
+    fields = rng.uniform(0, 255, (PER_FOLDER, 4, 4, 3)).astype(np.uint8)
+    noise = rng.normal(0, 12, (PER_FOLDER, SIDE, SIDE, 3))
+    total = 0
+    for i in range(PER_FOLDER):
+        smooth = np.asarray(Image.fromarray(fields[i]).resize((SIDE, SIDE), Image.BICUBIC))
+        pixels = np.clip(smooth + noise[i], 0, 255).astype(np.uint8)
+        path = folder / f"{number * PER_FOLDER + i:07d}.jpg"
+        Image.fromarray(pixels).save(path, quality=90)
+        total += path.stat().st_size
+    (folder / ".done").write_text(str(total))
+    return total
+
+
+def generate(rows, workdir):
+    """Makes (or reuses) the first ``rows`` images and their table; returns the CSV's path."""
+    import pandas as pd
+
+    folders = -(-rows // PER_FOLDER)
+    todo = [n for n in range(folders) if not (_folder(workdir, n) / ".done").exists()]
+    if todo:
+        start = time.perf_counter()
+        with multiprocessing.get_context("fork").Pool(os.cpu_count() or 1) as pool:
+            for _ in pool.imap_unordered(_write_folder, [(str(workdir), n) for n in todo]):
+                pass
+        print(f"generated {len(todo) * PER_FOLDER:,} images in "
+              f"{time.perf_counter() - start:.0f} s", file=sys.stderr)
+    csv = workdir / f"table-{rows}.csv"
+    if not csv.exists():
+        rng = np.random.default_rng(SEED)  # the same draws for every size: n rows are a prefix
+        splits = np.array(["TRAIN", "VALIDATION", "TEST"])[
+            rng.choice(3, MAX_ROWS, p=[0.8, 0.1, 0.1])][:rows]
+        labels = np.array(CLASSES)[rng.integers(0, len(CLASSES), MAX_ROWS)][:rows]
+        uris = [str(_folder(workdir, i // PER_FOLDER) / f"{i:07d}.jpg") for i in range(rows)]
+        pd.DataFrame({"split": splits, "image_uri": uris, "label": labels}).to_csv(
+            csv.with_suffix(".tmp"), index=False)
+        os.replace(csv.with_suffix(".tmp"), csv)
+    return csv
+
+
+def image_bytes(rows, workdir):
+    """Bytes of the first ``rows`` images (from the folders' markers)."""
+    folders = -(-rows // PER_FOLDER)
+    return sum(int((_folder(workdir, n) / ".done").read_text()) for n in range(folders)) \
+        * rows / (folders * PER_FOLDER)
+
+
+def warm(rows, workdir):
+    """Reads the first ``rows`` images once (untimed), so that every run finds them cached."""
+    def read(number):
+        folder = _folder(workdir, number)
+        for i in range(number * PER_FOLDER, min(rows, (number + 1) * PER_FOLDER)):
+            with open(folder / f"{i:07d}.jpg", "rb") as f:
+                f.read()
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(read, range(-(-rows // PER_FOLDER))))
+
+
+# ----------------------------------------------------------------------------- memory
+
+def _status(pid, field):
+    """A field of /proc/PID/status in bytes, or None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return None
+
+
+def _descendants(root):
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                continue
+    found, frontier = set(), {root}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+class WorkerPeaks:
+    """The largest VmHWM of each descendant process, sampled every 0.2 s and at ``stop()``."""
+
+    def __init__(self):
+        self.peaks, self._stop = {}, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _sample(self):
+        for pid in _descendants(os.getpid()):
+            peak = _status(pid, "VmHWM")
+            if peak is not None:
+                self.peaks[pid] = max(peak, self.peaks.get(pid, 0))
+
+    def _run(self):
+        while not self._stop.wait(0.2):
+            self._sample()
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        return self.peaks
+
+
+# ----------------------------------------------------------------------------- one run
+
+def _run_path(path, table, out):
+    """Runs ``path``; returns (rows it counts, what to check it by)."""
+    import tfrecorder_lite
+
+    if path in ("header", "decode"):
+        result = table.tfrecord.to_tfrecord(
+            str(out), progress=False, **({"check": "header"} if path == "header" else {}))
+        return len(table), f"{sum(result.counts.values()):,} records"
+    if path == "validate":
+        problems = table.tfrecord.validate()
+        return len(table), f"{len(problems)} problems"
+    options = {}
+    if path == "load_global":
+        import inspect
+
+        if "epochs" not in inspect.signature(tfrecorder_lite.load).parameters:
+            raise NotImplementedError("this tree's load() has no shuffle='global' (a truthy "
+                                      "shuffle would run the buffer shuffle instead)")
+        options = {"shuffle": "global", "seed": 1, "epochs": 1}
+    dataset = tfrecorder_lite.load(str(out), "TRAIN", batch_size=256, image_size=(SIDE, SIDE),
+                                   **options)
+    images = sum(int(batch[0].shape[0]) for batch in dataset)
+    return images, f"{images:,} TRAIN images"
+
+
+def child(job):
+    """One timed run (in its own interpreter)."""
+    sys.path.insert(0, str(REPO_ROOT))
+    import pandas as pd
+
+    import tfrecorder_lite
+    import tfrecorder_lite.conversion  # noqa: F401  (what a conversion imports: not timed)
+    try:
+        import tfrecorder_lite.table.validation  # noqa: F401
+    except ImportError:  # a tree from before the layout of 3bb8eda
+        import tfrecorder_lite.validation  # noqa: F401
+    if job["path"].startswith("load"):
+        import tensorflow  # noqa: F401
+
+    table = pd.read_csv(job["csv"])
+    with_table = _status("self", "VmRSS")
+    load = os.getloadavg()
+    if job.get("profile"):
+        return profile(job["path"], table, Path(job["out"]))
+    workers = WorkerPeaks()
+    start = time.perf_counter()
+    try:
+        rows, check = _run_path(job["path"], table, Path(job["out"]))
+    except Exception as exc:  # e.g. shuffle="global" on a tree without it
+        workers.stop()
+        return {"error": f"{type(exc).__name__}: {str(exc)[:200]}", "load": load}
+    seconds = time.perf_counter() - start
+    peaks = workers.stop()
+    return {"seconds": seconds, "rows": rows, "check": check, "rss_table": with_table,
+            "peak": _status("self", "VmHWM"), "workers": len(peaks),
+            "worker_peak": max(peaks.values(), default=0), "load": load}
+
+
+def profile(path, table, out, top=12):
+    """``path`` under tracemalloc: what is alive near the traced peak, by allocation site (the
+    last three frames)."""
+    import tracemalloc
+
+    tracemalloc.start(3)
+    best = {"size": 0, "snapshot": None}
+    done = threading.Event()
+
+    def watch():  # a snapshot each time the traced memory grew 10%, at most two a second
+        last = 0.0
+        while not done.wait(0.02):
+            current, _ = tracemalloc.get_traced_memory()
+            if current > best["size"] * 1.1 and time.monotonic() - last > 0.5:
+                best.update(size=current, snapshot=tracemalloc.take_snapshot())
+                last = time.monotonic()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    start = time.perf_counter()
+    _run_path(path, table, out)
+    seconds = time.perf_counter() - start
+    done.set()
+    watcher.join()
+    _, peak = tracemalloc.get_traced_memory()
+    lines = [f"{path}, {len(table):,} rows: {seconds:.1f} s under tracemalloc; traced peak "
+             f"{peak / 2**20:.0f} MB; the snapshot nearest it holds {best['size'] / 2**20:.0f}"
+             f" MB ({best['size'] / len(table):.0f} bytes a row), largest sites:"]
+    snapshot = best["snapshot"].filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+    for stat in snapshot.statistics("traceback")[:top]:
+        lines.append(f"  {stat.size / 2**20:7.1f} MB {stat.count:>9,} blocks")
+        lines += [f"      {frame.filename.replace(str(REPO_ROOT) + '/', '')}:{frame.lineno}"
+                  for frame in stat.traceback]
+    return {"profile": "\n".join(lines)}
+
+
+def run_child(job):
+    os.sync()  # what the run before left to write back is on the disk
+    started = os.getloadavg()
+    done = subprocess.run([sys.executable, __file__, "--child", json.dumps(job)],
+                          capture_output=True, text=True,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1][:300], "load": started}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- the report
+
+def _mb(value):
+    return f"{value / 2**20:,.0f}" if value else "-"
+
+
+def report(results, sizes, bytes_of):
+    lines = ["| path | rows | seconds | us/row | rows/s | driver RSS with the table MB | "
+             "driver peak MB | driver peak - table MB | workers (peak MB) | load avg | check |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
+    for (path, rows), r in results.items():
+        if "error" in r:
+            lines.append(f"| {path} | {rows:,} | - | - | - | - | - | - | - | "
+                         f"{r['load'][0]:.2f} | {r['error']} |")
+            continue
+        workers = f"{r['workers']} ({_mb(r['worker_peak'])})" if r["workers"] else "none"
+        lines.append(
+            f"| {path} | {rows:,} | {r['seconds']:.1f} | {r['seconds'] / r['rows'] * 1e6:.0f} | "
+            f"{r['rows'] / r['seconds']:,.0f} | {_mb(r['rss_table'])} | {_mb(r['peak'])} | "
+            f"{_mb(r['peak'] - r['rss_table'])} | {workers} | {r['load'][0]:.2f} | "
+            f"{r['check']} |")
+    if len(sizes) >= 2:
+        small, large = sizes[-2], sizes[-1]
+        lines += ["", f"| path | us/row {large:,} / {small:,} | driver peak model "
+                  "(MB + KB/row) | driver peak at 10,000,000 rows (model) |", "|---|---:|---|---:|"]
+        for path in dict.fromkeys(p for p, _ in results):
+            a, b = results.get((path, small), {}), results.get((path, large), {})
+            if "seconds" not in a or "seconds" not in b:
+                continue
+            ratio = (b["seconds"] / b["rows"]) / (a["seconds"] / a["rows"])
+            slope = (b["peak"] - a["peak"]) / (large - small)
+            base = a["peak"] - slope * small
+            lines.append(f"| {path} | {ratio:.2f} | {base / 2**20:,.0f} MB + "
+                         f"{slope / 1024:.2f} KB/row | {(base + slope * 1e7) / 2**30:.1f} GB |")
+    lines.append("")
+    lines.append("Images: " + ", ".join(f"{rows:,} rows {bytes_of[rows] / 1e6:,.0f} MB"
+                                        for rows in sizes))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--paths", default=",".join(PATHS))
+    parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
+    parser.add_argument("--profile", choices=("header", "decode", "validate"),
+                        help="run this path under tracemalloc at each size instead")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(json.loads(args.child))))
+        return
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if max(sizes) > MAX_ROWS:
+        parser.error(f"at most {MAX_ROWS:,} rows")
+    paths = [p for p in args.paths.split(",")]
+    results, bytes_of = {}, {}
+    print(f"`python benchmarks/scale.py {' '.join(argv if argv is not None else sys.argv[1:])}`"
+          f", {os.cpu_count()} cores, load average before: "
+          + ", ".join(f"{v:.2f}" for v in os.getloadavg()), flush=True)
+    for rows in sizes:
+        csv = generate(rows, args.workdir)
+        bytes_of[rows] = image_bytes(rows, args.workdir)
+        warm(rows, args.workdir)
+        out = args.workdir / "out"
+        shutil.rmtree(out, ignore_errors=True)
+        for path in ([args.profile] if args.profile else paths):
+            job = {"path": path, "csv": str(csv), "out": str(out), "profile": args.profile}
+            if path in ("header", "validate", "decode") and not args.profile:
+                scratch = args.workdir / "scratch"  # decode's output is kept for the reads
+                job["out"] = str(out if path == "decode" else scratch)
+            result = run_child(job)
+            shutil.rmtree(args.workdir / "scratch", ignore_errors=True)
+            if "profile" in result:
+                print(result["profile"], flush=True)
+                shutil.rmtree(out, ignore_errors=True)
+                continue
+            results[(path, rows)] = result
+            print(f"{rows:,} {path}: " + json.dumps(result), file=sys.stderr, flush=True)
+        shutil.rmtree(out, ignore_errors=True)
+    if results:
+        print(report(results, sizes, bytes_of))
+    print("load average after: " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
+
+
+if __name__ == "__main__":
+    main()

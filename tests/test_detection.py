@@ -299,3 +299,25 @@ def test_inspect_draws_each_box_with_its_label(box_table, tmp_path):
     assert edge == boxes._BOX_COLOURS[1]
     summary = tfrecorder_lite.inspect(tmp_path / "out")
     assert summary.num_images == 4 and "cat: 4" in summary.summary
+
+
+def test_the_documented_keras_example_fits_any_number_of_boxes(tmp_path, monkeypatch):
+    """docs/detection.md's Keras block, pasted against an output whose images hold 1 to 7 boxes
+    (the sample images hold at most 2)."""
+    from test_docs import REPO, page_blocks
+
+    block, = [b["code"] for b in page_blocks(REPO / "docs" / "detection.md")
+              if b["code"].startswith("import keras\n")]
+    rows = []
+    for i in range(12):
+        path = save(photo(40, 60, seed=i), tmp_path / "images" / f"{i}.jpg")
+        rows += [("TRAIN", path, ["car", "dog", "cat"][j % 3], 0.05 * j, 0.05 * j, 0.5 + 0.05 * j,
+                  0.6) for j in range(1 + i % 7)]
+    table = pd.DataFrame(rows, columns=["split", "image_uri", "label", "xmin", "ymin", "xmax",
+                                        "ymax"])
+    table.tfrecord.to_tfrecord(tmp_path / "detection_records", progress=False)
+    monkeypatch.chdir(tmp_path)
+    namespace = {"tfrecorder_lite": tfrecorder_lite}
+    exec(compile(block, "docs/detection.md", "exec"), namespace)
+    assert namespace["max_boxes"] == 7 and namespace["num_classes"] == 4
+    assert [tuple(shape) for shape in namespace["model"].output_shape] == [(None, 7, 4)] * 2

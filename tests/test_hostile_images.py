@@ -547,10 +547,17 @@ def test_every_stored_image_decodes_in_tensorflow(tmp_path, make, check):
 ])
 def test_damage_that_tensorflow_refuses_is_rejected_in_both_check_modes(tmp_path, make, reason,
                                                                          check):
-    df = pd.DataFrame({"split": ["train"], "image_uri": [make(tmp_path)], "label": ["a"]})
+    df = pd.DataFrame({"split": ["train"] * 2, "image_uri": [make(tmp_path), _sound(tmp_path)],
+                       "label": ["a"] * 2})  # a table of no sound image is refused whole
     result = df.tfrecord.to_tfrecord(tmp_path / "out", on_error="skip", check=check, n_jobs=1,
                                      progress=False)
     assert result.rejected["reason"].tolist() == [reason]
+
+
+def _sound(folder):
+    """A sound PNG in ``folder``: the row beside a damaged one that keeps its table
+    convertible (a table whose every row is rejected is refused as a whole)."""
+    return ig.write_bytes(folder / "sound.png", ig.encode(ig.noise_rgb(16, 16, seed=1), "PNG"))
 
 
 def _jpeg_variants():
@@ -789,7 +796,8 @@ def test_png_orientation_stored_after_the_pixels_is_applied(tmp_path, where, che
 def test_truncated_png_reason_says_truncated_png(tmp_path):
     data = ig.encode(ig.noise_rgb(64, 64, seed=70), "PNG")
     path = ig.write_bytes(tmp_path / "cut.png", data[: len(data) // 2])
-    df = pd.DataFrame({"split": ["train"], "image_uri": [path], "label": ["a"]})
+    df = pd.DataFrame({"split": ["train"] * 2, "image_uri": [path, _sound(tmp_path)],
+                       "label": ["a"] * 2})
     result = df.tfrecord.to_tfrecord(tmp_path / "out", on_error="skip", n_jobs=1,
                                      progress=False)
     reason = result.rejected["reason"].iloc[0]

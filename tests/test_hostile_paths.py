@@ -24,7 +24,9 @@ SCRIPT = textwrap.dedent("""
     root, rows, headroom = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
     df = pd.DataFrame(rows, columns=["split", "image_uri", "label"], index=range(len(rows)))
     options = dict(base_dir=root, max_image_bytes=4 * 10**9)
-    warm = df.iloc[:1]  # imports, pools and threads made before the limit is set
+    warm = df.iloc[[0, -1]]  # imports, pools and threads made before the limit is set
+                             # (with the last row, the good one: a table of no good row is
+                             # refused whole)
     warm.tfrecord.validate(check="decode", **options)
     warm.tfrecord.to_tfrecord(root + "/warm", on_error="skip", progress=False, **options)
     with open("/proc/self/status") as f:

@@ -247,7 +247,7 @@ def test_one_transient_503_does_not_end_an_on_error_raise_run(server, tmp_path):
 # ============================================================ gcsfs and s3fs: their own settings
 
 @pytest.mark.slow  # waits out real timeouts and backoffs
-def test_gcsfs_and_s3fs_failures_say_what_the_store_answered(server, tmp_path):
+def test_gcsfs_and_s3fs_failures_say_what_the_store_answered(server, served, tmp_path):
     server.reset_counts()
     options = {"storage_options": {
         "gs": {"token": "anon", "endpoint_url": server.url, "requests_timeout": 2},
@@ -257,6 +257,7 @@ def test_gcsfs_and_s3fs_failures_say_what_the_store_answered(server, tmp_path):
         "gs://status-401/a.jpg", "gs://status-403/a.jpg", "gs://status-404/a.jpg",
         "gs://silent/a.jpg", "s3://status-500/a.jpg", "s3://status-403/a.jpg",
         "s3://status-404/a.jpg")]
+    table.append(["TRAIN", str(served / "a.jpg"), "cat"])  # a table of no good row is refused
     report = run_jobs([{"rows": table, "out": str(tmp_path / "out"), "options": options}])
     job = report["jobs"][0]
     for found in (job["validate"], job["rejected"]):

@@ -20,6 +20,7 @@ from tfrecorder_lite.output import lock as folder_lock
 from tfrecorder_lite.output.layout import LOCK
 from tfrecorder_lite.output.lock import FolderLock
 from tfrecorder_lite.storage import Store
+from conftest import photo, save
 from processes import PAUSED_AFTER_FIRST_SHARD
 
 CLI = [sys.executable, "-m", "tfrecorder_lite.cli"]
@@ -298,7 +299,8 @@ def test_every_file_reaches_the_disk_before_its_rename_and_metadata_comes_last(s
 def test_rejected_csv_neutralizes_formulas_and_the_result_keeps_exact_values(tmp_path):
     rows = [("TRAIN", "=HYPERLINK(\"http://x\")", "cat"), ("TRAIN", "@SUM(A1)", "-2+3"),
             ("TRAIN", "+cmd", "-5"), ("TRAIN", "missing.jpg", "=1+1")]
-    df = pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+    sound = save(photo(8, 8), tmp_path / "sound.png")  # a table of no sound row is refused
+    df = pd.DataFrame(rows + [("TRAIN", sound, "cat")], columns=["split", "image_uri", "label"])
     result = df.tfrecord.to_tfrecord(tmp_path / "out", on_error="skip", progress=False)
     assert result.rejected["image_uri"].tolist() == [r[1] for r in rows]  # exact values
     written = pd.read_csv(tmp_path / "out" / "rejected.csv", dtype=str, keep_default_na=False)

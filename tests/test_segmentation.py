@@ -372,7 +372,8 @@ def test_info_and_inspect_from_the_command_line(tmp_path):
     assert done.returncode == 0, done.stderr
     info = subprocess.run([*cli, "info", str(tmp_path / "out")], capture_output=True, text=True,
                           env=env)
-    assert "3 labels (segmentation)" in info.stdout
+    pixels = tfrecorder_lite.read_metadata(tmp_path / "out")["segmentation"]["labelled_pixels"]
+    assert f"3 labels (segmentation: {sum(pixels.values())} pixels)" in info.stdout
     assert " pixels" in info.stdout.splitlines()[3]
     report = subprocess.run([*cli, "inspect", str(tmp_path / "out"), "--out",
                              str(tmp_path / "report.html")], capture_output=True, text=True,

@@ -153,6 +153,10 @@ def _parser():
                                        "(default: the file's folder)")
     c.add_argument("--include-masks", action="store_true",
                    help="a COCO .json file's instance masks too (image/object/mask)")
+    c.add_argument("--allow-outside-paths", action="store_true",
+                   help="read images an annotation file (COCO, VOC, Vertex AI, YOLO) names "
+                        "outside the folder given (../, absolute paths, URLs); by default "
+                        "they are refused")
     c.add_argument("--box-units", choices=options.BOX_UNITS, default="relative",
                    help="a detection table's coordinates: fractions of the image, or pixels")
     c.add_argument("--mask-col", metavar="COL",
@@ -245,7 +249,7 @@ def _convert(args):
         on_error=args.on_error, shuffle=not args.no_shuffle, seed=args.seed,
         overwrite=args.overwrite, n_jobs=args.jobs, progress=not args.no_progress,
         sha256=args.sha256, encoding=args.encoding, base_dir=args.base_dir, task=args.task,
-        split=args.split, image_dir=args.image_dir,
+        split=args.split, image_dir=args.image_dir, allow_outside_paths=args.allow_outside_paths,
         **({"include_masks": True} if args.include_masks else {}),
         max_image_bytes=args.max_image_bytes, unassigned=args.unassigned,
         split_ratios=args.split_ratios, box_units=args.box_units, runner=args.runner,

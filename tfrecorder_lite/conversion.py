@@ -218,11 +218,14 @@ def convert(source, output_dir, **options):
     the options of :func:`to_tfrecord`, and of ``sources.read_source``: ``encoding`` (default
     ``"utf-8"``) of a CSV file, ``task`` (one of ``table.sources.TASKS``: how to read
     a CSV that its shape does not tell), ``split``, ``image_dir`` and ``include_masks`` (each
-    box's instance mask) of a COCO file.
+    box's instance mask) of a COCO file, and ``allow_outside_paths`` (read images an
+    annotation file names outside the folder given: refused rows or an error otherwise) and
+    ``max_annotation_bytes`` (default 1 GiB: a larger COCO file is refused before it is read).
     """
     columns = {k: options[k] for k in ("split_col", "image_col", "label_col") if k in options}
     reading = {k: options.pop(k) for k in ("encoding", "task", "split", "image_dir",
-                                           "include_masks") if k in options}
+                                           "include_masks", "allow_outside_paths",
+                                           "max_annotation_bytes") if k in options}
     check_conversion(**options)  # every option, before the source is read
     Store(output_dir, options.get("storage_options")).check_writable()
     df, base_dir = sources.read_source(source, storage_options=options.get("storage_options"),

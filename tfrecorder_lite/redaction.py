@@ -50,9 +50,18 @@ def redact(text):
     return _URL.sub(lambda m: redact_url(m.group(0)), text)
 
 
+def _storable(value):
+    """Text as it can be stored: a lone surrogate (no UTF-8 file holds one) escaped as
+    ``\\udXXX``; anything else as it is."""
+    if isinstance(value, str) and not value.isascii():
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
 def redact_frame(frame):
-    """A copy of a DataFrame with every text cell, column name and index label redacted."""
-    frame = frame.map(redact)
+    """A copy of a DataFrame with every text cell, column name and index label redacted (and
+    text that is no valid Unicode escaped, so that the copy can be written as UTF-8)."""
+    frame = frame.map(lambda value: redact(_storable(value)))
     frame.index = frame.index.map(redact)
     frame.columns = frame.columns.map(redact)
     return frame

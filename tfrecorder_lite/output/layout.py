@@ -120,6 +120,30 @@ def label_files(labels):
     return {LABELS: labels}
 
 
+# What no label may hold: control characters and line breaks (a label is one line of labels.txt
+# and tfds' label files, one quoted string of label_map.pbtxt), and lone surrogates (no UTF-8).
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def label_problem(value):
+    """Why a label cannot be stored as it is, or None when it can.
+
+    The rule of every label of every kind and source: its text is one line of valid Unicode
+    (no control character or line break, no lone surrogate), so that ``labels.txt``, tfds'
+    label files, ``label_map.pbtxt`` and the report keep one label per id.
+    """
+    if not isinstance(value, str):
+        return None
+    if CONTROL.search(value):
+        return (f"label {value!r} holds a control character or line break (a label is one "
+                "line of labels.txt and label_map.pbtxt)")
+    if _SURROGATE.search(value):
+        return (f"label {value!r} is not valid Unicode text: it holds a lone surrogate "
+                f"({_SURROGATE.search(value).group()!r}), which no UTF-8 file can store")
+    return None
+
+
 def tfds_label_names(key):
     """The file tfds reads the label names of the class feature ``key`` from."""
     return key.replace("/", ".") + ".labels.txt"

@@ -17,7 +17,6 @@ for longer than the lease can still write once.
 """
 
 import json
-import logging
 import math
 import os
 import socket
@@ -26,12 +25,13 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from .. import redaction
 from ..errors import OutputLockedError
 from ..storage import FileRefused, Store, read_many
 from ..storage.local import CAN_LOCK, FileLocked, lock_file, unlock_file
 from .layout import LOCK
 
-logger = logging.getLogger(__name__)
+logger = redaction.logger(__name__)  # every record redacted
 
 HEARTBEAT_SECONDS = 20.0
 STALE_SECONDS = 120.0

@@ -522,10 +522,14 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
         return items[:max_labels], [f"{indent}... and {len(items) - max_labels} more {what}"]
 
     image, labels = manifest.image, manifest.labels
+    counted = kind_of(manifest.task).counted  # what label_counts count: records, or boxes
     if isinstance(labels, dict):
         levels, more = first(labels.items(), "levels", "")
         what = " and ".join(f"{len(texts)} {short(level)} labels" for level, texts in levels) \
             + "".join(f" {line}" for line in more)
+    elif counted != "records":  # a kind that counts objects: its ids without a text aside
+        objects = sum(_count(info) for info in manifest.splits.values())
+        what = f"{sum(1 for text in labels if text)} labels ({manifest.task}: {objects} {counted})"
     else:
         what = f"{len(labels)} labels" + (f" ({manifest.task})" if manifest.task else "")
     compression = manifest.compression or "none"
@@ -552,7 +556,8 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
     unit = "" if counted == "records" else f" {counted}"
     for split, info in manifest.splits.items():
         size = human_size(sum(shard.bytes for shard in info.shards))
-        lines.append(f"{split}: {info.num_examples} examples in {len(info.shards)} "
+        objects = f" ({_count(info)} {counted})" if counted != "records" else ""
+        lines.append(f"{split}: {info.num_examples} examples{objects} in {len(info.shards)} "
                      f"shard(s), {size}")
         counts = info.label_counts
         levels, more_levels = first(counts.items(), "levels", "  ") \
@@ -564,6 +569,11 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
             lines += [f"{indent}{short(label)}: {count}{unit}" for label, count in shown] + more
         lines += more_levels
     return "\n".join(lines)
+
+
+def _count(info):
+    """What a split's label counts add up to (the objects of a kind that counts them)."""
+    return sum(n for n in info.label_counts.values() if isinstance(n, int))
 
 
 _HTML_LABELS_SHOWN = 50  # label rows of the notebook view (the text summary lists them all)

@@ -6,9 +6,9 @@ removed once ``metadata.json`` is written.
 """
 
 import json
-import logging
 from dataclasses import dataclass, field
 
+from .. import redaction
 from ..errors import ManifestError, OutputExistsError
 from ..record.framing import FileDigest
 from ..storage import TEMP_SUFFIX
@@ -16,7 +16,7 @@ from .layout import (FIXED_FILES, JOB, LOCK, METADATA, OUR_FILE, RECEIPT_SUFFIX,
                      level_files)
 from .manifest import Manifest, Receipt
 
-logger = logging.getLogger(__name__)
+logger = redaction.logger(__name__)  # every record redacted
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ and the image decoded (on request) by Pillow.
 import collections
 import functools
 import io
-import logging
 import operator
 import struct
 import threading
@@ -32,11 +31,12 @@ from ..record.kinds import features_of
 from ..formats.tfrecord import TFRECORD
 from ..record.framing import RecordError, file_digest, masked_crc
 from ..record.keys import BYTES, ENCODED, FLOAT, INT64
+from .. import redaction
 from ..redaction import redact
 from ..table.splits import pick
 from ..storage import Store, read_many
 
-logger = logging.getLogger(__name__)
+logger = redaction.logger(__name__)  # every record redacted
 
 _FRAME = 16  # length (8), its CRC (4), the data's CRC (4)
 _DTYPES = {INT64: np.int64, FLOAT: np.float32}

@@ -8,17 +8,17 @@ unchanged shards are fetched once for every later load. The folder can be delete
 """
 
 import hashlib
-import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+from .. import redaction
 from . import verification
 from ..errors import SchemaError, VerifyError
 from ..formats import DEFAULT
 from ..record.framing import FileDigest
 from ..storage import Store
 
-logger = logging.getLogger(__name__)
+logger = redaction.logger(__name__)  # every record redacted
 
 _CHUNK = 8 << 20
 _PARALLEL_DOWNLOADS = 8

@@ -3,7 +3,7 @@
 from collections import Counter
 
 from ..errors import ManifestError, VerifyError
-from ..output.layout import index_name, label_files, tfds_label_names
+from ..output.layout import index_name, label_files, label_problem, tfds_label_names
 from ..output.manifest import hxw, label_counts, read_manifest
 from ..record import encoding as example
 from ..record import keys
@@ -255,7 +255,11 @@ def _label_file_problems(store, manifest):
             name = tfds_label_names(label.keys[0])
             files[name] = "".join(f"{text}\n" for text in label.vocabulary)
             optional.add(name)
-    problems = []
+    problems = [f"metadata.json: {name} line {i + 1}: {problem}"
+                for name, texts in label_files(manifest.labels).items()
+                for i, problem in enumerate(map(label_problem, texts)) if problem]
+    if problems:  # files that cannot be written as metadata.json says
+        return problems
     for name, text in files.items():
         expected = text.encode("utf-8")
         found = _read_head(store, name, len(expected) + 1)
@@ -354,6 +358,10 @@ def verify(output_dir, decode=False, *, storage_options=None):
         whole = whole and split_whole
     if whole and images is not None:
         problems += images.problems(manifest.image)
+    kind = kind_of(manifest.task)
+    if whole and kind.fields:  # the kind's own fields (e.g. boxes) against the records
+        counted = {split: labels[0].label_counts(split) for split in manifest.splits}
+        problems += kind.manifest_problems(manifest, feature_set, counted)
     problems += _label_file_problems(store, manifest)
     if problems:
         shown = problems[:_PROBLEMS_SHOWN]

@@ -97,6 +97,20 @@ def _shown(value):
     return short if float(short) == value else repr(float(value))
 
 
+def declared_size_problem(declared, stored):
+    """Why an image whose annotation file declares its ``(height, width)`` as ``declared``
+    (None: not declared) cannot be written with its boxes, or None: the StoredImage
+    ``stored`` (before any resize) is another size."""
+    if declared is None:
+        return None
+    height, width = stored.source_size or (stored.height, stored.width)
+    if tuple(declared) == (height, width):
+        return None
+    return (f"the annotation file gives the image width {declared[1]:g} and height "
+            f"{declared[0]:g}, the image itself is {width}x{height} (width x height): its "
+            "boxes were divided by the wrong size. Correct the file's width and height")
+
+
 BOX_FORMATS = ("rel_yxyx", "rel_xyxy", "rel_xywh", "rel_center_xywh", "yxyx", "xyxy", "xywh",
                "center_xywh", "center_yxhw")  # as keras.utils.bounding_boxes names them
 
@@ -115,11 +129,15 @@ class Boxes(ClassLabel):
         masks: each box has an instance mask (``image/object/mask``: one PNG of 0/1 per box,
             the image's size, as the Object Detection API's ``create_coco_tf_record.py
             --include_masks`` writes them).
+        declared_sizes: each value holds, after the boxes, the image's ``(height, width)`` as
+            its annotation file declares it (or None), compared with the image's own size as it
+            is written (relative boxes were divided by the declared one).
     """
 
     box_columns: tuple = ()
     units: str = "relative"
     masks: bool = False
+    declared_sizes: bool = False
 
     @property
     def keys(self):
@@ -141,6 +159,11 @@ class Boxes(ClassLabel):
         boxes as ``(xmin, ymin, xmax, ymax)``, and with ``masks`` each box's COCO polygons or
         RLE last."""
         ids, texts, source_id, boxes, *columns = value
+        if self.declared_sizes:
+            declared, *columns = columns
+            problem = declared_size_problem(declared, image[0])
+            if problem:
+                raise RecordRejected(problem)
         if self.masks:
             *columns, masks = columns
         if self.units == "pixels":
@@ -369,12 +392,6 @@ class DetectionRecords(RecordKind):
             "units": "relative to the image, 0,0 at the top left",
             "label_offset": 1, "label_map": LABEL_MAP,
             "num_boxes": {split: sum(counts.values()) for split, counts in label_counts.items()}}}
-
-    def files_listed(self, manifest):
-        boxes = manifest.kind_fields.get("boxes")
-        if isinstance(boxes, dict) and boxes.get("label_map") == LABEL_MAP:
-            return self.extra_files(manifest.labels)
-        return {}
 
 
 DETECTION = DetectionRecords()

@@ -9,6 +9,7 @@ TensorFlow is used only by the ``decode`` methods, which take the ``tf`` module.
 """
 
 import hashlib
+import json
 from dataclasses import dataclass
 
 from .keys import (BYTES, CHANNELS, ENCODED, FILENAME, FORMAT, HEIGHT, IMAGE_KEYS, INT64,
@@ -357,8 +358,36 @@ class RecordKind:
         return {}
 
     def files_listed(self, manifest):
-        """``{file name: text}`` of the extra files an output's metadata.json says it has."""
-        return {}
+        """``{file name: text}`` of the extra files an output of this kind has, checked by
+        ``verify`` whatever metadata.json's own fields say of them."""
+        return self.extra_files(manifest.labels)
+
+    def manifest_problems(self, manifest, features, label_counts):
+        """How the metadata.json fields of this kind differ from :meth:`manifest_entry` of
+        what the records hold (``label_counts``: split -> label -> count, as counted in them),
+        one text per difference."""
+        problems = []
+        for field, expected in self.manifest_entry(features, label_counts).items():
+            found = manifest.kind_fields.get(field, "missing")
+            if isinstance(expected, dict) and isinstance(found, dict):
+                differ = [(f"{field}.{key}", found.get(key, "missing"), value)
+                          for key, value in expected.items() if not _same(found.get(key), value)]
+            else:
+                differ = [] if _same(found, expected) else [(field, found, expected)]
+            problems += [f"metadata.json: {name} is {_clip(was)}, expected {_clip(is_)}"
+                         for name, was, is_ in differ]
+        return problems
+
+
+def _same(a, b):
+    """Whether two JSON values are equal as JSON (``true`` is not ``1``, ``1.0`` not ``1``)."""
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def _clip(value, limit=80):
+    """A value read from a file, as short JSON text."""
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def parse_spec(features):

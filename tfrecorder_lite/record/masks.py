@@ -199,9 +199,19 @@ class SegmentationRecords(RecordKind):
     label_id_keys = (MASK_LABEL,)
 
     def label_fields(self, manifest):
-        entry = manifest.kind_fields.get("segmentation") or {}
-        return (SegmentationMask(vocabulary=tuple(manifest.labels),
-                                 ignore_value=entry.get("ignore_value")),)
+        entry = manifest.kind_fields.get("segmentation")
+        entry = entry if isinstance(entry, dict) else {}
+        vocabulary = tuple(manifest.labels)
+        colors = entry.get("mask_colors")
+        if isinstance(colors, list):  # the colour table, as metadata.json lists it
+            ids = {text: i for i, text in enumerate(vocabulary)}
+            colors = tuple((tuple(c.get("color") or ()), ids.get(c.get("label")))
+                           for c in colors if isinstance(c, dict))
+        else:
+            colors = None
+        return (SegmentationMask(vocabulary=vocabulary, colors=colors,
+                                 ignore_value=entry.get("ignore_value"),
+                                 bounded=entry.get("labels_from") != "the class ids"),)
 
     def fixed_keys(self, labels, task):
         return MASK_KEYS, [None]

@@ -23,12 +23,12 @@ from .errors import (AccessDenied, FileRefused, FileTooLarge, ReadFailure, Timed
 from .files import is_dir, read_bytes, read_many, stat_many, walk_files
 from .pending import TEMP_SUFFIX, PendingFile
 from .store import Store, write_file
-from .urls import (basename, check_url, filesystem, is_remote, options_for, parent, protocol_of,
-                   relative_path_hint, resolve)
+from .urls import (basename, check_url, filesystem, is_remote, is_within, normalized,
+                   options_for, parent, protocol_of, relative_path_hint, resolve)
 
 __all__ = [
     "AccessDenied", "FileRefused", "FileTooLarge", "PendingFile", "ReadFailure", "Store",
     "TEMP_SUFFIX", "TimedOut", "basename", "check_url", "filesystem", "human_size", "is_dir",
-    "is_remote", "options_for", "parent", "protocol_of", "read_bytes", "read_many",
+    "is_remote", "is_within", "normalized", "options_for", "parent", "protocol_of", "read_bytes", "read_many",
     "relative_path_hint", "resolve", "stat_many", "too_large", "walk_files", "write_file",
 ]

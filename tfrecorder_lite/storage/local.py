@@ -10,7 +10,6 @@ lock (``flock``) that the kernel releases when its holder dies.
 
 import ctypes
 import functools
-import logging
 import os
 import shutil
 import stat as stat_module
@@ -21,10 +20,11 @@ try:
 except ImportError:  # Windows
     fcntl = None
 
+from .. import redaction
 from .errors import FileRefused, too_large
 from .pending import TEMP_SUFFIX, PendingFile
 
-logger = logging.getLogger(__name__)
+logger = redaction.logger(__name__)  # every record redacted
 
 HEAD_BYTES = 64 << 10  # what a large file is judged by before it is read whole
 _ONE_READ_LIMIT = 1 << 30

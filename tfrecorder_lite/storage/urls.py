@@ -84,6 +84,49 @@ def resolve(uri, base=None):
     return uri
 
 
+def normalized(uri):
+    """``uri`` spelled one way: a local path normalized (``./a.jpg``, ``a.jpg/`` and
+    ``x/../a.jpg`` are ``a.jpg``; relative paths stay relative), a URL with its path
+    normalized the same way (its query kept). Two spellings of one file compare equal."""
+    uri = os.fspath(uri) if isinstance(uri, os.PathLike) else str(uri)
+    if protocol_of(uri) == "file" and "://" not in uri:
+        return os.path.normpath(uri) if uri else uri
+    scheme, _, rest = uri.partition("://")
+    path, mark, query = rest.partition("?") if scheme.lower() in READ_ONLY else (rest, "", "")
+    host, slash, path = path.partition("/") if scheme.lower() != "file" else ("", "", path)
+    path = posixpath.normpath("/" + path).lstrip("/") if path else ""
+    return f"{scheme.lower()}://{host}{slash}{path}{mark}{query}"
+
+
+def is_within(uri, folder):
+    """True when ``uri``, resolved against ``folder`` and normalized (``..`` climbs; in an
+    http(s) URL, ``%2e%2e`` too), names ``folder`` or something below it, on the same store:
+    what an annotation file may name without its user's leave.
+
+    Raises:
+        UnsupportedURLError: for a scheme that no fsspec filesystem knows.
+    """
+    folder = resolve(folder)
+    uri = resolve(uri, base=folder)
+    if protocol_of(uri) != protocol_of(folder):
+        return False
+    if not is_remote(uri):
+        return os.path.commonpath([uri, folder]) == folder
+    inside, top = (_comparable(u) for u in (uri, folder))
+    return inside == top or inside.startswith(top.rstrip("/") + "/")
+
+
+def _comparable(url):
+    """A URL's host and path, normalized, percent-escapes decoded for http(s) (servers decode
+    them), query left out."""
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() in READ_ONLY:
+        parts = urlparse(url)
+        rest = parts.netloc.lower() + unquote(parts.path)
+    host, _, path = rest.partition("/")
+    return f"{host}/{posixpath.normpath('/' + path).lstrip('/')}"
+
+
 def file_url_path(url):
     """The local path a ``file://`` URL names, percent-decoded (``%23`` is ``#``, ``%3F`` is
     ``?``, ``%25`` is ``%``).

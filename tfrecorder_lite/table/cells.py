@@ -22,6 +22,16 @@ def is_blank(value):
     return is_missing(value)
 
 
+def text_series(values):
+    """``values`` as pandas' string dtype; text that is not valid Unicode (a lone surrogate,
+    which a string column refuses) has it replaced by U+FFFD (the checks then name it)."""
+    try:
+        return values.astype("string")
+    except UnicodeEncodeError:
+        return values.map(lambda v: v.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+                          if isinstance(v, str) else v).astype("string")
+
+
 def blank_cells(values):
     """The mask of blank cells of a Series (vectorized :func:`is_blank`)."""
-    return values.isna() | values.astype("string").str.strip().eq("").fillna(True)
+    return values.isna() | text_series(values).str.strip().eq("").fillna(True)

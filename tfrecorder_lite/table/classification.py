@@ -25,8 +25,9 @@ class ClassificationTable:
 
     @staticmethod
     def prepare(df, options):
-        """``(records frame, members, refused, used columns, details)``: the table as it is."""
-        return df, None, {}, set(), None
+        """``(records frame, members, refused, used columns, details)``: the table as it is,
+        the rows its source refused refused."""
+        return df, None, schema.source_problems(df), set(), None
 
     @staticmethod
     def file_columns(options):
@@ -45,9 +46,11 @@ class ClassificationTable:
 
     @staticmethod
     def problems(df, prepared):
-        """validate()'s problems of this kind: label spellings and fractional labels."""
+        """validate()'s problems of this kind: rows their source refused, label spellings and
+        fractional labels."""
         options = prepared.options
-        return (schema.label_spellings(df, options.label_col, options.label_sep) +
+        return ([(df.index[row], None, None, reason) for row, reason in prepared.refused.items()] +
+                schema.label_spellings(df, options.label_col, options.label_sep) +
                 schema.fractional_labels(df, options.label_col, options.label_map,
                                          options.label_sep))
 
@@ -63,6 +66,16 @@ class ClassificationTable:
     @staticmethod
     def fingerprint(prepared, options):
         return {}
+
+    @staticmethod
+    def declared_sizes(prepared):
+        """Per record, the image size its source declares: none."""
+        return None
+
+    @staticmethod
+    def written_values(prepared, label_values):
+        """The label values as the records take them (as planned)."""
+        return label_values
 
 
 KIND = ClassificationTable()

@@ -21,11 +21,19 @@ from ..errors import SchemaError
 from ..record import keys
 from ..record.boxes import BOX_COLUMNS, DETECTION, Boxes, box_problem
 from ..record.features import ImageFeature
+from .labels import label_problem
+from .schema import SOURCE_PROBLEMS, parse_number  # noqa: F401 (sources set it here too)
 
 BOX_UNITS = ("relative", "pixels")
 MASK_COLUMN = "mask"  # each box's instance mask: COCO polygons or RLE (read_coco's include_masks)
 PER_BOX = ("is_crowd", "iscrowd", "difficult", "truncated", "occluded", "area", "group_of",
            "weight", "depiction")  # columns that are per box when present
+
+
+# ``df.attrs[DECLARED_SIZES]``: ``{row label: (height, width)}``, the image's size as the
+# annotation file says it (its boxes were divided by it): checked against the image's own
+# header when the image is read, a mismatch refuses the image.
+DECLARED_SIZES = "declared_sizes"
 
 
 def is_detection_table(df):
@@ -81,7 +89,25 @@ class DetectionTable:
     @staticmethod
     def label_fields(prepared, options, refused):
         return box_fields(prepared.frame, options.label_col, options.label_map,
-                          prepared.details.box_columns, options.box_units, refused)
+                          prepared.details.box_columns, options.box_units, refused,
+                          declared_sizes=prepared.details.sizes is not None)
+
+    @staticmethod
+    def declared_sizes(prepared):
+        """Per image, its ``(height, width)`` as its annotation file declares it (or None),
+        or None when the table has none (see ``DECLARED_SIZES``)."""
+        return prepared.details.sizes
+
+    @staticmethod
+    def written_values(prepared, label_values):
+        """The label values as the records take them: with each image's size as its
+        annotation file declares it, checked as the image is read (kept out of the
+        fingerprint: the boxes divided by it are in it)."""
+        sizes = prepared.details.sizes
+        if sizes is None:
+            return label_values
+        return tuple(((*value[:4], size, *value[4:]),)
+                     for (value,), size in zip(label_values, sizes))
 
     @staticmethod
     def image_feature():
@@ -106,12 +132,15 @@ class ImageTable:
         members: per image, the table positions of its rows.
         box_columns: the per-box columns (beside the coordinates and the label).
         refused: ``{image position: reason}`` of images refused by their boxes alone.
+        sizes: per image, its ``(height, width)`` as its annotation file declares it (or
+            None), when the table has ``attrs[DECLARED_SIZES]``; else None.
     """
 
     images: pd.DataFrame
     members: tuple
     box_columns: tuple
     refused: dict
+    sizes: tuple = None
 
     def rows_of(self, rejected):
         """``(table position, reason)`` of every row of the images in ``rejected``
@@ -147,6 +176,9 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
                           f"table")
     keys = list(zip(*(df[c].astype(str).tolist() for c in (split_col, image_col)
                       if c is not None)))
+    source_problems = schema.source_problems(df)  # every row of such an image has one
+    for position, reason in source_problems.items():  # a refused image may have no path:
+        keys[position] += (reason,)                    # its reason keeps it apart
     first, members = {}, []
     for position, key in enumerate(keys):
         if key not in first:
@@ -171,9 +203,14 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
                 values[c].append(per_box[c][p])
             if masks:
                 image_masks.append(mask_cells[p])
-        reason = None
-        if None in box_labels:
+        reason = next((source_problems[p] for p in positions if p in source_problems), None)
+        unstorable = [(n, p) for n, p in enumerate(map(label_problem, box_labels), 1) if p]
+        if reason:
+            pass
+        elif None in box_labels:
             reason = f"box {box_labels.index(None) + 1} of {len(boxes)}: empty label"
+        elif unstorable:
+            reason = f"box {unstorable[0][0]} of {len(boxes)}: {unstorable[0][1]}"
         elif box_units == "relative":
             reason = box_problem(boxes)
         if reason:
@@ -190,7 +227,13 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
         images.insert(len(images.columns), c, list(values))
     if masks:
         images.insert(len(images.columns), MASK_COLUMN, list(columns[-1]))
-    return ImageTable(images, tuple(tuple(m) for m in members), tuple(box_columns), refused)
+    declared = df.attrs.get(DECLARED_SIZES)
+    sizes = None
+    if declared:
+        labels_ = df.index
+        sizes = tuple(declared.get(labels_[positions[0]]) for positions in members)
+    return ImageTable(images, tuple(tuple(m) for m in members), tuple(box_columns), refused,
+                      sizes)
 
 
 def _number(value):
@@ -203,15 +246,17 @@ def _number(value):
         if not value.strip():
             return None
         try:
-            return float(value)
+            return parse_number(value)  # "0.5_0", "nan", "inf" are no numbers
         except ValueError:
             return value  # box_problem names it
     return value
 
 
-def box_fields(images, label_col, label_map, per_box_columns, units, refused):
+def box_fields(images, label_col, label_map, per_box_columns, units, refused,
+               declared_sizes=False):
     """``(label fields, per image: one Boxes value)`` of a detection table's images; an image
-    with a label its label map lacks is refused (added to ``refused``)."""
+    with a label its label map lacks is refused (added to ``refused``); ``declared_sizes``:
+    see ``Boxes``."""
     cells = images[label_col].tolist()
     if label_map is not None:
         mapping = schema.label_map_ids(label_map)
@@ -249,7 +294,8 @@ def box_fields(images, label_col, label_map, per_box_columns, units, refused):
     if masks:
         per_box.append(images[MASK_COLUMN].tolist())
     field = Boxes(vocabulary=tuple(vocabulary), column=label_col,
-                  box_columns=tuple(box_columns), units=units, masks=masks)
+                  box_columns=tuple(box_columns), units=units, masks=masks,
+                  declared_sizes=declared_sizes)
     values = [((i, t, s, b, *cols),) for i, t, s, b, *cols in zip(
         ids, texts, source_ids, images["boxes"].tolist(), *per_box)]
     return (field,), tuple(values)

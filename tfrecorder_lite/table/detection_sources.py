@@ -9,8 +9,6 @@ TRAIN, VALIDATION, TEST (or UNASSIGNED where the source has none).
 """
 
 import functools
-import json
-import logging
 import math
 import posixpath
 import re
@@ -19,12 +17,15 @@ from xml.parsers import expat
 
 import pandas as pd
 
-from . import schema
-from .. import storage
+from . import annotation_files, schema
+from .. import redaction, storage
 from ..errors import SchemaError
 from ..record.boxes import BOX_COLUMNS, MAX_BOXES, box_problem  # noqa: F401 (public here too)
+from .annotation_files import MAX_ANNOTATION_BYTES
+from .detection import DECLARED_SIZES, SOURCE_PROBLEMS
+from .labels import label_problem
 
-logger = logging.getLogger(__name__)
+logger = redaction.logger(__name__)  # every record redacted
 
 TASKS = ("detection", "classification")
 NEGATIVE_IMAGE = "NEGATIVE_IMAGE"  # AutoML's label of an image known to hold no objects
@@ -58,12 +59,13 @@ def _table(rows, columns):
                          for column, cells, dtype in zip(columns, values, dtypes)})
 
 
-def _number(value):
-    """``value`` as a float, NaN when it is missing or no finite number (reported later by
-    :func:`box_problem` as a missing coordinate)."""
+def _number(text):
+    """A number of an annotation file's text as a float (:func:`schema.parse_number`), NaN when
+    it is missing or no number (reported later by :func:`box_problem` as a missing
+    coordinate)."""
     try:
-        number = float(value)
-    except (TypeError, ValueError):
+        number = schema.parse_number(text)
+    except ValueError:
         return math.nan
     return number if math.isfinite(number) else math.nan
 
@@ -108,7 +110,7 @@ def automl_row(fields):
 def _is_fraction(cell):
     """True for a cell holding a finite number that is not whole (``.3``, ``0.25``)."""
     try:
-        value = float(cell)
+        value = schema.parse_number(cell)
     except ValueError:
         return False
     return math.isfinite(value) and not value.is_integer()
@@ -118,7 +120,7 @@ def _coordinate(cell):
     """A coordinate cell as a float, None when empty; ValueError for anything else."""
     if not cell:
         return None
-    value = float(cell)  # ValueError: no number
+    value = schema.parse_number(cell)  # ValueError: no number
     if not math.isfinite(value):
         raise ValueError(f"coordinate {cell!r} is not a finite number")
     return value
@@ -184,11 +186,14 @@ def automl_detection_table(rows, name, split_col="split", image_col="image_uri",
     if not isinstance(label_col, str):
         raise SchemaError(f"{name} is a detection CSV: it has one label column, not "
                           f"{label_col!r}")
-    images = {}
+    images, spelled = {}, {}
     for line, split, image, label, box in rows:
-        images.setdefault(image, []).append((line, _split(split), label, box))
+        key = storage.normalized(image)  # ./a.jpg and a.jpg/ are a.jpg
+        spelled.setdefault(key, image)
+        images.setdefault(key, []).append((line, _split(split), label, box))
     table = []
-    for image, boxes in images.items():
+    for key, boxes in images.items():
+        image = spelled[key]
         line, split = boxes[0][:2]
         for other_line, other_split, _, _ in boxes:
             if other_split != split:
@@ -205,7 +210,8 @@ def automl_detection_table(rows, name, split_col="split", image_col="image_uri",
 # ----------------------------------------------------------------------------- COCO
 
 def read_coco(annotations_json, image_dir=None, split=None, storage_options=None,
-              include_masks=False):
+              include_masks=False, *, allow_outside_paths=False,
+              max_annotation_bytes=MAX_ANNOTATION_BYTES):
     """The per-box table of a COCO ``instances_*.json`` file.
 
     Boxes (``bbox`` ``[x, y, w, h]`` in pixels) are divided by their image's ``width`` and
@@ -215,6 +221,13 @@ def read_coco(annotations_json, image_dir=None, split=None, storage_options=None
     TF Model Garden's ``create_coco_tf_record.py`` does, boxes with a width or height <= 0 or
     reaching past the image's edge are left out (a warning counts them); images without
     annotations are kept.
+
+    Values are taken as COCO defines them, never guessed: an image whose ``file_name`` is
+    missing or names a file outside ``image_dir``, whose id is no integer (or text) or is
+    shared with another image, whose size is no positive number, or one of whose annotations
+    has a ``bbox`` that is not four numbers, an ``iscrowd`` other than 0 or 1 or an ``area``
+    that is no number, is one row refused with that reason (``table.attrs`` carries it to
+    ``to_tfrecord`` and ``validate``).
 
     Args:
         annotations_json: path or URL of the JSON file.
@@ -226,37 +239,52 @@ def read_coco(annotations_json, image_dir=None, split=None, storage_options=None
         include_masks: also a ``mask`` column: each box's ``segmentation`` as COCO has it
             (polygons in pixels, or an RLE for ``iscrowd`` boxes), rasterized when its record
             is written (``image/object/mask``, one PNG of 0/1 per box).
+        allow_outside_paths: read images the file names outside ``image_dir`` (``../``,
+            absolute paths, URLs) too.
+        max_annotation_bytes: a larger file is refused before it is read (it is read whole).
 
     Raises:
-        SchemaError: the split cannot be told from the name, the file is no COCO JSON, or an
-            annotation names an unknown category.
+        SchemaError: the split cannot be told from the name, the file is too large, not UTF-8,
+            no COCO JSON, or an annotation names an unknown category.
     """
     path = storage.resolve(annotations_json)
     split = _coco_split(split, path)
     image_dir = storage.parent(path) if image_dir is None else storage.resolve(image_dir)
-    try:
-        data = json.loads(storage.read_bytes(path, storage_options))
-    except ValueError as exc:
-        raise SchemaError(f"{path} is not JSON: {exc}") from None
+    data = annotation_files.read_json(path, storage_options, max_annotation_bytes)
     images, annotations, categories = _coco_lists(data, path)
     names = _coco_categories(categories, annotations, path)
     boxes_of = {}
     for annotation in annotations:
-        boxes_of.setdefault(annotation.get("image_id"), []).append(annotation)
-    rows, skipped = [], {"with a width or height <= 0": [], "reaching past the image's edge": []}
+        boxes_of.setdefault(_coco_key(annotation.get("image_id")), []).append(annotation)
+    shared = _shared_ids(images)
+    rows, problems, sizes = [], {}, {}
+    skipped = {"with a width or height <= 0": [], "reaching past the image's edge": []}
     for image in images:
-        uri = storage.resolve(str(image.get("file_name", "")), base=image_dir)
-        objects = []
-        for annotation in boxes_of.pop(image.get("id"), []):
-            box, reason = _coco_box(annotation, image, path)
-            if reason:
+        height, width = (annotation_files.number(image.get(k)) for k in ("height", "width"))
+        if height and width and height > 0 and width > 0:
+            sizes[len(rows)] = (height, width)  # its first row stands for the image
+        id_, key = image.get("id"), _coco_key(image.get("id"))
+        uri, problem = annotation_files.image_path(image.get("file_name"), image_dir,
+                                                   allow_outside_paths)
+        problem = problem or _coco_id_problem(id_, key, shared)
+        objects, own = [], boxes_of.pop(key, []) if key is not None else []
+        for annotation in own if not problem else ():
+            box, reason = _coco_box(annotation, image)
+            if reason in skipped:
                 skipped[reason].append(f"annotation {annotation.get('id')} of {uri}")
                 continue
-            objects.append((split, uri, names[annotation["category_id"]], *box,
-                            1 if annotation.get("iscrowd") else 0,
-                            _number(annotation.get("area")), image.get("id"),
-                            *((annotation.get("segmentation"),) if include_masks else ())))
-        rows += objects or [(split, uri, None, *_NO_BOX, None, math.nan, image.get("id"),
+            flag, area, problem = _coco_values(annotation)
+            problem = reason or problem
+            if problem:
+                break
+            objects.append((split, uri, names[annotation["category_id"]], *box, flag, area,
+                            id_, *((annotation.get("segmentation"),) if include_masks else ())))
+        if problem:  # one row, refused with the reason (an id that is no id, as text)
+            problems[len(rows)] = (f"image {_shown(id_)} ({_shown(image.get('file_name'))}) "
+                                   f"of {storage.basename(path)}: {problem}")
+            objects = [(split, uri, None, *_NO_BOX, None, math.nan,
+                        id_ if key else _shown(id_), *((None,) if include_masks else ()))]
+        rows += objects or [(split, uri, None, *_NO_BOX, None, math.nan, id_,
                              *((None,) if include_masks else ()))]
     for reason, where in skipped.items():
         if where:
@@ -266,11 +294,50 @@ def read_coco(annotations_json, image_dir=None, split=None, storage_options=None
     if boxes_of:
         logger.warning("%s: %d annotation(s) name image ids that are not in 'images' and were "
                        "left out, e.g. image_id %r", path, sum(map(len, boxes_of.values())),
-                       next(iter(boxes_of)))
+                       next(iter(boxes_of.values()))[0].get("image_id"))
     table = _table(rows, ["split", "image_uri", "label", *BOX_COLUMNS, "is_crowd", "area",
                           "image_id", *(["mask"] if include_masks else [])])
     table.attrs["label_map"] = {name: id_ for id_, name in names.items()}
+    if problems:
+        table.attrs[SOURCE_PROBLEMS] = problems
+    table.attrs[DECLARED_SIZES] = sizes
     return table
+
+
+def _coco_key(value):
+    """The key of a COCO image id (an integer, or text as some tools write): ``(kind, id)``,
+    so that ``1``, ``1.0`` and ``true`` never meet; None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return None
+    return type(value).__name__, value
+
+
+def _coco_id_problem(id_, key, shared):
+    """What is wrong with an image's id (not an integer or text, or shared), or None."""
+    if key is None:
+        return f"image id {_shown(id_)} is not an integer (COCO image ids are integers)"
+    others = shared.get(str(id_))
+    if others:
+        return (f"image id {_shown(id_)} is the id of {len(others)} images "
+                f"({', '.join(map(_shown, others[:3]))}{', ...' if len(others) > 3 else ''}): "
+                "COCO image ids are unique, so their annotations cannot be told apart")
+    return None
+
+
+def _shared_ids(images):
+    """``{id text: [file names]}`` of the image ids (as their text: the records' source_id)
+    that more than one image has."""
+    files = {}
+    for image in images:
+        if _coco_key(image.get("id")) is not None:
+            files.setdefault(str(image["id"]), []).append(image.get("file_name"))
+    return {id_: names for id_, names in files.items() if len(names) > 1}
+
+
+def _shown(value, limit=80):
+    """A value from the file as short text for a message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _coco_split(split, path):
@@ -309,11 +376,15 @@ def _coco_categories(categories, annotations, path):
         if not isinstance(id_, int) or isinstance(id_, bool) or not isinstance(name, str):
             raise SchemaError(f"{path}: category {category!r} needs an integer 'id' and a "
                               "'name'")
+        problem = label_problem(name)
+        if problem:
+            raise SchemaError(f"{path}: category {id_}: {problem}")
         if name in names.values() or id_ in names:
             raise SchemaError(f"{path}: category id {id_} or name {name!r} is used twice")
         names[id_] = name
     for annotation in annotations:
-        if annotation.get("category_id") not in names:
+        category = annotation.get("category_id")
+        if isinstance(category, bool) or not isinstance(category, int) or category not in names:
             raise SchemaError(f"{path}: annotation {annotation.get('id')} names category_id "
                               f"{annotation.get('category_id')!r}, which is not in 'categories'")
     used = {a["category_id"] for a in annotations}
@@ -326,22 +397,42 @@ def _coco_categories(categories, annotations, path):
     return names
 
 
-def _coco_box(annotation, image, path):
-    """``((xmin, ymin, xmax, ymax) relative, None)``, or ``(None, reason)`` for a box left out
-    as the Model Garden leaves it out."""
+def _coco_box(annotation, image):
+    """``((xmin, ymin, xmax, ymax) relative, None)``, ``(None, reason)`` for a box left out
+    as the Model Garden leaves it out (a key of the ``skipped`` counts), or ``(None,
+    problem)`` for a box that refuses its image."""
     bbox = annotation.get("bbox")
-    x, y, w, h = (_number(v) for v in bbox) if isinstance(bbox, list) and len(bbox) == 4 \
-        else _NO_BOX
+    values = [annotation_files.number(v) for v in bbox] if isinstance(bbox, list) else []
+    if len(values) != 4 or None in values:
+        return None, (f"annotation {_shown(annotation.get('id'))} has bbox "
+                      f"{_shown(bbox)}, not four numbers [x, y, width, height]")
+    x, y, w, h = values
     if w <= 0 or h <= 0:
         return None, "with a width or height <= 0"
-    width, height = _number(image.get("width")), _number(image.get("height"))
-    if not (width > 0 and height > 0):
-        raise SchemaError(f"{path}: image {image.get('id')} ({image.get('file_name')}) has "
-                          f"width {image.get('width')!r} and height {image.get('height')!r}; "
-                          "boxes are divided by its size in pixels")
+    width, height = (annotation_files.number(image.get(k)) for k in ("width", "height"))
+    if not (width and width > 0 and height and height > 0):
+        return None, (f"width {_shown(image.get('width'))} and height "
+                      f"{_shown(image.get('height'))} are not the image's size in pixels "
+                      "(numbers > 0), which its boxes are divided by")
     if x + w > width or y + h > height:
         return None, "reaching past the image's edge"
     return (x / width, y / height, (x + w) / width, (y + h) / height), None
+
+
+def _coco_values(annotation):
+    """``(is_crowd, area, problem)`` of an annotation: ``iscrowd`` 0 or 1 (0 when absent),
+    ``area`` a number (NaN when absent); problem None, or what is wrong with either."""
+    flag, area = annotation.get("iscrowd", 0), annotation.get("area")
+    problem = None
+    if flag not in (0, 1) or isinstance(flag, (bool, float)):
+        problem = f"iscrowd {_shown(flag)}, expected 0 or 1"
+        flag = None
+    value = math.nan if area is None else annotation_files.number(area)
+    if value is None:
+        problem = problem or f"area {_shown(area)} is not a number"
+    if problem:
+        problem = f"annotation {_shown(annotation.get('id'))} has {problem}"
+    return flag, value, problem
 
 
 # ----------------------------------------------------------------------------- Pascal VOC
@@ -355,7 +446,7 @@ def is_voc_folder(path, storage_options=None):
                for sub in ("Annotations", "JPEGImages"))
 
 
-def read_voc(folder, storage_options=None):
+def read_voc(folder, storage_options=None, *, allow_outside_paths=False):
     """The per-box table of a Pascal VOC folder (``VOCdevkit/VOC2012``).
 
     Images and splits come from ``ImageSets/Main/{train,val,test}.txt`` (TRAIN, VALIDATION,
@@ -365,7 +456,9 @@ def read_voc(folder, storage_options=None):
     as UNASSIGNED (``unassigned="assign"`` gives them splits). Boxes (``bndbox``, 1-based
     pixels) are divided by ``size/width`` and ``size/height`` as the TF Object Detection API's
     ``create_pascal_tf_record.py`` does; ``difficult`` and ``truncated`` are kept (0 when
-    absent). Images are ``JPEGImages/<filename>``.
+    absent). Images are ``JPEGImages/<filename>``; a ``<filename>`` outside ``JPEGImages/``
+    (``../``, an absolute path, a URL) refuses its image unless ``allow_outside_paths``. The
+    size the boxes were divided by is compared with the image's own when it is written.
 
     Raises:
         SchemaError: an image list names an annotation that does not exist, an image is in two
@@ -390,13 +483,29 @@ def read_voc(folder, storage_options=None):
                        "e.g. Annotations/%s.xml", root, len(unlisted), unlisted[0])
     paths = [found[i] for i in listed]
     image_dir = storage.resolve("JPEGImages", base=root)
-    rows = []
+    rows, problems, sizes = [], {}, {}
     for (image_id, split), path, data in zip(listed.items(), paths,
                                              storage.read_many(paths, storage_options)):
         if isinstance(data, Exception):
             raise SchemaError(f"cannot read {path}: {data}")
-        rows += _voc_rows(parse_xml(data, path), path, split, image_id, image_dir)
-    return _table(rows, ["split", "image_uri", "label", *BOX_COLUMNS, "difficult", "truncated"])
+        annotation = parse_xml(data, path)
+        filename = (annotation.findtext("filename") or "").strip() or f"{image_id}.jpg"
+        uri, problem = annotation_files.image_path(filename, image_dir, allow_outside_paths,
+                                                   "<filename>")
+        if problem:
+            problems[len(rows)] = f"{path}: {problem}"
+            rows.append((split, uri, None, *_NO_BOX, None, None))
+            continue
+        width, height = (_number(annotation.findtext(f"size/{k}")) for k in ("width", "height"))
+        if width > 0 and height > 0:
+            sizes[len(rows)] = (height, width)  # its first row stands for the image
+        rows += _voc_rows(annotation, path, split, uri)
+    table = _table(rows, ["split", "image_uri", "label", *BOX_COLUMNS, "difficult",
+                          "truncated"])
+    if problems:
+        table.attrs[SOURCE_PROBLEMS] = problems
+    table.attrs[DECLARED_SIZES] = sizes
+    return table
 
 
 def _voc_image_sets(root, storage_options):
@@ -413,7 +522,8 @@ def _voc_image_sets(root, storage_options):
     for name, text in texts.items():
         if isinstance(text, Exception):
             raise SchemaError(f"cannot read {paths[name]}: {text}")
-        for image_id in (line.split()[0] for line in text.decode().splitlines() if line.strip()):
+        text = annotation_files.decode_text(text, paths[name])
+        for image_id in (line.split()[0] for line in text.splitlines() if line.strip()):
             if listed.setdefault(image_id, _VOC_SETS[name]) != _VOC_SETS[name]:
                 raise SchemaError(f"{root}: image {image_id!r} is in ImageSets/Main/"
                                   f"{source[image_id]}.txt and {name}.txt; an image belongs "
@@ -422,10 +532,8 @@ def _voc_image_sets(root, storage_options):
     return listed
 
 
-def _voc_rows(annotation, path, split, image_id, image_dir):
+def _voc_rows(annotation, path, split, uri):
     """The per-box rows of one VOC annotation (an ElementTree element)."""
-    filename = (annotation.findtext("filename") or "").strip() or f"{image_id}.jpg"
-    uri = storage.resolve(filename, base=image_dir)
     objects = annotation.findall("object")
     if not objects:
         return [(split, uri, None, *_NO_BOX, None, None)]

@@ -8,11 +8,21 @@ several. pandas only, no I/O.
 import numpy as np
 import pandas as pd
 
-from ..record import keys
 from ..errors import SchemaError
+from ..output.layout import CONTROL, label_problem  # noqa: F401 (the label rule, here too)
+from ..record import keys
 from .cells import LISTS, is_blank
 
 _SCALARS = {"string", "bytes", "integer", "floating", "mixed-integer-float", "boolean", "empty"}
+
+
+def unstorable(values):
+    """Mask of the labels :func:`label_problem` refuses (one pass in C when it can)."""
+    try:
+        text = values.astype("string")
+    except UnicodeEncodeError:
+        return values.map(lambda v: label_problem(v) is not None).astype(bool)
+    return text.str.contains(CONTROL).fillna(False).astype(bool)
 
 
 def label_columns(label_col):

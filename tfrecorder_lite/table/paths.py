@@ -6,19 +6,14 @@ other URLs) unless the user allows it: a downloaded annotation file must not mak
 read local files or call servers its user never named.
 """
 
-import posixpath
-
 from .. import storage
 from ..errors import SchemaError
 
 
 def is_inside(uri, root):
-    """Whether ``uri`` (resolved: an absolute path or a URL) is ``root`` or below it."""
-    uri, root = str(uri), str(root).rstrip("/\\")
-    if storage.is_remote(uri) or storage.is_remote(root):
-        return uri == root or uri.startswith(root + "/")
-    uri, root = (posixpath.normpath(p.replace("\\", "/")) for p in (uri, root))
-    return uri == root or uri.startswith(root.rstrip("/") + "/")
+    """Whether ``uri`` (resolved: an absolute path or a URL) is ``root`` or below it, once
+    both are normalized (``..`` climbs, also inside a URL; see ``storage.is_within``)."""
+    return storage.is_within(uri, root)
 
 
 def confined(name, root, where, allow_outside_paths=False, how="allow_outside_paths=True",

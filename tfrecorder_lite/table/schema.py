@@ -8,11 +8,15 @@ import numpy as np
 import pandas as pd
 
 from . import labels
-from .cells import blank_cells
+from .cells import blank_cells, text_series
 from ..errors import SchemaError
 from .splits import ALIASES, SPLITS, UNASSIGNED, canonical
 
 PROBLEM_COLUMNS = ["row", "column", "value", "problem"]
+# ``df.attrs[SOURCE_PROBLEMS]``: ``{row label: reason}`` of rows their source refused (an
+# annotation naming a file outside its image folder, a value of the wrong type): each kind of
+# table refuses their records with that reason (every row of a record carries it).
+SOURCE_PROBLEMS = "source_problems"
 DEFAULT_RATIOS = {"TRAIN": 0.8, "VALIDATION": 0.1, "TEST": 0.1}
 
 
@@ -35,6 +39,15 @@ def check_columns(df, split_col, image_col, label_col):
         raise SchemaError(f"duplicate column names: {list(df.columns[df.columns.duplicated()])}")
 
 
+def source_problems(df):
+    """``{table position: reason}`` of the rows ``df.attrs[SOURCE_PROBLEMS]`` names."""
+    problems = df.attrs.get(SOURCE_PROBLEMS) or {}
+    if not problems:
+        return {}
+    position_of = {row: p for p, row in enumerate(df.index)}
+    return {position_of[row]: reason for row, reason in problems.items() if row in position_of}
+
+
 def used_columns(split_col, image_col, label_col):
     """The split, image and label columns (the others are extra columns)."""
     return {c for c in (split_col, image_col) if c is not None} | \
@@ -48,7 +61,7 @@ def canonical_splits(values):
     except TypeError:  # unhashable cells (lists): each row's text mapped
         codes, distinct = np.arange(len(values)), values.to_numpy()
         codes[values.isna().to_numpy()] = -1
-    upper = pd.Series(distinct).astype("string").str.strip().str.upper()
+    upper = text_series(pd.Series(distinct)).str.strip().str.upper()
     mapped = np.append(upper.map(ALIASES).astype(object).to_numpy(), None)
     return pd.Series(mapped[codes], index=values.index, dtype=object)  # code -1: missing
 
@@ -117,7 +130,7 @@ def table_splits(df, split_col, image_col, assignment=None):
         splits, open_rows = canonical_splits(df[split_col]), None
     if assignment is not None:
         if split_col is not None:
-            upper = df[split_col].astype("string").str.strip().str.upper()
+            upper = text_series(df[split_col]).str.strip().str.upper()
             open_rows = blank_cells(df[split_col]) | upper.eq(UNASSIGNED).fillna(False)
         keys = row_keys(df, split_col, image_col)
         mask = [True] * len(df) if open_rows is None else open_rows.tolist()
@@ -138,8 +151,24 @@ def is_integer_labels(labels):
 # largest: an id beyond both of these is refused as a likely mistake (a code, not a class id).
 MAX_LABEL_ID = 100_000
 _IDS_PER_ROW = 10
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _INTEGRAL_TEXT = re.compile(r"^[+-]?\d+\.0*$")  # "1.0", written by tools that saw a float
+
+
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
+
+
+def parse_number(text):
+    """A number written as text in plain decimal notation (``0.5``, ``.3``, ``-2``, ``1e-3``;
+    spaces around it allowed), as a float: the rule of every number a table or annotation file
+    holds as text.
+
+    Raises:
+        ValueError: for anything else, which ``float()`` would take or guess at: ``0.5_0``,
+            ``nan``, ``inf``, ``0x10``, digits of other scripts, an empty text.
+    """
+    if not isinstance(text, str) or not _DECIMAL.fullmatch(text.strip()):
+        raise ValueError(f"{text!r} is not a number (plain decimal notation, e.g. 0.25)")
+    return float(text)
 
 
 def label_text(value):
@@ -237,9 +266,8 @@ def _label_problems(df, column, level, label_map, label_sep):
     else:
         blank = blank_cells(elements)
         report(blank, lambda v: "empty label")
-    control = ~blank & elements.astype("string").str.contains(_CONTROL).fillna(False)
-    report(control, lambda v: f"label {str(v)!r} holds a control character (a label is one "
-                              "line of labels.txt)")
+    control = ~blank & labels.unstorable(elements)
+    report(control, labels.label_problem)
     usable = ~blank & ~control
     if label_map is not None:
         known = label_map_ids(label_map)
@@ -291,7 +319,12 @@ def _spellings(values, label_col):
 
 def problems_frame(rows):
     """Build the problems DataFrame from (row, column, value, problem) tuples, in row order."""
-    return pd.DataFrame(rows, columns=PROBLEM_COLUMNS)
+    try:
+        return pd.DataFrame(rows, columns=PROBLEM_COLUMNS)
+    except UnicodeEncodeError:  # a value that is no valid Unicode (a lone surrogate): kept as is
+        columns = list(zip(*rows))
+        return pd.DataFrame({name: pd.Series(values, dtype=object if name == "value" else None)
+                             for name, values in zip(PROBLEM_COLUMNS, columns)})
 
 
 def label_map_ids(label_map):
@@ -316,10 +349,11 @@ def label_map_ids(label_map):
     if too_far:
         raise SchemaError(f"label_map ids are class ids 0..N-1; {max(mapping.values())} for "
                           f"{len(mapping)} labels would give labels.txt a line for every id")
-    control = [k for k in mapping if _CONTROL.search(str(k))]
-    if control:
-        raise SchemaError(f"label_map labels hold control characters: {control[:3]} (a label "
-                          "is one line of labels.txt)")
+    unstorable = [problem for problem in map(labels.label_problem, mapping) if problem]
+    if unstorable:
+        raise SchemaError("label_map labels hold control characters or invalid text: "
+                          f"{unstorable[0]}" + (
+            f" (and {len(unstorable) - 1} more such labels)" if len(unstorable) > 1 else ""))
     _refuse_shared(mapping)
     return mapping
 

@@ -65,6 +65,16 @@ class SegmentationTable:
         """The labels are the masks' class ids, checked as each mask is read."""
 
     @staticmethod
+    def declared_sizes(prepared):
+        """No annotation file declares image sizes for a table of masks."""
+        return None
+
+    @staticmethod
+    def written_values(prepared, label_values):
+        """The label values as the records take them: as planned."""
+        return label_values
+
+    @staticmethod
     def label_column(options):
         return None
 

@@ -23,7 +23,8 @@ TASKS = detection_sources.TASKS  # how a CSV that its shape does not tell may be
 
 def read_source(source, *, split_col="split", image_col="image_uri", label_col="label",
                 encoding="utf-8", storage_options=None, task=None, split=None, image_dir=None,
-                include_masks=False):
+                include_masks=False, allow_outside_paths=False,
+                max_annotation_bytes=detection_sources.MAX_ANNOTATION_BYTES):
     """Return ``(table, base_dir)``: the rows to convert and the folder relative paths start from.
 
     Args:
@@ -40,12 +41,16 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
         split, image_dir: a COCO file's split (default: from its name) and image folder
             (default: the file's folder), and ``include_masks`` (its boxes' instance masks);
             see ``detection_sources.read_coco``.
+        allow_outside_paths: of an annotation file (COCO, Pascal VOC, Vertex AI, YOLO): read
+            images it names outside the folder given too (see ``table.paths``).
+        max_annotation_bytes: the largest COCO file read (see ``table.annotation_files``).
     """
     if task not in (None, *TASKS):
         raise SchemaError(f"task must be one of {TASKS} or None, not {task!r}")
     if isinstance(source, pd.DataFrame):
         _refuse_options("a DataFrame", split=split, image_dir=image_dir, task=task,
-                        include_masks=include_masks or None)
+                        include_masks=include_masks or None,
+                        allow_outside_paths=allow_outside_paths or None)
         return source, None
     if not isinstance(source, (str, os.PathLike)):
         raise SchemaError(f"source must be a DataFrame, or the path or URL of a CSV file, a "
@@ -55,21 +60,27 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
     if path.lower().endswith(".json"):
         _refuse_options("a COCO annotations file", task=classification)
         table = detection_sources.read_coco(path, image_dir, split, storage_options,
-                                            include_masks)
+                                            include_masks,
+                                            allow_outside_paths=allow_outside_paths,
+                                            max_annotation_bytes=max_annotation_bytes)
         return _named(table, split_col, image_col, label_col), storage.parent(path)
     _refuse_options(source, split=split, image_dir=image_dir, include_masks=include_masks or None)
     if path.lower().endswith((".yaml", ".yml")):
         _refuse_options("a YOLO data.yaml", task=classification)
-        return _yolo(path, split_col, image_col, label_col, storage_options)
+        return _yolo(path, split_col, image_col, label_col, storage_options,
+                     allow_outside_paths)
     if storage.is_dir(path, storage_options):
         if yolo.find_yaml(path, storage_options) is not None:
             _refuse_options("a YOLO folder (it holds data.yaml)", task=classification)
-            return _yolo(path, split_col, image_col, label_col, storage_options)
+            return _yolo(path, split_col, image_col, label_col, storage_options,
+                     allow_outside_paths)
         if detection_sources.is_voc_folder(path, storage_options):
             _refuse_options("a Pascal VOC folder", task=classification)
-            table = detection_sources.read_voc(path, storage_options)
+            table = detection_sources.read_voc(path, storage_options,
+                                               allow_outside_paths=allow_outside_paths)
             return _named(table, split_col, image_col, label_col), path
-        _refuse_options("an image folder", task=task if task == "detection" else None)
+        _refuse_options("an image folder", task=task if task == "detection" else None,
+                        allow_outside_paths=allow_outside_paths or None)
         return read_image_folder(path, split_col, image_col, label_col, storage_options), path
     try:
         data = storage.read_bytes(path, storage_options)
@@ -78,24 +89,29 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
                           "file nor a folder") from None
     if vertex.is_jsonl(data) or path.lower().endswith(".jsonl"):
         _refuse_options("a Vertex AI JSON Lines file", task=task)
-        return _vertex(data, path, split_col, image_col, label_col), storage.parent(path)
+        return _vertex(data, path, split_col, image_col, label_col,
+                       allow_outside_paths), storage.parent(path)
     if vertex.starts_with_image(data, encoding):  # a Vertex AI CSV without its ML_USE field
         _refuse_options("a Vertex AI CSV (rows start with the image)", task=task)
-        return _vertex(data, path, split_col, image_col, label_col), storage.parent(path)
+        return _vertex(data, path, split_col, image_col, label_col,
+                       allow_outside_paths), storage.parent(path)
+    _refuse_options(source, allow_outside_paths=allow_outside_paths or None)
     table = read_csv(data, path, split_col, image_col, label_col, encoding=encoding, task=task)
     return table, storage.parent(path)
 
 
-def _yolo(path, split_col, image_col, label_col, storage_options):
-    table = yolo.read_yolo(path, storage_options=storage_options)
+def _yolo(path, split_col, image_col, label_col, storage_options, allow_outside_paths=False):
+    table = yolo.read_yolo(path, storage_options=storage_options,
+                           allow_outside_paths=allow_outside_paths)
     folder = storage.parent(path) if path.lower().endswith((".yaml", ".yml")) else path
     return _named(table, split_col, image_col, label_col), folder
 
 
-def _vertex(data, path, split_col, image_col, label_col):
+def _vertex(data, path, split_col, image_col, label_col, allow_outside_paths=False):
     """The table of a Vertex AI file (a table of masks keeps its colour table in
     ``attrs["mask_colors"]``, which the masks are read through)."""
-    return _named(vertex.vertex_table(data, path), split_col, image_col, label_col)
+    return _named(vertex.vertex_table(data, path, allow_outside_paths), split_col, image_col,
+                  label_col)
 
 
 def _named(table, split_col, image_col, label_col):
@@ -111,8 +127,10 @@ def _refuse_options(source, **options):
     given = [f"{k}={v!r}" for k, v in options.items() if v is not None]
     if given:
         raise SchemaError(f"{', '.join(given)} does not apply to {source}: split=, "
-                          "image_dir= and include_masks= are for a COCO .json file, task= "
-                          "tells an AutoML detection CSV from a classification CSV")
+                          "image_dir= and include_masks= are for a COCO .json file, "
+                          "allow_outside_paths= for an annotation file (COCO, VOC, Vertex AI, "
+                          "YOLO), task= tells an AutoML detection CSV from a classification "
+                          "CSV")
 
 
 def read_csv(data, name, split_col="split", image_col="image_uri", label_col="label",

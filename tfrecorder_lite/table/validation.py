@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from . import columns, schema
+from .cells import text_series
 from .. import storage
 from .files import stat_files
 from .kinds import prepare
@@ -16,16 +17,18 @@ from ..images.normalize import (
     DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images,
     unreadable_reason)
 from ..images.phash import describe, near_duplicates
+from ..record.boxes import declared_size_problem
 from ..record.features import RecordRejected
 
 
 _BLOCK = 1 << 16  # rows hashed, or whose paths are resolved, at a time
 
 
-def inspect_images(items, options, storage_options=None):
-    """Check images (a joblib task): return (position, sha256 of the bytes or None, problem,
-    perceptual hash or None)."""
-    out = []
+def inspect_images(items, options, storage_options=None, declared=None):
+    """Check images (a joblib task): ``items`` are (position, path); ``declared``: ``{position:
+    (height, width)}`` an annotation file declares; return (position, sha256 of the bytes or
+    None, problem, perceptual hash or None)."""
+    out, declared = [], declared or {}
     contents = read_images([path for _, path in items], options, storage_options)
     for (position, _), content in zip(items, contents):
         try:
@@ -33,7 +36,8 @@ def inspect_images(items, options, storage_options=None):
         except ImageRejected as exc:
             out.append((position, None, str(exc), None))  # no digest: bytes not compared
         else:
-            out.append((position, hashlib.sha256(content).digest(), None, stored.phash))
+            out.append((position, hashlib.sha256(content).digest(),
+                        declared_size_problem(declared.get(position), stored), stored.phash))
     return out
 
 
@@ -73,8 +77,17 @@ def _row_hashes(df):
             df[column] = df[column].map(repr)
     # a block of rows at a time: hashing text cells makes a Python string of each
     return np.concatenate([np.zeros(0, dtype=np.uint64)] + [
-        pd.util.hash_pandas_object(df.iloc[start:start + _BLOCK], index=False).to_numpy()
-        for start in range(0, len(df), _BLOCK)])
+        _hashes(df.iloc[start:start + _BLOCK]) for start in range(0, len(df), _BLOCK)])
+
+
+def _hashes(block):
+    """The row hashes of a block of rows (text that is no valid Unicode, a lone surrogate,
+    hashed as its replacement text)."""
+    try:
+        return pd.util.hash_pandas_object(block, index=False).to_numpy()
+    except UnicodeEncodeError:
+        return pd.util.hash_pandas_object(block.apply(
+            lambda c: text_series(c) if c.dtype == object else c), index=False).to_numpy()
 
 
 def _identical_rows(df, found):
@@ -122,10 +135,11 @@ def _parallel(n_jobs):
         return joblib.Parallel(n_jobs=n_jobs, prefer="threads")
 
 
-def _check_images(df, image_col, base_dir, splits, found, results):
+def _check_images(df, image_col, base_dir, splits, found, results, members=None):
     """Add to ``found`` the problems of ``results`` (``inspect_images``' answers, in position
-    order), the rows whose image bytes equal an earlier row's, and the rows whose image looks
-    like an earlier one's in another split (near-duplicates), in position order."""
+    order), each for every row of its record (``members``: ``{first row: rows}`` of records
+    of several rows), the rows whose image bytes equal an earlier row's, and the rows whose
+    image looks like an earlier one's in another split (near-duplicates), in position order."""
     digests = np.zeros(len(df), dtype="S32")
     has_digest = np.zeros(len(df), dtype=bool)
     image_found, hashes = [], {}
@@ -137,7 +151,8 @@ def _check_images(df, image_col, base_dir, splits, found, results):
             if problem == "file not found":
                 problem += storage.relative_path_hint(uri, storage.resolve(uri, base_dir),
                                                       base_dir)
-            image_found.append((position, (df.index[position], image_col, uri, problem)))
+            image_found += [(p, (df.index[p], image_col, df[image_col].iloc[p], problem))
+                            for p in (members or {}).get(position, (position,))]
         if digest is not None:
             digests[position], has_digest[position] = digest, True
     checked = np.flatnonzero(has_digest)
@@ -242,6 +257,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
     assignment = table.assignment
     problems = schema.row_problems(df, split_col, image_col, kind.label_column(table),
                                    table.label_map, assignment, label_sep)
+    refused_by_source = [df.index[p] for p in schema.source_problems(df)]
+    problems = problems[~problems.row.isin(refused_by_source)]  # its source's reason only
     found = list(problems.itertuples(index=False, name=None))
     columns.extra_columns(prepared.frame, schema.used_columns(split_col, image_col, label_col) |
                           prepared.used, features)  # SchemaError: unstorable
@@ -254,17 +271,28 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         check = None
     skipped = df.index.isin(list(bad_rows | identical)) if bad_rows or identical else \
         np.zeros(len(df), dtype=bool)
+    # a record of several rows (an image and its boxes) is read once, for its first row, and
+    # its problem is every row's; a size its annotation file declares is compared with its own
+    members = None if prepared.members is None else {m[0]: m for m in prepared.members}
+    declared = {}
+    if members is not None:
+        skipped = skipped | ~np.isin(np.arange(len(df)), list(members))
+        declared = {first: size for first, size in
+                    zip(members, kind.declared_sizes(prepared) or ()) if size is not None}
     if image_col is not None:
         options = ImageOptions(check=check or "header", max_bytes=max_image_bytes,
                                phash=one_of("leakage", leakage, LEAKAGE) != "ignore")
         size = max(1, min(64, int((~skipped).sum()) // 16))
-        tasks = (joblib.delayed(inspect_images)(items, options, storage_options)
+        tasks = (joblib.delayed(inspect_images)(
+                     items, options, storage_options,
+                     {p: declared[p] for p, _ in items if p in declared} or None)
                  for items in _resolved(df, image_col, base_dir, skipped, size, found))
         if check is None:  # only the paths: resolving them finds unsupported URLs
             for _ in tasks:
                 pass
         else:
-            _check_images(df, image_col, base_dir, splits, found, _parallel(n_jobs)(tasks))
+            _check_images(df, image_col, base_dir, splits, found, _parallel(n_jobs)(tasks),
+                          members)
     if check is not None:  # each row's other files (e.g. a mask): there, and not too large
         others = {int(position): "" for position in np.flatnonzero(skipped)}
         others.update({position: "" for position, _ in

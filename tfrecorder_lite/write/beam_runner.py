@@ -14,18 +14,18 @@ with the worker's exception.
 import copy
 import hashlib
 import json
-import logging
 import pickle
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
+from .. import redaction
 from ..errors import ManifestError, MissingDependencyError, SchemaError
 from ..output.layout import STATE_DIR, failure_name, receipt_name, task_name
 from ..output.manifest import Receipt, ShardEntry
 from .runners import parallelism
 from .task import write_shard
 
-logger = logging.getLogger(__name__)
+logger = redaction.logger(__name__)  # every record redacted
 
 _INSTALL = "pip install 'tfrecorder_lite[beam]'"
 _STAGING_THREADS = 16  # task files uploaded at once into an object store

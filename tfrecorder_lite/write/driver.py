@@ -9,13 +9,13 @@ receipt comes back. The bytes of a shard depend only on its rows, never on what 
 
 import io
 from html import escape
-import logging
 import re
 from dataclasses import dataclass
 
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .. import redaction
 from .._version import __version__
 from ..errors import InvalidRowError, SchemaError
 from ..output import state as output_state
@@ -32,7 +32,7 @@ from . import append as appending
 from . import leakage as leaks
 from .runners import JoblibRunner
 
-logger = logging.getLogger(__name__)
+logger = redaction.logger(__name__)  # every record redacted
 
 
 @dataclass
@@ -116,7 +116,7 @@ def write_plan(plan, df, store, write, *, runner=None, previous=None):
     on_error = write.on_error
     if write.raises and plan.rejected:
         _raise_first(plan, df, plan.rejected)
-    if not plan.shards:
+    if not any(shard.positions for shard in plan.shards):
         _refuse_empty(plan, df)
     with FolderLock(store) as lock:
         store = lock.store  # on an object store every write first checks the lease
@@ -171,16 +171,19 @@ def _write_shards(plan, df, store, receipts, on_error, runner, progress, lock):
             bar.update(receipt.shard.num_examples + len(receipt.rejected))
 
 
-def _refuse_empty(plan, df):
+def _refuse_empty(plan, df, rejected=None):
     """Raise SchemaError for a plan with nothing to write: an empty table, or one whose every
-    row was rejected (an output without records is no output, and readers refuse it)."""
-    if not len(df) or not plan.rejected:
+    row was rejected (``rejected``: (position, reason) pairs, default the plan's), by the
+    table's checks or while writing (an output without records is no output, and readers
+    refuse it)."""
+    rejected = plan.rejected if rejected is None else rejected
+    if not len(df) or not rejected:
         raise SchemaError("the table has no rows: there is nothing to convert; nothing was "
                           "written")
     shown = "; ".join(f"row {df.index[plan.table_rows(position)[0]]!r}: {reason}"
-                      for position, reason in sorted(plan.rejected)[:3])
+                      for position, reason in sorted(rejected)[:3])
     raise SchemaError(f"none of the table's {len(df)} rows can be written ({shown}"
-                      f"{'; ...' if len(plan.rejected) > 3 else ''}); nothing was written. "
+                      f"{'; ...' if len(rejected) > 3 else ''}); nothing was written. "
                       "validate() lists every row's problem.")
 
 
@@ -379,6 +382,13 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises):
 def _finish(plan, df, store, receipts, leakage="warn", previous=None, raises=False):
     if previous is not None:
         return _finish_append(plan, df, store, receipts, leakage, previous, raises)
+    if not any(receipt.shard.num_examples for receipt in receipts.values()):
+        for shard in plan.shards:  # every row was rejected while writing: no output at all
+            store.remove(shard.name)
+            store.remove(index_name(shard.name))
+        store.remove(STATE_DIR)
+        _refuse_empty(plan, df, [*plan.rejected,
+                                 *(r for receipt in receipts.values() for r in receipt.rejected)])
     problems, near = _near_duplicates(plan, df, store, receipts, leakage)
     rejected = sorted((row, reason) for position, reason in
                       [*plan.rejected, *(r for receipt in receipts.values() for r in receipt.rejected)]
@@ -402,7 +412,7 @@ def _finish(plan, df, store, receipts, leakage="warn", previous=None, raises=Fal
                    for label in (entry.label_counts if field.level is None
                                  else entry.label_counts[field.level])}
         vocabulary = labels if field.level is None else labels[field.level]
-        unused = [text for text in vocabulary if text not in written]
+        unused = [text for text in vocabulary if text and text not in written]
         if unused:
             logger.warning("%d label(s)%s have an id but no example (their every image was "
                            "rejected while writing, or label_map lists them): %s", len(unused),

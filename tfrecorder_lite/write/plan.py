@@ -259,6 +259,7 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
         **kind.fingerprint(prepared, table),
     }
     fingerprint.update(json.dumps(description, default=str, sort_keys=True).encode())
+    label_values = kind.written_values(prepared, label_values)  # what is only checked
     return WritePlan(
         features=FeatureSet(None if image is None else kind.image_feature(), label_fields,
                             extra),

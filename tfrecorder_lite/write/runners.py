@@ -8,17 +8,17 @@ bytes. :class:`JoblibRunner` runs them through joblib (threads, processes, or th
 Spark backend the caller configured with ``joblib.parallel_config``).
 """
 
-import logging
 import math
 import time
 from dataclasses import dataclass
 
 import joblib
 
+from .. import redaction
 from .task import write_shard
 from .worker_errors import guarded, unwrapped
 
-logger = logging.getLogger(__name__)
+logger = redaction.logger(__name__)  # every record redacted
 
 _FETCHING_THREADS_PER_WORKER = 4
 _GIL_BOUND_SHARDS = 2  # shard tasks at once in threads when preparing rows is Python-bound

@@ -11,7 +11,7 @@ import itertools
 import numbers
 from dataclasses import dataclass
 
-from .features import ClassLabel, Feature, RecordKind, RecordRejected, _TFDS
+from .features import ClassLabel, Feature, RecordKind, RecordRejected, tfds_labels
 from .keys import BYTES, FLOAT, HEIGHT, INT64, KEY_SHA256, SOURCE_ID, WIDTH
 
 # The TF Object Detection API's keys (research/object_detection/core/standard_fields.py),
@@ -202,11 +202,7 @@ class Boxes(ClassLabel):
 
     def tfds(self, image_size=None):
         entries = Feature.tfds(self)
-        entries[OBJECT_LABEL] = {
-            "pythonClassName": _TFDS + "sequence_feature.Sequence",
-            "sequence": {"feature": {"pythonClassName": _TFDS + "class_label_feature.ClassLabel",
-                                     "classLabel": {"numClasses": str(len(self.vocabulary))}},
-                         "length": "-1"}}
+        entries[OBJECT_LABEL] = tfds_labels(len(self.vocabulary), several=True)
         return entries
 
     def decode(self, tf, parsed, options, image=None):

@@ -27,6 +27,17 @@ def tfds_tensor(dtype, shape=()):
             "tensor": {"dtype": dtype, "encoding": "none", "shape": dims}}
 
 
+def tfds_labels(num_classes, several=False):
+    """A tfds ``ClassLabel`` feature entry of features.json (a ``Sequence`` of them with
+    ``several``: a list of labels per record)."""
+    label = {"pythonClassName": _TFDS + "class_label_feature.ClassLabel",
+             "classLabel": {"numClasses": str(num_classes)}}
+    if several:
+        label = {"pythonClassName": _TFDS + "sequence_feature.Sequence",
+                 "sequence": {"feature": label, "length": "-1"}}
+    return label
+
+
 class RecordRejected(Exception):
     """A row that cannot become a record; ``str(exc)`` is the reason (e.g. a box outside
     the image)."""
@@ -173,12 +184,7 @@ class ClassLabel(Feature):
 
     def tfds(self, image_size=None):
         entries = super().tfds()
-        label = {"pythonClassName": _TFDS + "class_label_feature.ClassLabel",
-                 "classLabel": {"numClasses": str(len(self.vocabulary))}}
-        if self.multi:
-            label = {"pythonClassName": _TFDS + "sequence_feature.Sequence",
-                     "sequence": {"feature": label, "length": "-1"}}
-        entries[self.keys[0]] = label
+        entries[self.keys[0]] = tfds_labels(len(self.vocabulary), self.multi)
         return entries
 
     #: the smallest label id (0; a kind whose id 0 means "none" starts at 1)

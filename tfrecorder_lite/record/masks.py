@@ -11,7 +11,7 @@ checks a written mask passes (``verify``), its overlay (``inspect``) and its met
 
 from dataclasses import dataclass
 
-from .features import ClassLabel, Feature, RecordKind, RecordRejected, _TFDS
+from .features import ClassLabel, Feature, RecordKind, RecordRejected, _TFDS, tfds_labels
 from .keys import BYTES, HEIGHT, INT64, SOURCE_ID, WIDTH
 
 # official/vision/dataloaders/segmentation_input.py reads MASK_ENCODED; Model Garden's example
@@ -131,11 +131,7 @@ class SegmentationMask(ClassLabel):
         entries[MASK_ENCODED] = {"pythonClassName": _TFDS + "image_feature.Image", "image": {
             "dtype": "uint8", "shape": {"dimensions": [str(height), str(width), "1"]},
             "encodingFormat": "png"}}
-        entries[MASK_LABEL] = {
-            "pythonClassName": _TFDS + "sequence_feature.Sequence",
-            "sequence": {"feature": {"pythonClassName": _TFDS + "class_label_feature.ClassLabel",
-                                     "classLabel": {"numClasses": str(len(self.vocabulary))}},
-                         "length": "-1"}}
+        entries[MASK_LABEL] = tfds_labels(len(self.vocabulary), several=True)
         return entries
 
     def decode(self, tf, parsed, options, image=None):

@@ -5,11 +5,12 @@ sorted order. pandas only, no I/O."""
 from . import labels, schema
 from .cells import blank_cells
 from .row_columns import LabelColumns
-from ..record.features import ClassLabel, ImageFeature
+from .kind import TableKind
+from ..record.features import ClassLabel
 from ..record.kinds import CLASSIFICATION
 
 
-class ClassificationTable:
+class ClassificationTable(TableKind):
     """The table kind of every table that no other kind recognizes."""
 
     record = CLASSIFICATION
@@ -19,30 +20,15 @@ class ClassificationTable:
         return True
 
     @staticmethod
-    def table_label_col(options):
-        """The label column(s) the table must have."""
-        return options.label_col
-
-    @staticmethod
     def prepare(df, options):
         """``(records frame, members, refused, used columns, details)``: the table as it is,
         the rows its source refused refused."""
         return df, None, schema.source_problems(df), set(), None
 
     @staticmethod
-    def file_columns(options):
-        """The columns of each record's other files, beside its image (none)."""
-        return ()
-
-    @staticmethod
     def check_labels(df, options):
         """SchemaError for labels no record can hold (fractional numbers), before any I/O."""
         schema.check_label_values(df, options.label_col, options.label_map, options.label_sep)
-
-    @staticmethod
-    def label_column(options):
-        """The label column(s) the table's row checks look at."""
-        return options.label_col
 
     @staticmethod
     def problems(df, prepared):
@@ -59,23 +45,6 @@ class ClassificationTable:
         return label_fields(prepared.frame, options.label_col, options.label_map, options.label_sep,
                             refused)
 
-    @staticmethod
-    def image_feature():
-        return ImageFeature()
-
-    @staticmethod
-    def fingerprint(prepared, options):
-        return {}
-
-    @staticmethod
-    def declared_sizes(prepared):
-        """Per record, the image size its source declares: none."""
-        return None
-
-    @staticmethod
-    def written_values(prepared, label_values):
-        """The label values as the records take them (as planned)."""
-        return label_values
 
 
 KIND = ClassificationTable()

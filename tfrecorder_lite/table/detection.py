@@ -17,6 +17,7 @@ import pandas as pd
 
 from . import schema
 from .cells import is_blank, is_missing
+from .kind import TableKind
 from ..errors import SchemaError
 from ..record import keys
 from ..record.boxes import BOX_COLUMNS, DETECTION, Boxes, box_problem
@@ -41,7 +42,7 @@ def is_detection_table(df):
     return all(column in df.columns for column in BOX_COLUMNS)
 
 
-class DetectionTable:
+class DetectionTable(TableKind):
     """The table kind of per-box tables: one record per image, with its boxes."""
 
     record = DETECTION
@@ -64,11 +65,6 @@ class DetectionTable:
         masks = {MASK_COLUMN} if MASK_COLUMN in table.images.columns else set()
         return table.images, table.members, dict(table.refused), \
             {"boxes", *table.box_columns, *masks}, table
-
-    @staticmethod
-    def file_columns(options):
-        """The columns of each record's other files, beside its image (none)."""
-        return ()
 
     @staticmethod
     def check_labels(df, options):

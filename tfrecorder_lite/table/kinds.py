@@ -1,19 +1,8 @@
 """The kinds of table, decided once: which kind a table is, and the table as that kind plans it.
 
 A kind of table is one module (``table/classification.py``, ``table/detection.py``,
-``table/segmentation.py``) whose ``KIND`` has:
-
-- ``record``: its RecordKind (``record/kinds.py``);
-- ``recognizes(df, options)``: whether ``df`` is a table of this kind;
-- ``table_label_col(options)``: the label column(s) the table must have (None: none);
-- ``prepare(df, options)``: ``(records frame, members, refused, used columns, details)``;
-- ``file_columns(options)``: the columns of each record's other files (read beside its image);
-- ``check_labels(df, options)``: SchemaError for labels no record can hold;
-- ``label_column(options)``: the label column(s) the table's row checks look at (or None);
-- ``problems(df, prepared)``: ``validate()``'s problems of this kind;
-- ``label_fields(prepared, options, refused)``: ``(label features, their values per record)``;
-- ``image_feature()``: the records' ImageFeature;
-- ``fingerprint(prepared, options)``: what of it decides the output's bytes, for the plan.
+``table/segmentation.py``) whose ``KIND`` is a :class:`~tfrecorder_lite.table.kind.TableKind`
+(which names what a kind has).
 
 Every door (``to_tfrecord``, ``df.tfrecord.dataset``, ``validate``) goes through
 :func:`prepare`, so the same table and options give the same records and the same problems

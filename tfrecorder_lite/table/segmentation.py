@@ -12,8 +12,8 @@ import re
 import pandas as pd
 
 from . import schema
+from .kind import TableKind
 from ..errors import SchemaError
-from ..record.features import ImageFeature
 from ..record.masks import SEGMENTATION, SegmentationMask
 
 MASK_COLUMN = "mask_uri"  # the mask column a table is recognized by
@@ -27,7 +27,7 @@ def mask_column(df, options):
     return MASK_COLUMN if MASK_COLUMN in df.columns else None
 
 
-class SegmentationTable:
+class SegmentationTable(TableKind):
     """The table kind of tables with a mask per image: one record per row."""
 
     record = SEGMENTATION
@@ -65,16 +65,6 @@ class SegmentationTable:
         """The labels are the masks' class ids, checked as each mask is read."""
 
     @staticmethod
-    def declared_sizes(prepared):
-        """No annotation file declares image sizes for a table of masks."""
-        return None
-
-    @staticmethod
-    def written_values(prepared, label_values):
-        """The label values as the records take them: as planned."""
-        return label_values
-
-    @staticmethod
     def label_column(options):
         return None
 
@@ -94,10 +84,6 @@ class SegmentationTable:
         source_ids = frame["image_id"].astype(str).tolist() if "image_id" in frame.columns \
             else [str(p) for p in range(len(frame))]
         return (field,), tuple((((), (), s),) for s in source_ids)
-
-    @staticmethod
-    def image_feature():
-        return ImageFeature()
 
     @staticmethod
     def fingerprint(prepared, options):

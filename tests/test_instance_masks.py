@@ -185,3 +185,23 @@ def test_inspect_tints_each_instance_mask():
     pixels = np.asarray(thumbnail)
     assert (pixels[20, 20] != 128).any()  # inside the mask: tinted
     assert (pixels[8, 20] == 128).all()  # inside the box, outside the mask: as it was
+
+
+def test_to_coco_exports_each_instance_mask_as_pycocotools_reads_it(tmp_path):
+    from pycocotools.coco import COCO
+
+    path, truth = _coco(tmp_path)
+    tfrecorder_lite.convert(path, tmp_path / "out", include_masks=True, progress=False)
+    exported = tmp_path / "exported.json"
+    tfrecorder_lite.to_coco(tmp_path / "out", "TRAIN", str(exported))
+    coco = COCO(str(exported))
+    found = {}
+    for image in coco.dataset["images"]:
+        annotations = coco.loadAnns(coco.getAnnIds(imgIds=[image["id"]]))
+        assert all("segmentation" in a for a in annotations)
+        found[image["file_name"]] = [coco.annToMask(a) for a in annotations]
+    assert found.keys() == truth.keys()
+    for name, masks in truth.items():
+        assert len(found[name]) == len(masks)
+        for ours, theirs in zip(found[name], masks):
+            assert np.array_equal(ours, theirs)

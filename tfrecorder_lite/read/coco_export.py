@@ -9,13 +9,17 @@ of the stored image, ``category_id`` (the record's class id: COCO's category ids
 converted from COCO), ``iscrowd`` (``image/object/is_crowd``, else 0) and ``area``
 (``image/object/area`` when the record holds it and the images were stored as they came, else
 the box's area). Categories are the output's labels (id -> name), the background id 0 left
-out. No record kind writes masks
-yet, so annotations carry no ``segmentation``.
+out. A box with an instance mask (``image/object/mask``) carries it as ``segmentation``, an
+uncompressed RLE of the stored image's size, as pycocotools reads it.
 """
 
+import io
 import json
 import math
 import re
+
+import numpy as np
+from PIL import Image
 
 from .. import storage
 from ..errors import SchemaError
@@ -23,7 +27,7 @@ from ..output.manifest import read_manifest
 from ..redaction import redact
 from ..record.encoding import decode_example
 from ..record.framing import iter_records
-from ..record.boxes import BBOX_KEYS, OBJECT_LABEL, object_key
+from ..record.boxes import BBOX_KEYS, OBJECT_LABEL, OBJECT_MASK, object_key
 from ..record.keys import FILENAME, HEIGHT, SOURCE_ID, WIDTH
 from ..storage import Store
 from ..table.splits import pick
@@ -92,6 +96,7 @@ def _annotations(record, image, position, stored, first_id):
     width, height = image["width"], image["height"]
     crowd = record.get(object_key("is_crowd"), [])
     areas = record.get(object_key("area"), []) if stored == "encoded" else []
+    masks = record.get(OBJECT_MASK, [])
     annotations = []
     for i, (xmin, ymin, xmax, ymax) in enumerate(zip(*(record.get(key, []) for key in BBOX_KEYS))):
         box = [xmin * width, ymin * height, (xmax - xmin) * width, (ymax - ymin) * height]
@@ -100,7 +105,22 @@ def _annotations(record, image, position, stored, first_id):
                             "category_id": record[OBJECT_LABEL][i],
                             "bbox": [round(v, 4) for v in box], "area": round(area, 4),
                             "iscrowd": int(crowd[i]) if i < len(crowd) else 0})
+        if i < len(masks):
+            annotations[-1]["segmentation"] = _rle(masks[i])
     return annotations
+
+
+def _rle(png):
+    """COCO's uncompressed RLE of an instance mask (a PNG of 0/1): the lengths of alternate
+    runs of 0 and 1, column by column, starting with 0."""
+    with Image.open(io.BytesIO(png)) as image:
+        mask = np.asarray(image) != 0
+    flat = mask.flatten(order="F")
+    ends = np.flatnonzero(flat[1:] != flat[:-1]) + 1
+    counts = np.diff(np.concatenate([[0], ends, [flat.size]])).tolist()
+    if flat.size and flat[0]:
+        counts = [0] + counts
+    return {"size": [int(mask.shape[0]), int(mask.shape[1])], "counts": counts}
 
 
 def _text(values):

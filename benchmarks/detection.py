@@ -27,17 +27,24 @@ from PIL import Image
 LABELS = ("car", "person", "bicycle", "dog")
 
 
+_Y, _X = np.mgrid[0:480, 0:640]
+_BASE = np.stack([_X * 255 // 640, _Y * 255 // 480, (_X + _Y) * 255 // 1120], axis=-1)
+
+
+def photo_pixels(i, rng):
+    """The uint8 pixels of photo-like 640x480 frame ``i`` (a shifted gradient, ``rng``'s noise)."""
+    noise = rng.integers(-25, 26, _BASE.shape)
+    return np.clip(np.roll(_BASE, i * 13, axis=1) + noise, 0, 255).astype(np.uint8)
+
+
 def make_set(folder, count, seed=0):
     """``count`` photo-like 640x480 JPEGs with 1 to 5 boxes each; returns the per-box CSV path."""
     rng = np.random.default_rng(seed)
     images = os.path.join(folder, "images")
     os.makedirs(images, exist_ok=True)
-    y, x = np.mgrid[0:480, 0:640]
-    base = np.stack([x * 255 // 640, y * 255 // 480, (x + y) * 255 // 1120], axis=-1)
     rows = []
     for i in range(count):
-        noise = rng.integers(-25, 26, base.shape)
-        pixels = np.clip(np.roll(base, i * 13, axis=1) + noise, 0, 255).astype(np.uint8)
+        pixels = photo_pixels(i, rng)
         name = f"img{i:05d}.jpg"
         Image.fromarray(pixels).save(os.path.join(images, name), quality=90)
         split = "TRAIN" if i % 10 < 8 else "VALIDATION" if i % 10 == 8 else "TEST"

@@ -179,16 +179,17 @@ class LoadOptions:
                               f"{self.batch_size!r}")
 
 
-def table_and_write(**options):
-    """``(TableOptions, WriteOptions)`` of keyword options named as ``to_tfrecord`` names them.
+def table_and_write(strict=True, **options):
+    """``(TableOptions, WriteOptions)`` of keyword options named as ``to_tfrecord`` names them
+    (without ``strict``, the options neither takes are left to their owners).
 
     Raises:
-        TypeError: an option neither takes.
+        TypeError: with ``strict``, an option neither takes.
     """
     table_names = {f.name for f in dataclasses.fields(TableOptions) if f.init}
     write_names = {f.name for f in dataclasses.fields(WriteOptions)}
     unknown = set(options) - table_names - write_names
-    if unknown:
+    if unknown and strict:
         raise TypeError(f"unknown option(s) {sorted(unknown)}")
     return (TableOptions(**{k: v for k, v in options.items() if k in table_names}),
             WriteOptions(**{k: v for k, v in options.items() if k in write_names}))
@@ -197,9 +198,7 @@ def table_and_write(**options):
 def check_conversion(**options):
     """Check the table, write and image options among ``to_tfrecord``'s keyword ``options``
     (the others are left to their owners): SchemaError before anything is read."""
-    names = {f.name for cls in (TableOptions, WriteOptions) for f in dataclasses.fields(cls)
-             if f.init}
-    table_and_write(**{k: v for k, v in options.items() if k in names})
+    table_and_write(strict=False, **options)
     image_options(options.get("check", "decode"), options.get("image_size"),
                   options.get("image_format", "jpeg"),
                   options.get("max_image_bytes", DEFAULT_MAX_BYTES),

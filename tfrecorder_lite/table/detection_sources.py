@@ -20,6 +20,7 @@ import pandas as pd
 from . import annotation_files, schema
 from .. import redaction, storage
 from ..errors import SchemaError
+from ..images.masks import RELATIVE_POLYGONS
 from ..record.boxes import BOX_COLUMNS, MAX_BOXES, box_problem  # noqa: F401 (public here too)
 from .annotation_files import MAX_ANNOTATION_BYTES
 from .detection import DECLARED_SIZES, SOURCE_PROBLEMS
@@ -68,6 +69,15 @@ def _number(text):
     except ValueError:
         return math.nan
     return number if math.isfinite(number) else math.nan
+
+
+def polygon_object(xy):
+    """``((xmin, ymin, xmax, ymax), mask)`` of one polygon relative to its image (``[x1, y1,
+    x2, y2, ...]``, as Vertex AI and YOLO give them): its extent is its box, and it is the
+    box's instance mask (the ``mask`` column's ``{"relative_polygons": [xy]}``, scaled to the
+    image's pixel size when its record is written)."""
+    xs, ys = xy[0::2], xy[1::2]
+    return (min(xs), min(ys), max(xs), max(ys)), {RELATIVE_POLYGONS: [list(xy)]}
 
 
 # ----------------------------------------------------------------------------- AutoML CSV

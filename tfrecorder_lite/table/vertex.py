@@ -13,9 +13,14 @@ JSON Lines hold one image a line: ``imageGcsUri``, its annotations, and its spli
 - ``segmentationAnnotation`` / ``maskAnnotation`` (``maskGcsUri`` or ``categoryMaskGcsUri``
   with ``annotationSpecColors``): ``split, image_uri, mask_uri``, with
   ``table.attrs["mask_colors"] = {(r, g, b): label}``, marked ``table.attrs["task"] =
-  "segmentation"``: a table of masks, whose masks are read through those colours.
-
-Polygon and polyline annotations are refused (segmentation input is not supported yet).
+  "segmentation"``: a table of masks, whose masks are read through those colours;
+- ``polygonAnnotation`` (one) / ``polygonAnnotations`` (a list; Google's samples write this),
+  each ``{"displayName", "vertexes": [{"x", "y"}, ...]}`` relative to the image (a missing
+  ``x`` or ``y`` is 0, as protobuf's JSON leaves zeros out): the per-box table with a ``mask``
+  column, each polygon's extent its box and the polygon its instance mask (scaled to the
+  image's pixel size when its record is written). A polyline (``polylineAnnotation(s)``) is an
+  open line, not an area: it has no mask, so its image is refused with that reason, naming
+  the line (``table.attrs[SOURCE_PROBLEMS]``).
 Annotation resource labels and data item labels other than ``ml_use`` are Vertex AI's own
 bookkeeping (``annotation_set_name``) or the user's tags: they are dropped (an info log names
 them), never turned into record features. A Vertex AI CSV is ``[ML_USE,]GCS_FILE_PATH,LABEL``
@@ -36,6 +41,7 @@ import pandas as pd
 
 from . import detection_sources, splits
 from .. import redaction, storage
+from .detection import MASK_COLUMN, SOURCE_PROBLEMS
 from .detection_sources import BOX_COLUMNS
 from ..errors import SchemaError
 from .paths import confined
@@ -52,7 +58,8 @@ _POLYGON_KEYS = ("polygonAnnotation", "polygonAnnotations", "polylineAnnotation"
 _KINDS = {"classificationAnnotation": "classification",
           "classificationAnnotations": "multi-label",
           "boundingBoxAnnotations": "detection",
-          **dict.fromkeys(_MASK_KEYS, "segmentation")}
+          **dict.fromkeys(_MASK_KEYS, "segmentation"),
+          **dict.fromkeys(_POLYGON_KEYS, "polygon")}
 
 
 def is_jsonl(data):
@@ -119,6 +126,7 @@ class _Lines:
     def __init__(self, name, folder, allow_outside_paths):
         self.name, self.folder, self.allow_outside_paths = name, folder, allow_outside_paths
         self.problems, self.dropped = [], set()
+        self.refused = {}  # line number -> why its image cannot be written (a polyline)
 
     # ------------------------------------------------------------------ JSON Lines
 
@@ -137,8 +145,8 @@ class _Lines:
             logger.info("%s: resource labels dropped (not record features): %s", self.name,
                         ", ".join(sorted(self.dropped)))
         kind = next(iter(kinds), "classification")
-        if kind == "detection":
-            return self._detection(lines)
+        if kind in ("detection", "polygon"):
+            return self._detection(lines, masks=kind == "polygon")
         if kind == "segmentation":
             return self._segmentation(lines)
         multi = kind == "multi-label"
@@ -178,12 +186,7 @@ class _Lines:
             return None
         image = self._image(number, "imageGcsUri", item.get("imageGcsUri"))
         split = self._ml_use(number, item.get("dataItemResourceLabels"))
-        found = [key for key in (*_KINDS, *_POLYGON_KEYS) if key in item]
-        for key in found:
-            if key in _POLYGON_KEYS:
-                self._problem(number, key, "polygon and polyline annotations are segmentation "
-                                           "input, which is not supported yet")
-        found = [key for key in found if key in _KINDS]
+        found = [key for key in _KINDS if key in item]
         kinds = {_KINDS[key] for key in found}
         if kinds == {"classification", "multi-label"}:  # one label is a list of one
             kinds = {"multi-label"}
@@ -197,6 +200,8 @@ class _Lines:
         kind = kinds.pop()
         if kind == "detection":
             payload = self._boxes(number, item["boundingBoxAnnotations"])
+        elif kind == "polygon":
+            payload = self._polygons(number, item, found)
         elif kind == "segmentation":
             payload = self._mask(number, masks[0], item[masks[0]])
         else:
@@ -280,6 +285,57 @@ class _Lines:
                 boxes.append((label, *(_coordinate(box.get(k)) for k in _BOX_FIELDS)))
         return boxes
 
+    def _polygons(self, number, item, keys):
+        """``[(label, xmin, ymin, xmax, ymax, mask)]`` of a line's polygons; a polyline is
+        noted in ``self.refused`` (its image cannot be written)."""
+        objects = []
+        for key in keys:
+            polyline = key.startswith("polyline")
+            many, value = key.endswith("s"), item[key]
+            if many and not isinstance(value, list):
+                self._problem(number, key, "not a list of annotations")
+                continue
+            for i, annotation in enumerate(value if many else [value]):
+                field = f"{key}[{i}]" if many else key
+                label = self._display_name(number, field, annotation)
+                xy = self._vertexes(number, field, annotation, 2 if polyline else 3)
+                if label is None or xy is None:
+                    continue
+                if polyline:
+                    self.refused.setdefault(number, (
+                        f"line {number}: {field} ({label}): a polyline is an open line, not "
+                        "an area, so it has no instance mask; draw the object as a polygon, "
+                        "or leave the polyline out"))
+                    continue
+                box, mask = detection_sources.polygon_object(xy)
+                objects.append((label, *box, mask))
+        return objects
+
+    def _vertexes(self, number, field, annotation, least):
+        """``[x1, y1, x2, y2, ...]`` of an annotation's ``vertexes``, or None (a problem
+        noted)."""
+        if not isinstance(annotation, dict):
+            return None  # _display_name said so
+        vertexes = annotation.get("vertexes")
+        if not isinstance(vertexes, list) or len(vertexes) < least:
+            self._problem(number, f"{field}.vertexes",
+                          f"{'missing' if vertexes is None else repr(vertexes)[:60]}: expected "
+                          f"a list of {least} vertexes {{\"x\", \"y\"}} at least")
+            return None
+        xy = []
+        for j, vertex in enumerate(vertexes):
+            if not isinstance(vertex, dict):
+                self._problem(number, f"{field}.vertexes[{j}]", "not an object {\"x\", \"y\"}")
+                return None
+            for axis in ("x", "y"):
+                value = _coordinate(vertex.get(axis, 0))  # protobuf's JSON leaves zeros out
+                if not math.isfinite(value):
+                    self._problem(number, f"{field}.vertexes[{j}].{axis}",
+                                  f"{vertex.get(axis)!r} is not a number")
+                    return None
+                xy.append(value)
+        return xy
+
     def _mask(self, number, key, value):
         if not isinstance(value, dict):
             self._problem(number, key, "not an object")
@@ -320,8 +376,9 @@ class _Lines:
                                         f"{kind} annotations: one file holds one kind")
         return first
 
-    def _detection(self, lines):
-        images, order = {}, []
+    def _detection(self, lines, masks=False):
+        """The per-box table of the lines (with ``masks``: the polygons' ``mask`` column)."""
+        images, order, refused = {}, [], {}
         for number, split, image, _, boxes in lines:
             if image not in images:
                 images[image] = (number, split, [])
@@ -332,15 +389,24 @@ class _Lines:
                                                      f"{images[image][0]}; an image belongs "
                                                      "to one split")
             images[image][2].extend((number, box) for box in boxes or ())
+            if number in self.refused:
+                refused.setdefault(image, self.refused[number])
         self._raise()
-        rows, numbers = [], []
+        rows, numbers, problems = [], [], {}
+        empty = (None, *(math.nan,) * 4, *((None,) if masks else ()))
         for image in order:
             number, split, boxes = images[image]
-            for line, (label, *box) in boxes or [(number, (None, *(math.nan,) * 4))]:
+            if image in refused:  # one row, refused with the reason
+                problems[len(rows)] = refused[image]
+                boxes = []
+            for line, (label, *box) in boxes or [(number, empty)]:
                 rows.append((split, image, label, *box))
                 numbers.append(line)
-        return self._lined(detection_sources._table(
-            rows, ["split", "image_uri", "label", *BOX_COLUMNS]), numbers, "JSON line")
+        table = detection_sources._table(rows, ["split", "image_uri", "label", *BOX_COLUMNS,
+                                                *([MASK_COLUMN] if masks else [])])
+        if problems:
+            table.attrs[SOURCE_PROBLEMS] = problems
+        return self._lined(table, numbers, "JSON line")
 
     def _segmentation(self, lines):
         rows, numbers, colors = [], [], {}

@@ -1,18 +1,22 @@
-"""Ultralytics-style YOLO detection datasets as the per-box table.
+"""Ultralytics-style YOLO detection and instance segmentation datasets as the per-box table.
 
 A YOLO folder holds ``data.yaml``: ``names`` (a list, or ``{class id: name}``) and ``train``,
 ``val``, ``test``: each a folder of images, a ``.txt`` file listing images, or a list of those,
 relative to the folder (as Ultralytics does, a path starting ``../`` that does not exist is
 tried without it: Roboflow's exports write ``../train/images``). Each image
 ``.../images/.../NAME.jpg`` has its labels in ``.../labels/.../NAME.txt``: one object a line,
-``class cx cy w h``, the box's centre and size relative to the image. An image without a label
-file, or with an empty one, is an image without objects.
+``class cx cy w h``, the box's centre and size relative to the image, or (instance
+segmentation) ``class x1 y1 x2 y2 ...``, a polygon of three points or more relative to the image.
+An image without a label file, or with an empty one, is an image without objects.
 
 The table is the per-box table of ``detection_sources`` (boxes ``xmin, ymin, xmax, ymax``
 relative, 0,0 top left), splits TRAIN (``train``), VALIDATION (``val``), TEST (``test``), and
 ``attrs["label_map"] = {name: class id + 1}`` so records keep YOLO's class order (id 0 is the
-background of the Object Detection API's label maps). Polygon lines (``class x1 y1 x2 y2 ...``,
-instance segmentation) are refused: segmentation input is not supported yet.
+background of the Object Detection API's label maps). When the dataset holds polygons, the
+table has a ``mask`` column: each polygon's extent is its box and the polygon its instance mask
+(scaled to the image's pixel size when its record is written). Ultralytics reads a label file's
+lines all as polygons once one is; here, in a dataset of polygons, an image with a box line has
+no mask for that object and is refused, naming the line (``attrs[SOURCE_PROBLEMS]``).
 
 Every malformed file or line is a reason naming it and its field, raised together as one
 SchemaError; a box outside the image is left in the table, where the detection checks reject
@@ -27,6 +31,7 @@ from . import detection_sources
 from .. import storage
 from ..errors import SchemaError
 from ..redaction import redact
+from .detection import MASK_COLUMN, SOURCE_PROBLEMS
 from .detection_sources import BOX_COLUMNS
 from .paths import confined
 from .problems import refuse
@@ -75,9 +80,12 @@ def read_yolo(folder, *, storage_options=None, allow_outside_paths=False):
     reader = _Reader(root, yaml_path, names, storage_options, allow_outside_paths,
                      config.get("path"))
     images = reader.images(config)
-    rows, lines = reader.rows(images)
-    table = detection_sources._table(rows, ["split", "image_uri", "label", *BOX_COLUMNS])
+    rows, lines, masks, problems = reader.rows(images)
+    table = detection_sources._table(rows, ["split", "image_uri", "label", *BOX_COLUMNS,
+                                            *([MASK_COLUMN] if masks else [])])
     table.attrs["label_map"] = {name: class_id + 1 for class_id, name in names.items()}
+    if problems:
+        table.attrs[SOURCE_PROBLEMS] = problems
     table.attrs["csv_lines"] = lines
     return table
 
@@ -218,10 +226,12 @@ class _Reader:
         return images
 
     def rows(self, images):
-        """The per-box rows of ``images`` and each row's label file."""
+        """``(rows, label file of each row, masks, problems)``: the per-box rows of
+        ``images`` (with ``masks``, when any label file holds a polygon, each row's mask
+        last), and ``{row: reason}`` of the images refused (a box among polygons)."""
         labels = [label_path(image) for _, image in images]
         contents = storage.read_many(labels, self.options)
-        rows, lines = [], []
+        found = []  # (split, image, label file, objects)
         for (split, image), label, content in zip(images, labels, contents):
             name = self._relative(label)
             if isinstance(content, FileNotFoundError):
@@ -229,43 +239,57 @@ class _Reader:
             elif isinstance(content, Exception):
                 self.problems.append(f"{name}: cannot be read ({content})")
                 continue
-            boxes = self._boxes(name, content)
-            for _, label_text, box in boxes:
-                rows.append((split, image, label_text, *box))
-            if not boxes:
-                rows.append((split, image, None, *(math.nan,) * 4))
-            lines += [name] * max(len(boxes), 1)  # an image's reason names its box
+            found.append((split, image, name, self._objects(name, content)))
         self._orphans({label for label, content in zip(labels, contents)
                        if not isinstance(content, Exception)})
         refuse(self.root, "a YOLO folder", self.problems)
-        return rows, lines
+        masks = any(mask is not None for *_, objects in found for *_, mask in objects)
+        rows, lines, problems = [], [], {}
+        for split, image, name, objects in found:
+            box = next((n for n, *_, mask in objects if mask is None), None) if masks else None
+            if box is not None:
+                problems[len(rows)] = (
+                    f"{name} line {box}: a box (class cx cy w h) in a dataset of polygons "
+                    "(class x1 y1 x2 y2 ...): every object needs its polygon, its instance "
+                    "mask")
+                objects = []
+            for _, label_text, corners, mask in objects:
+                rows.append((split, image, label_text, *corners, *((mask,) if masks else ())))
+            if not objects:
+                rows.append((split, image, None, *(math.nan,) * 4, *((None,) if masks else ())))
+            lines += [name] * max(len(objects), 1)  # an image's reason names its box
+        return rows, lines, masks, problems
 
-    def _boxes(self, name, content):
-        """``[(line, label, (xmin, ymin, xmax, ymax))]`` of one label file."""
+    def _objects(self, name, content):
+        """``[(line, label, (xmin, ymin, xmax, ymax), mask or None)]`` of one label file: a
+        box line's mask is None, a polygon's is the polygon (see
+        ``detection_sources.polygon_object``)."""
         try:
             text = content.decode("utf-8")
         except UnicodeDecodeError:
             self.problems.append(f"{name}: not UTF-8 text")
             return []
-        boxes = []
+        objects = []
         for number, line in enumerate(text.splitlines(), 1):
             fields = line.split()
             if not fields:
                 continue
             where = f"{name} line {number}"
-            if len(fields) != 5:
-                self.problems.append(
-                    f"{where}: a polygon (class x1 y1 x2 y2 ...): segmentation input is not "
-                    "supported yet" if len(fields) >= 7 and len(fields) % 2 else
-                    f"{where}: {len(fields)} fields, expected 5 (class cx cy w h)")
+            polygon = len(fields) >= 7 and len(fields) % 2 == 1
+            if len(fields) != 5 and not polygon:
+                self.problems.append(f"{where}: {len(fields)} fields, expected 5 (class cx cy w "
+                                     "h) or an odd number from 7 (a polygon: class x1 y1 x2 y2 "
+                                     "x3 y3 ...)")
                 continue
             class_id = _class_id(fields[0])
             if class_id not in self.names:
                 self.problems.append(f"{where}: class {fields[0]!r} is not in names "
                                      f"({_ids(self.names)})")
                 continue
+            names = [f"{axis}{i}" for i in range(1, len(fields) // 2 + 1) for axis in "xy"] \
+                if polygon else ["cx", "cy", "w", "h"]
             values = []
-            for field, text in zip(("cx", "cy", "w", "h"), fields[1:]):
+            for field, text in zip(names, fields[1:]):
                 try:
                     value = float(text)
                 except ValueError:
@@ -275,8 +299,13 @@ class _Reader:
                     break
                 values.append(value)
             else:
-                boxes.append((number, self.names[class_id], _corners(*values)))
-        return boxes
+                label = self.names[class_id]
+                if polygon:
+                    objects.append((number, label,
+                                    *detection_sources.polygon_object(values)))
+                else:
+                    objects.append((number, label, _corners(*values), None))
+        return objects
 
     def _orphans(self, found):
         """A problem for each label file of the listed folders whose image is not listed."""

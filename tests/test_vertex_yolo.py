@@ -41,11 +41,11 @@ def records_by_file(out):
     return found
 
 
-def line(image, split=None, **annotations):
+def line(image, split=None, ensure_ascii=True, **annotations):
     item = {"imageGcsUri": image, **annotations}
     if split is not None:
         item["dataItemResourceLabels"] = {ML_USE: split, "owner": "me"}
-    return json.dumps(item)
+    return json.dumps(item, ensure_ascii=ensure_ascii)
 
 
 @pytest.fixture
@@ -612,3 +612,130 @@ def test_a_vertex_polyline_refuses_its_image_naming_the_line_and_a_polygon_outsi
     assert [reason.split(";")[0] for reason in result.rejected.reason] == [
         "line 2: polylineAnnotations[0] (crack): a polyline is an open line, not an area, so "
         "it has no instance mask", "box 1 of 1: xmax 1.25 is outside [0, 1]"]
+
+
+# ----------------------------------------------------------------------------- told by content
+
+def test_a_vertex_jsonl_named_json_is_read_as_vertex_and_a_json_of_neither_is_named(
+        folder, capsys):
+    lines = "\n".join(line(f"images/im{i}.jpg", SPLITS[i], classificationAnnotation={
+        "displayName": "ab"[i % 2]}) for i in range(8)) + "\n"
+    (folder / "export.jsonl").write_text(lines)
+    (folder / "export.json").write_text(lines)
+    options = dict(OPTIONS, on_error="skip")
+    named_json = tfrecorder_lite.convert(folder / "export.json", folder / "j", **options)
+    named_jsonl = tfrecorder_lite.convert(folder / "export.jsonl", folder / "l", **options)
+    assert named_json.counts == named_jsonl.counts == {"TRAIN": 4, "VALIDATION": 1, "TEST": 2}
+    assert records_by_file(folder / "j") == records_by_file(folder / "l")
+    assert cli.main(["convert", str(folder / "export.json"), str(folder / "cli"),
+                     "--no-progress", "--jobs", "1", "--on-error", "skip"]) == 0
+    assert "wrote TRAIN 4, VALIDATION 1, TEST 2" in capsys.readouterr().out
+    with pytest.raises(SchemaError, match=r"split='train' does not apply to a Vertex AI JSON "
+                                          r"Lines file"):
+        tfrecorder_lite.convert(folder / "export.json", folder / "x", split="train", **options)
+    # JSON Lines whose first line is bad: still Vertex AI's, its reader names the line
+    (folder / "bad.json").write_text(json.dumps({"classificationAnnotation": {
+        "displayName": "a"}}) + "\n" + lines)
+    with pytest.raises(SchemaError, match=r"bad\.json: 1 problem\(s\) reading it as a Vertex "
+                                          r"AI import file: line 1: imageGcsUri: missing"):
+        tfrecorder_lite.convert(folder / "bad.json", folder / "x", **options)
+    neither = (r"is neither a COCO annotations file \(one JSON document with an 'images' "
+               r"list\) nor a Vertex AI JSON Lines file \(one JSON object a line, each with "
+               r"'imageGcsUri'\): ")
+    for name, content, why in [
+            ("object.json", '{"info": {"year": 2017},\n "licenses": []}', "it is an object "
+                                                                          "without an 'images'"),
+            ("list.json", '[{"imageGcsUri": "images/im0.jpg"}]', "it is a JSON list without"),
+            ("broken.json", '{"images": [\n', r"is not JSON: Expecting value")]:
+        (folder / name).write_text(content)
+        with pytest.raises(SchemaError, match=neither + why):
+            tfrecorder_lite.convert(folder / name, folder / "x", **options)
+    # a COCO file is still COCO, on one line too
+    (folder / "instances_train.json").write_text(json.dumps({
+        "images": [{"id": 1, "file_name": "images/im0.jpg", "height": 30, "width": 40}],
+        "annotations": [], "categories": [{"id": 1, "name": "car"}]}))
+    coco = tfrecorder_lite.convert(folder / "instances_train.json", folder / "coco", **OPTIONS)
+    assert coco.counts == {"TRAIN": 1} and coco.metadata["task"] == "detection"
+
+
+def test_a_latin1_vertex_csv_is_read_with_the_encoding_given(folder, capsys):
+    labels = ["café" if i % 2 else "crème" for i in range(8)]
+    rows = "".join(f"{'training' if i < 6 else 'test'},images/im{i}.jpg,{labels[i]}\n"
+                   for i in range(8))
+    (folder / "latin.csv").write_bytes(rows.encode("latin-1"))
+    (folder / "utf8.csv").write_text(rows, encoding="utf-8")
+    with pytest.raises(SchemaError, match=r"latin\.csv: line 1 is not utf-8: byte 0xe8 in "
+                                          r"'training,images/im0\.jpg,cr\\xe8'; save the file "
+                                          r"as UTF-8"):
+        tfrecorder_lite.read_vertex(folder / "latin.csv")
+    assert tfrecorder_lite.read_vertex(folder / "latin.csv", encoding="latin-1").label.tolist() \
+        == labels
+    latin = tfrecorder_lite.convert(folder / "latin.csv", folder / "l", **OPTIONS,
+                                    encoding="latin-1")
+    utf8 = tfrecorder_lite.convert(folder / "utf8.csv", folder / "u", **OPTIONS)
+    assert latin.counts == {"TRAIN": 6, "TEST": 2}
+    assert latin.labels == utf8.labels == ["café", "crème"]
+    assert records_by_file(folder / "l") == records_by_file(folder / "u")
+    # without its ML_USE field (told from an AutoML CSV by its first field), on the CLI
+    (folder / "no_ml_use.csv").write_bytes(rows.replace("training,", "").replace(
+        "test,", "").encode("latin-1"))
+    with pytest.raises(SchemaError, match=r"no_ml_use\.csv: line 1 is not utf-8"):
+        tfrecorder_lite.convert(folder / "no_ml_use.csv", folder / "x", **OPTIONS)
+    assert cli.main(["convert", str(folder / "no_ml_use.csv"), str(folder / "cli"),
+                     "--no-progress", "--encoding", "latin-1", "--unassigned", "assign",
+                     "--jobs", "1"]) == 0
+    assert tfrecorder_lite.read_vertex(folder / "no_ml_use.csv", encoding="latin-1"
+                                       ).label.tolist() == labels
+    # JSON Lines too (Vertex AI writes UTF-8; a file saved otherwise is read as told)
+    (folder / "latin.jsonl").write_bytes(line("images/im0.jpg", "training", ensure_ascii=False,
+                                              classificationAnnotation={"displayName": "café"}
+                                              ).encode("latin-1"))
+    assert tfrecorder_lite.read_vertex(folder / "latin.jsonl", encoding="latin-1").label[0] == \
+        "café"
+
+
+def test_the_annotation_size_bound_holds_for_vertex_yolo_and_automl_files(folder):
+    def refused(name, size, limit):  # sizes this close are said in bytes
+        return (rf"{name} is {size} bytes; annotation files are read whole, up to {limit} "
+                rf"bytes \(max_annotation_bytes={limit}\)")
+
+    jsonl = "\n".join(line(f"images/im{i}.jpg", "training", classificationAnnotation={
+        "displayName": "a"}) for i in range(8))
+    csv_text = "".join(f"TRAIN,images/im{i}.jpg,a\n" for i in range(8))
+    boxes = "".join(f"TRAIN,images/im{i}.jpg,car,0.1,0.2,,,0.5,0.6,,\n" for i in range(8))
+    files = {"v.jsonl": jsonl, "v.json": jsonl, "v.csv": csv_text.replace("TRAIN,", ""),
+             "boxes.csv": boxes}
+    for name, text in files.items():
+        (folder / name).write_text(text)
+        size = len(text.encode())
+        with pytest.raises(SchemaError, match=refused(re.escape(name), size, size - 1)):
+            tfrecorder_lite.convert(folder / name, folder / "x", **OPTIONS,
+                                    max_annotation_bytes=size - 1)
+        assert tfrecorder_lite.convert(folder / name, folder / f"ok-{name}", **OPTIONS,
+                                       max_annotation_bytes=size, unassigned="assign").counts
+    for name in ("v.jsonl", "v.csv"):
+        with pytest.raises(SchemaError, match=rf"{re.escape(name)} is [\d.]+ (kB|bytes); "
+                                              r"annotation files are read whole, up to 10 bytes "
+                                              r"\(max_annotation_bytes=10\)"):
+            tfrecorder_lite.read_vertex(folder / name, max_annotation_bytes=10)
+    # a classification CSV is a table, not an annotation file: not bounded
+    (folder / "table.csv").write_text(csv_text)
+    assert tfrecorder_lite.convert(folder / "table.csv", folder / "table", **OPTIONS,
+                                   max_annotation_bytes=10).counts == {"TRAIN": 8}
+
+    root = yolo_folder(folder / "yolo")
+    label = root / "labels" / "train" / "im3.txt"
+    label.write_text(label.read_text() * 4)  # its boxes four times: the largest file
+    size = label.stat().st_size
+    assert max(p.stat().st_size for p in root.rglob("*.txt") if p != label) < size
+    assert (root / "data.yaml").stat().st_size < size
+    with pytest.raises(SchemaError, match=refused(re.escape(os.path.join(
+            "labels", "train", "im3.txt")), size, size - 1)) as caught:
+        tfrecorder_lite.read_yolo(root, max_annotation_bytes=size - 1)
+    assert "a label file without its image" not in str(caught.value)
+    with pytest.raises(SchemaError, match=refused(".*data.yaml", (root / "data.yaml").stat()
+                                                  .st_size, 20)):
+        tfrecorder_lite.convert(root, folder / "y", **OPTIONS, max_annotation_bytes=20)
+    assert tfrecorder_lite.convert(root, folder / "y", **OPTIONS,
+                                   max_annotation_bytes=size).counts == {"TRAIN": 6,
+                                                                         "VALIDATION": 2}

@@ -258,9 +258,18 @@ def read_coco(annotations_json, image_dir=None, split=None, storage_options=None
             no COCO JSON, or an annotation names an unknown category.
     """
     path = storage.resolve(annotations_json)
+    split = _coco_split(split, path)  # before the file is read
+    data = annotation_files.read_json(path, storage_options, max_annotation_bytes)
+    return coco_table(data, path, image_dir, split, include_masks,
+                      allow_outside_paths=allow_outside_paths)
+
+
+def coco_table(data, path, image_dir=None, split=None, include_masks=False, *,
+               allow_outside_paths=False):
+    """The per-box table of a COCO document already read from ``path`` (see
+    :func:`read_coco`)."""
     split = _coco_split(split, path)
     image_dir = storage.parent(path) if image_dir is None else storage.resolve(image_dir)
-    data = annotation_files.read_json(path, storage_options, max_annotation_bytes)
     images, annotations, categories = _coco_lists(data, path)
     names = _coco_categories(categories, annotations, path)
     boxes_of = {}

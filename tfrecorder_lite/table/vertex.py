@@ -26,10 +26,11 @@ bookkeeping (``annotation_set_name``) or the user's tags: they are dropped (an i
 them), never turned into record features. A Vertex AI CSV is ``[ML_USE,]GCS_FILE_PATH,LABEL``
 (several label fields: multi-label) or an AutoML detection row, the ``ML_USE`` field optional.
 
-Every malformed line is a reason naming its line and field; the reasons of the whole file are
-raised together as one SchemaError. A box outside [0, 1], inverted or without a number is left
-in the table, where the detection checks reject its image whole with the box named
-(``table.attrs["csv_lines"]`` says each row's line).
+The file is read whole, bounded as every annotation file is (``annotation_files``), in the
+``encoding`` given (UTF-8 unless told). Every malformed line is a reason naming its line and
+field; the reasons of the whole file are raised together as one SchemaError. A box outside
+[0, 1], inverted or without a number is left in the table, where the detection checks reject
+its image whole with the box named (``table.attrs["csv_lines"]`` says each row's line).
 """
 
 import csv
@@ -39,8 +40,9 @@ import math
 
 import pandas as pd
 
-from . import detection_sources, splits
+from . import annotation_files, detection_sources, splits
 from .. import redaction, storage
+from .annotation_files import MAX_ANNOTATION_BYTES
 from .detection import MASK_COLUMN, SOURCE_PROBLEMS
 from .detection_sources import BOX_COLUMNS
 from ..errors import SchemaError
@@ -67,6 +69,31 @@ def is_jsonl(data):
     return data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"
 
 
+def _first_line(data):
+    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+    end = head.find(b"\n")
+    return head if end < 0 else head[:end]
+
+
+def first_line_object(data, encoding="utf-8"):
+    """The first non-blank line of a file's bytes parsed as a JSON object, or None when it is
+    not one (not JSON, or JSON of another kind: a pretty-printed document's ``{``)."""
+    try:
+        item = json.loads(_first_line(data).decode(encoding, errors="replace"))
+    except (ValueError, RecursionError, LookupError):
+        return None
+    return item if isinstance(item, dict) else None
+
+
+def is_vertex_jsonl(data, encoding="utf-8"):
+    """Whether a file's bytes are a Vertex AI JSON Lines file, whatever its name: its first
+    non-blank line is a JSON object with ``imageGcsUri`` (a COCO file on one line is one
+    object too, without it)."""
+    if b"imageGcsUri" not in _first_line(data):  # a large document is not parsed twice
+        return False
+    return "imageGcsUri" in (first_line_object(data, encoding) or {})
+
+
 def is_vertex_csv(fields):
     """Whether a CSV row is a Vertex AI row without its optional ``ML_USE`` field: its first
     field is an image's path or URL (``gs://bucket/a.jpg``), not a split."""
@@ -91,14 +118,18 @@ def starts_with_image(data, encoding="utf-8"):
     return False
 
 
-def read_vertex(path_or_url, *, storage_options=None, allow_outside_paths=False):
+def read_vertex(path_or_url, *, storage_options=None, allow_outside_paths=False,
+                encoding="utf-8", max_annotation_bytes=MAX_ANNOTATION_BYTES):
     """The table of a Vertex AI image dataset import or export file (JSON Lines or CSV).
 
     Args:
-        path_or_url: the file's path or URL (``.jsonl``, ``.csv``; told apart by content).
+        path_or_url: the file's path or URL (``.jsonl``, ``.json``, ``.csv``; told apart by
+            content).
         storage_options: fsspec options for a remote file.
         allow_outside_paths: accept image paths that are neither ``gs://`` URLs nor inside
             the file's folder (``../``, absolute local paths, other URLs).
+        encoding: the file's text encoding (Vertex AI writes UTF-8).
+        max_annotation_bytes: a larger file is refused before it is read (it is read whole).
 
     Returns:
         A DataFrame: ``split, image_uri, label`` (classification; multi-label: lists of
@@ -107,24 +138,27 @@ def read_vertex(path_or_url, *, storage_options=None, allow_outside_paths=False)
         row's line in the file.
 
     Raises:
-        SchemaError: naming every malformed line (up to ten) and its field.
+        SchemaError: the file is too large or not in ``encoding``, or naming every malformed
+            line (up to ten) and its field.
     """
     path = storage.resolve(path_or_url)
-    return vertex_table(storage.read_bytes(path, storage_options), path, allow_outside_paths)
+    data = annotation_files.read_annotation_bytes(path, storage_options, max_annotation_bytes)
+    return vertex_table(data, path, allow_outside_paths, encoding)
 
 
-def vertex_table(data, path, allow_outside_paths=False):
+def vertex_table(data, path, allow_outside_paths=False, encoding="utf-8"):
     """The table of a Vertex AI file's bytes (see :func:`read_vertex`); ``path``: where they
     were read, for messages and the folder relative image paths stay in."""
-    reader = _Lines(path, storage.parent(path), allow_outside_paths)
+    reader = _Lines(path, storage.parent(path), allow_outside_paths, encoding)
     return reader.jsonl(data) if is_jsonl(data) else reader.csv(data)
 
 
 class _Lines:
     """The lines of one Vertex AI file, read into rows; problems gathered, then raised."""
 
-    def __init__(self, name, folder, allow_outside_paths):
+    def __init__(self, name, folder, allow_outside_paths, encoding="utf-8"):
         self.name, self.folder, self.allow_outside_paths = name, folder, allow_outside_paths
+        self.encoding = encoding
         self.problems, self.dropped = [], set()
         self.refused = {}  # line number -> why its image cannot be written (a polyline)
 
@@ -160,12 +194,9 @@ class _Lines:
 
     def _text(self, data):
         try:
-            return data.decode("utf-8").removeprefix("\ufeff")
-        except UnicodeDecodeError as exc:
-            line = data.count(b"\n", 0, exc.start) + 1
-            raise SchemaError(redaction.redact(
-                f"{self.name}: line {line} is not UTF-8 (byte 0x{data[exc.start]:02x}); "
-                "Vertex AI files are UTF-8")) from None
+            return annotation_files.decode(data, self.name, self.encoding)
+        except SchemaError as exc:
+            raise SchemaError(redaction.redact(str(exc))) from None
 
     def _problem(self, number, field, reason):
         self.problems.append((number, f"line {number}: {field}{': ' if field else ''}{reason}"))

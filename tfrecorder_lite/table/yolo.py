@@ -27,8 +27,9 @@ import math
 import os
 import posixpath
 
-from . import detection_sources
+from . import annotation_files, detection_sources
 from .. import storage
+from .annotation_files import MAX_ANNOTATION_BYTES
 from ..errors import SchemaError
 from ..redaction import redact
 from .detection import MASK_COLUMN, SOURCE_PROBLEMS
@@ -52,7 +53,8 @@ def find_yaml(folder, storage_options=None):
     return None
 
 
-def read_yolo(folder, *, storage_options=None, allow_outside_paths=False):
+def read_yolo(folder, *, storage_options=None, allow_outside_paths=False,
+              max_annotation_bytes=MAX_ANNOTATION_BYTES):
     """The per-box table of a YOLO dataset folder (Ultralytics' layout; see the module).
 
     Args:
@@ -61,11 +63,14 @@ def read_yolo(folder, *, storage_options=None, allow_outside_paths=False):
         storage_options: fsspec options for a remote folder.
         allow_outside_paths: accept ``data.yaml`` entries and image lists that name files
             outside the folder.
+        max_annotation_bytes: ``data.yaml``, an image list or a label file larger than this
+            is refused before it is read.
 
     Raises:
         SchemaError: no ``data.yaml``, or naming every malformed entry, label file and line
             (up to ten): a folder that does not exist, a class id not in ``names``, a line
-            that is no ``class cx cy w h``, a label file without its image.
+            that is neither ``class cx cy w h`` nor a polygon, a label file without its image,
+            a file over ``max_annotation_bytes``.
     """
     path = storage.resolve(folder)
     if path.lower().endswith((".yaml", ".yml")):
@@ -75,10 +80,10 @@ def read_yolo(folder, *, storage_options=None, allow_outside_paths=False):
         if yaml_path is None:
             raise SchemaError(redact(f"{path} has no data.yaml: a YOLO folder names its classes "
                                      "and image folders there (names:, train:, val:)"))
-    config = _config(yaml_path, storage_options)
+    config = _config(yaml_path, storage_options, max_annotation_bytes)
     names = _names(config, yaml_path)
     reader = _Reader(root, yaml_path, names, storage_options, allow_outside_paths,
-                     config.get("path"))
+                     config.get("path"), max_annotation_bytes)
     images = reader.images(config)
     rows, lines, masks, problems = reader.rows(images)
     table = detection_sources._table(rows, ["split", "image_uri", "label", *BOX_COLUMNS,
@@ -90,12 +95,13 @@ def read_yolo(folder, *, storage_options=None, allow_outside_paths=False):
     return table
 
 
-def _config(yaml_path, storage_options):
+def _config(yaml_path, storage_options, max_bytes=MAX_ANNOTATION_BYTES):
     """The mapping of ``data.yaml``."""
     import yaml  # PyYAML: only when a YOLO folder is read
 
     try:
-        config = yaml.safe_load(storage.read_bytes(yaml_path, storage_options))
+        config = yaml.safe_load(annotation_files.read_annotation_bytes(
+            yaml_path, storage_options, max_bytes))
     except FileNotFoundError:
         raise SchemaError(redact(f"{yaml_path} not found")) from None
     except yaml.YAMLError as exc:
@@ -145,9 +151,11 @@ def label_path(image):
 class _Reader:
     """The images and label files of one YOLO folder; problems gathered, then raised."""
 
-    def __init__(self, root, yaml_path, names, storage_options, allow_outside_paths, path=None):
+    def __init__(self, root, yaml_path, names, storage_options, allow_outside_paths, path=None,
+                 max_bytes=MAX_ANNOTATION_BYTES):
         self.root, self.yaml_path, self.names, self.path = root, yaml_path, names, path
         self.options, self.allow_outside_paths = storage_options, allow_outside_paths
+        self.max_bytes = max_bytes
         self.yaml_name = storage.basename(yaml_path)
         self.problems, self.label_dirs = [], []
 
@@ -209,9 +217,13 @@ class _Reader:
             return [_below(path, parts) for parts, _ in storage.walk_files(path, self.options)
                     if os.path.splitext(parts[-1])[1].lower() in _IMAGE_EXTENSIONS]
         try:
-            text = storage.read_bytes(path, self.options).decode("utf-8")
+            text = annotation_files.read_annotation_bytes(path, self.options,
+                                                          self.max_bytes).decode("utf-8")
         except UnicodeDecodeError:
             self.problems.append(f"{self._relative(path)} ({key}): not a UTF-8 list of images")
+            return []
+        except SchemaError as exc:  # too large
+            self.problems.append(str(exc))
             return []
         images, folder = [], storage.parent(path)
         for number, line in enumerate(text.splitlines(), 1):
@@ -230,18 +242,22 @@ class _Reader:
         ``images`` (with ``masks``, when any label file holds a polygon, each row's mask
         last), and ``{row: reason}`` of the images refused (a box among polygons)."""
         labels = [label_path(image) for _, image in images]
-        contents = storage.read_many(labels, self.options)
+        contents = storage.read_many(labels, self.options, max_bytes=self.max_bytes)
         found = []  # (split, image, label file, objects)
         for (split, image), label, content in zip(images, labels, contents):
             name = self._relative(label)
             if isinstance(content, FileNotFoundError):
                 content = b""
+            elif isinstance(content, storage.FileTooLarge):
+                self.problems.append(str(annotation_files.too_large(name, content.size,
+                                                                    self.max_bytes)))
+                continue
             elif isinstance(content, Exception):
                 self.problems.append(f"{name}: cannot be read ({content})")
                 continue
             found.append((split, image, name, self._objects(name, content)))
         self._orphans({label for label, content in zip(labels, contents)
-                       if not isinstance(content, Exception)})
+                       if not isinstance(content, FileNotFoundError)})
         refuse(self.root, "a YOLO folder", self.problems)
         masks = any(mask is not None for *_, objects in found for *_, mask in objects)
         rows, lines, problems = [], [], {}

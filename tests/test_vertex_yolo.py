@@ -549,6 +549,20 @@ def test_vertex_polygons_become_instance_masks_pixel_for_pixel(folder):
     assert result.counts == {"TRAIN": 2, "VALIDATION": 1, "TEST": 1}
     assert result.metadata["task"] == "detection" and result.labels == ["", "cat", "dog"]
     assert_polygon_records(folder / "out")
+    # a table of one's own with the same relative polygons gives the same records
+    splits = {"train": "TRAIN", "val": "VALIDATION", "test": "TEST"}
+    rows = []
+    for name, (size, objects) in POLYGONS.items():
+        image, split = str(folder / "images" / name), splits[POLYGON_SPLITS[name]]
+        for label, polygon in objects:
+            xy = relative(polygon, size)
+            rows.append((split, image, label, min(xy[0::2]), min(xy[1::2]), max(xy[0::2]),
+                         max(xy[1::2]), {"relative_polygons": [xy]}))
+        rows += [] if objects else [(split, image, None, *[math.nan] * 4, None)]
+    own = pd.DataFrame(rows, columns=["split", "image_uri", "label", "xmin", "ymin", "xmax",
+                                      "ymax", "mask"])
+    own.tfrecord.to_tfrecord(folder / "own", **OPTIONS)
+    assert records_by_file(folder / "own") == records_by_file(folder / "out")
     # resized, each mask is resized with its image (nearest neighbour)
     small = tfrecorder_lite.convert(folder / "polygons.jsonl", folder / "small", **OPTIONS,
                                     image_size=(16, 16))
@@ -606,6 +620,10 @@ def test_a_vertex_polyline_refuses_its_image_naming_the_line_and_a_polygon_outsi
     assert "JSON line 2 of lines.jsonl" in str(caught.value)
     assert ("line 2: polylineAnnotations[0] (crack): a polyline is an open line, not an area, "
             "so it has no instance mask") in str(caught.value)
+    problems = tfrecorder_lite.read_vertex(folder / "lines.jsonl").tfrecord.validate()
+    assert [reason.split(";")[0] for reason in problems.problem] == [
+        "line 2: polylineAnnotations[0] (crack): a polyline is an open line, not an area, so "
+        "it has no instance mask", "box 1 of 1: xmax 1.25 is outside [0, 1]"]
     result = tfrecorder_lite.convert(folder / "lines.jsonl", folder / "out", **OPTIONS,
                                      on_error="skip")
     assert result.counts == {"TRAIN": 1}

@@ -664,8 +664,9 @@ def test_a_vertex_jsonl_named_json_is_read_as_vertex_and_a_json_of_neither_is_na
             ("object.json", '{"info": {"year": 2017},\n "licenses": []}', "it is an object "
                                                                           "without an 'images'"),
             ("list.json", '[{"imageGcsUri": "images/im0.jpg"}]', "it is a JSON list without"),
-            ("broken.json", '{"images": [\n', r"is not JSON: Expecting value")]:
-        (folder / name).write_text(content)
+            ("broken.json", '{"images": [\n', r"it is not JSON: Expecting value"),
+            ("latin.json", b'{"images": []}\n\xe9'.decode("latin-1"), r"line 2 is not UTF-8")]:
+        (folder / name).write_bytes(content.encode("latin-1"))
         with pytest.raises(SchemaError, match=neither + why):
             tfrecorder_lite.convert(folder / name, folder / "x", **options)
     # a COCO file is still COCO, on one line too

@@ -113,8 +113,8 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
 
 def _coco_document(data, path, encoding="utf-8"):
     """The COCO document of a ``.json`` file's bytes, or None when they are Vertex AI JSON
-    Lines (the first line an object with ``imageGcsUri``, or lines of JSON objects that are
-    not one document: a Vertex AI file with bad lines, which its reader names).
+    Lines (the first line an object with ``imageGcsUri``, or JSON objects a line that are not
+    one document: a Vertex AI file with bad lines, which its reader names).
 
     Raises:
         SchemaError: the file is neither.
@@ -127,9 +127,10 @@ def _coco_document(data, path, encoding="utf-8"):
     try:
         document = annotation_files.parse_json(data, path)
     except SchemaError as exc:
-        if vertex.first_line_object(data, encoding) is not None:
+        if vertex.is_json_lines(data, encoding):
             return None
-        raise SchemaError(f"{neither}: {str(exc).removeprefix(f'{path} ')}") from None
+        why = str(exc).removeprefix(path).lstrip(": ")  # "is not JSON: ...", "line 3 ..."
+        raise SchemaError(f"{neither}: {'it ' if why.startswith('is ') else ''}{why}") from None
     if not isinstance(document, dict) or not isinstance(document.get("images"), list):
         kind = "an object" if isinstance(document, dict) else \
             f"a JSON {type(document).__name__}"

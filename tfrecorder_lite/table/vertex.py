@@ -85,6 +85,13 @@ def first_line_object(data, encoding="utf-8"):
     return item if isinstance(item, dict) else None
 
 
+def is_json_lines(data, encoding="utf-8"):
+    """Whether a file's bytes are JSON objects a line: its first non-blank line is one, and
+    its second non-blank line starts as one."""
+    rest = data.lstrip(b"\xef\xbb\xbf \t\r\n")[len(_first_line(data)):].lstrip()
+    return first_line_object(data, encoding) is not None and rest[:1] == b"{"
+
+
 def is_vertex_jsonl(data, encoding="utf-8"):
     """Whether a file's bytes are a Vertex AI JSON Lines file, whatever its name: its first
     non-blank line is a JSON object with ``imageGcsUri`` (a COCO file on one line is one

@@ -16,7 +16,7 @@ from ..options import LEAKAGE, TableOptions, one_of
 from ..images.normalize import (
     DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images,
     unreadable_reason)
-from ..images.phash import describe, near_duplicates
+from ..images.phash import describe, near_pairs
 from ..record.boxes import declared_size_problem
 from ..record.features import RecordRejected
 
@@ -136,6 +136,17 @@ def _parallel(n_jobs):
         return joblib.Parallel(n_jobs=n_jobs, prefer="threads")
 
 
+def _near_pairs(perceptual, hashed, splits):
+    """``(later position, earlier position, distance)`` of the near-duplicate images across
+    splits among the rows ``hashed`` (``perceptual``: their hashes, a row each)."""
+    positions = np.flatnonzero(hashed)
+    if not len(positions):
+        return []
+    groups = pd.factorize(np.asarray(splits, dtype=object)[positions])[0]
+    first, second, distance = near_pairs(perceptual[positions], groups)
+    return zip(positions[second].tolist(), positions[first].tolist(), distance.tolist())
+
+
 def _check_images(df, image_col, base_dir, splits, found, results, members=None):
     """Add to ``found`` the problems of ``results`` (``inspect_images``' answers, in position
     order), each for every row of its record (``members``: ``{first row: rows}`` of records
@@ -143,10 +154,12 @@ def _check_images(df, image_col, base_dir, splits, found, results, members=None)
     image looks like an earlier one's in another split (near-duplicates), in position order."""
     digests = np.zeros(len(df), dtype="S32")
     has_digest = np.zeros(len(df), dtype=bool)
-    image_found, hashes = [], {}
+    image_found, perceptual, hashed = [], None, np.zeros(len(df), dtype=bool)
     for position, digest, problem, value in (r for chunk in results for r in chunk):
-        if value is not None:
-            hashes[position] = value
+        if value is not None:  # kept as one array, not a tuple of ints a row
+            if perceptual is None:
+                perceptual = np.zeros((len(df), len(value)), dtype=np.uint64)
+            perceptual[position], hashed[position] = value, True
         if problem:
             uri = df[image_col].iloc[position]
             if problem == "file not found":
@@ -167,9 +180,8 @@ def _check_images(df, image_col, base_dir, splits, found, results, members=None)
             image_found.append((position, (
                 df.index[position], image_col, df[image_col].iloc[position],
                 f"{kind}: same image bytes as {_where(df, other, image_col, splits)}")))
-        repeated = set(checked[earlier != checked].tolist())  # reported above already
-        entries = [(p, splits[p], hashes[p]) for p in sorted(hashes) if p not in repeated]
-        for later, other, distance in near_duplicates(entries):
+        hashed[checked[earlier != checked]] = False  # reported above already
+        for later, other, distance in _near_pairs(perceptual, hashed, splits):
             image_found.append((later, (
                 df.index[later], image_col, df[image_col].iloc[later],
                 describe(_where(df, other, image_col, splits), distance))))

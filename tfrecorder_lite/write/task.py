@@ -19,6 +19,7 @@ from ..images.normalize import (ImageOptions, ImageRejected, prepare_content, re
                                 unreadable_reason)
 from ..output.layout import STATE_DIR, index_name, receipt_name
 from ..output.manifest import IndexEntry, Receipt, ShardEntry
+from ..output.record_hashes import RecordHashes
 from ..record import encoding as example
 from ..record.features import FeatureSet, RecordRejected
 from ..formats import format_named
@@ -257,7 +258,7 @@ class ShardSink:
             shard, tuple(self.rejected), tuple(sorted(self.sizes)), tuple(self.max_size),
             tuple(sorted(self.channels)), dict(self.formats),
             tuple({str(k): v for k, v in sorted(counts.items())} for counts in self.labels),
-            hashes=tuple(self.hashes))
+            hashes=RecordHashes(self.hashes))
         state.write_atomic(receipt_name(self.name), json.dumps(receipt.to_json()))
         return receipt
 

@@ -11,7 +11,7 @@ from .cells import text_series
 from .. import storage
 from .files import stat_files
 from .kinds import prepare
-from ..errors import UnsupportedURLError
+from ..errors import UnsupportedURLError, row_repr
 from ..options import LEAKAGE, TableOptions, one_of
 from ..images.normalize import (
     DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images,
@@ -100,7 +100,7 @@ def _identical_rows(df, found):
         key = hashes[position]
         if key in first_of:
             identical.add(row)
-            found.append((row, None, None, f"identical to row {first_of[key]!r}"))
+            found.append((row, None, None, f"identical to row {row_repr(first_of[key])}"))
         else:
             first_of[key] = row
     return identical
@@ -220,7 +220,8 @@ def _file_problems(df, prepared, image_col, positions, check, base_dir, n_jobs,
 
 
 def _where(df, position, image_col, splits):
-    return f"row {df.index[position]!r} ({df[image_col].iloc[position]}, {splits[position]})"
+    return (f"row {row_repr(df.index[position])} ({df[image_col].iloc[position]}, "
+            f"{splits[position]})")
 
 
 def validate(df, *, split_col="split", image_col="image_uri", label_col="label", label_map=None,

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from .. import redaction
 from .._version import __version__
-from ..errors import InvalidRowError, SchemaError
+from ..errors import InvalidRowError, SchemaError, row_repr
 from ..output import state as output_state
 from ..output import tfds
 from ..output.layout import (
@@ -181,7 +181,7 @@ def _refuse_empty(plan, df, rejected=None):
     if not len(df) or not rejected:
         raise SchemaError("the table has no rows: there is nothing to convert; nothing was "
                           "written")
-    shown = "; ".join(f"row {df.index[plan.table_rows(position)[0]]!r}: {reason}"
+    shown = "; ".join(f"row {row_repr(df.index[plan.table_rows(position)[0]])}: {reason}"
                       for position, reason in sorted(rejected)[:3])
     raise SchemaError(f"none of the table's {len(df)} rows can be written ({shown}"
                       f"{'; ...' if len(rejected) > 3 else ''}); nothing was written. "
@@ -285,7 +285,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
             row = before.iloc[key[1]]
             return (f"row {row['row']!r} ({row['image_uri']}, {row['split']}, generation "
                     f"{row['generation']})")
-        return f"row {labels[key]!r} ({plan.paths[key]}, {split_of_row(key)})"
+        return f"row {row_repr(labels[key])} ({plan.paths[key]}, {split_of_row(key)})"
 
     def described(key):
         if isinstance(key, tuple):
@@ -482,7 +482,7 @@ def _result_from_disk(store, df):
         row_of = {str(label): label for label in df.index}
         problems = problems_frame([
             (row_of.get(p.row, p.row), None, p.image_uri, describe(
-                f"row {row_of.get(p.other_row, p.other_row)!r} ({p.other_image_uri}, "
+                f"row {row_repr(row_of.get(p.other_row, p.other_row))} ({p.other_image_uri}, "
                 f"{p.other_split})", int(p.distance)))
             for p in pairs.itertuples(index=False)])
     return ConversionResult(store.url, counts, manifest.labels, rejected, metadata, problems)

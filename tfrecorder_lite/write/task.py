@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .. import storage
+from ..errors import row_repr
 from ..images import phash
 from ..images.normalize import (ImageOptions, ImageRejected, prepare_content, read_images,
                                 unreadable_reason)
@@ -90,7 +91,8 @@ def write_shard(task, store, on_error="raise"):
         return sink.finish(store.child(STATE_DIR))
     except MemoryError:
         sink.abandon()
-        rows = f"rows {chunk[0][1]!r} to {chunk[-1][1]!r}" if chunk else "no row yet"
+        rows = f"rows {row_repr(chunk[0][1])} to {row_repr(chunk[-1][1])}" if chunk else \
+            "no row yet"
         raise MemoryError(f"{task.name}: out of memory while writing this shard ({rows} were "
                           "being prepared); write smaller shards (num_shards), or give the "
                           "workers more memory") from None

@@ -150,7 +150,46 @@ def detection_scenarios(paths):
                                                                  check="header")),
         "detection_coco": ("convert_coco", dict(paths=paths[:n], num_shards=2)),
         "detection_voc": ("convert_voc", dict(paths=paths[:n])),
+        **vertex_yolo_scenarios(paths[:n]),
     }
+
+
+def vertex_yolo_scenarios(paths):
+    """Vertex AI JSON Lines (boxes) and CSV (labels, no ML_USE field), and a YOLO folder (boxes;
+    written by ``write_all``)."""
+    ml_use = {"TRAIN": "training", "VALIDATION": "validation", "TEST": "test"}
+    lines, rows = [], []
+    for i, path in enumerate(paths):
+        split = _splits(len(paths))[i]
+        boxes = [{"displayName": ["car", "bike", "person"][(i + j) % 3], "xMin": 0.1 + 0.05 * j,
+                  "yMin": "0.2", "xMax": 0.5 + 0.1 * j, "yMax": 0.6 + 0.05 * (i % 4)}
+                 for j in range(i % 3)]
+        lines.append(json.dumps({"imageGcsUri": path, "boundingBoxAnnotations": boxes,
+                                 "dataItemResourceLabels": {
+                                     "aiplatform.googleapis.com/ml_use": ml_use[split]}}))
+        rows.append(f"{path},{['cat', 'dog'][i % 2]}")
+    return {
+        "detection_vertex_jsonl": ("convert_text", dict(
+            name="vertex.jsonl", text="\n".join(lines) + "\n", allow_outside_paths=True)),
+        "classification_vertex_csv": ("convert_text", dict(
+            name="vertex.csv", text="\n".join(rows) + "\n", allow_outside_paths=True,
+            unassigned="assign", seed=3)),
+        "detection_yolo": ("convert_yolo", dict(paths=paths)),
+    }
+
+
+def _write_yolo(root, paths):
+    for i, path in enumerate(paths):
+        split = ["train", "train", "val"][i % 3]
+        (root / "images" / split).mkdir(parents=True, exist_ok=True)
+        (root / "labels" / split).mkdir(parents=True, exist_ok=True)
+        (root / "images" / split / Path(path).name).write_bytes(Path(path).read_bytes())
+        if i % 4 == 3:
+            continue  # no label file: no objects
+        (root / "labels" / split / f"{Path(path).stem}.txt").write_text("".join(
+            f"{(i + j) % 3} {0.3 + 0.05 * j} 0.4 {0.2 + 0.1 * j} 0.3\n" for j in range(i % 3)))
+    (root / "data.yaml").write_text("train: images/train\nval: images/val\n"
+                                    "names: [car, bike, person]\n")
 
 
 def _coco_document(paths):
@@ -219,6 +258,12 @@ def write_all(images_dir, out_dir):
             source.write_text(json.dumps(document))
             tfrecorder_lite.convert(str(source), target, split="TRAIN", image_dir=images_dir,
                                     **options)
+        elif call == "convert_yolo":
+            root = Path(images_dir).parent / "yolo" / name  # one folder for both trees
+            paths = options.pop("paths")
+            if not root.exists():
+                _write_yolo(root, paths)
+            tfrecorder_lite.convert(str(root), target, **options)
         elif call == "convert_voc":
             root = Path(images_dir).parent / "voc" / name  # one folder for both trees
             paths = options.pop("paths")

@@ -111,10 +111,11 @@ def _parser():
     c.add_argument("--check", choices=options.CHECKS, default="decode")
     c.add_argument("--on-error", choices=options.ON_ERROR, default="raise",
                    help="stop at the first bad row, or skip it into rejected.csv")
-    c.add_argument("--leakage", choices=options.LEAKAGE, default="warn",
+    c.add_argument("--leakage", choices=options.LEAKAGE,
                    help="near-duplicate images across splits: list them (beside the "
                         "manifest, in near-duplicates.csv), reject the later row of each "
-                        "pair, or do not look for them")
+                        "pair, or do not look for them (default: warn, or ignore with "
+                        "--check header, which decodes no image)")
     c.add_argument("--append", action="store_true",
                    help="add the rows to the finished output in OUTPUT_DIR as a new generation")
     c.add_argument("--no-shuffle", action="store_true", help="keep the input order")
@@ -142,8 +143,8 @@ def _parser():
     c.add_argument("--split-ratios", type=_ratios, metavar="T,V,T",
                    help="shares of TRAIN, VALIDATION, TEST for assigned rows (default 0.8,0.1,0.1)")
     c.add_argument("--encoding", default="utf-8",
-                   help="text encoding of the CSV, e.g. latin-1 (default: utf-8, with or "
-                        "without a byte order mark)")
+                   help="text encoding of the CSV or Vertex AI file, e.g. latin-1 (default: "
+                        "utf-8, with or without a byte order mark)")
     c.add_argument("--task", choices=sources.TASKS,
                    help="read the CSV as an AutoML detection CSV or as a classification CSV "
                         "(default: told by its shape)")

@@ -182,6 +182,7 @@ _CACHED_HASHES = 17  # and up to 2**17 hashes
 _MAX_WIDTH = 24  # a band's table has 2**width slots
 
 
+@functools.lru_cache(maxsize=None)
 def _probes(width, radius):
     """The number of ``width``-bit keys within ``radius`` bits of a key."""
     return sum(math.comb(width, i) for i in range(min(radius, width) + 1))
@@ -202,8 +203,10 @@ def _cost(count, queries, widths, radii, chunk=1 << 17):
 
 
 def _bands(count, queries, span, max_distance):
-    """``(widths, radii)`` of the cheapest bands for ``queries`` lookups among ``count``
-    hashes of ``span`` bits, or None when comparing every pair costs less.
+    """``(widths, radii)`` of the cheapest bands (by ``_cost``; 1 to 9 bands, the radii as
+    even as can be, the widths found by moving one bit at a time from a hash a bucket) for
+    ``queries`` lookups among ``count`` hashes of ``span`` bits, or None when comparing every
+    pair costs less.
 
     A pair within ``max_distance`` differs in at most its radius in some band when the radii
     plus one add up to more than ``max_distance``: had it differed in more in every band, it
@@ -211,10 +214,13 @@ def _bands(count, queries, span, max_distance):
     ``_MAX_WIDTH`` bits) only add to a pair's distance, so they may be left out.
     """
     best, layout = _PAIR * count * queries, None
-    for bands in range(1, min(max_distance + 1, span) + 1):
+    if best <= _SORTED * (count + queries) + _ROUND:  # less than any band costs
+        return None
+    start = min(_MAX_WIDTH, max(1, round(math.log2(max(count, 1)))))  # a hash a bucket
+    for bands in range(1, min(max_distance + 1, span, 9) + 1):
         extra = max_distance + 1 - bands  # the radii's sum
         radii = [extra // bands + (i < extra % bands) for i in range(bands)]
-        widths = [min(_MAX_WIDTH, span // bands + (i < span % bands)) for i in range(bands)]
+        widths = [min(start, span // bands + (i < span % bands)) for i in range(bands)]
         cost = _cost(count, queries, widths, radii)
         moved = True
         while moved:  # widen, narrow or move a bit between bands while that costs less

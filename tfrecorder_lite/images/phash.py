@@ -152,6 +152,14 @@ def from_hex(text):
     return tuple(int(text[i:i + 16], 16) for i in range(0, len(text), 16))
 
 
+def rows_from_hex(texts):
+    """Many images' hashes from their texts (as many hashes in each) at once: uint64 rows."""
+    if not texts:
+        return np.zeros((0, 0), dtype=np.uint64)
+    return np.frombuffer(bytes.fromhex("".join(texts)), dtype=">u8").astype(
+        np.uint64).reshape(len(texts), -1)
+
+
 def distance(a, b):
     """The number of bits two hashes differ in."""
     return (a ^ b).bit_count()
@@ -390,28 +398,6 @@ def _band_pairs(index, queries, shift, width, radius, max_distance, chunk, index
             out_query.append(who[keep])
             out_index.append(other[keep])
     return np.concatenate(out_query), np.concatenate(out_index)
-
-
-def near_duplicates(entries, max_distance=MAX_DISTANCE):
-    """The pairs of near-identical images in different splits.
-
-    Args:
-        entries: ``(key, split, perceptual hashes (a tuple of ints, as
-            :func:`perceptual_hashes` gives them) or None)`` per image, in table order (the
-            order that decides which row of a pair is the later one).
-        max_distance: the largest distance (differing bits) of a pair.
-
-    Returns:
-        ``(later key, earlier key, distance)`` per pair, in order of the later key's entry.
-    """
-    entries = [e for e in entries if e[2] is not None]
-    if not entries:
-        return []
-    splits = {split: i for i, split in enumerate(dict.fromkeys(e[1] for e in entries))}
-    first, second, distance = near_pairs([e[2] for e in entries],
-                                         [splits[e[1]] for e in entries], max_distance)
-    return [(entries[b][0], entries[a][0], int(d))
-            for a, b, d in zip(first.tolist(), second.tolist(), distance.tolist())]
 
 
 def describe(other, distance):

@@ -11,6 +11,8 @@ image (boxes in table order); the image's first row stands for it in the plan, a
 a refused image is reported with the image's reason. pandas only, no I/O.
 """
 
+import hashlib
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,7 +114,12 @@ class DetectionTable(TableKind):
 
     @staticmethod
     def fingerprint(prepared, options):
-        return {"detection": {"units": options.box_units, "members": prepared.members}}
+        """The box units, each image's rows, and the boxes' cells (coordinates, per-box
+        columns, masks): a table whose boxes were corrected is another output."""
+        cells = json.dumps({column: prepared.frame[column].tolist()
+                            for column in sorted(prepared.used)}, default=str)
+        return {"detection": {"units": options.box_units, "members": prepared.members,
+                              "cells": hashlib.sha256(cells.encode()).hexdigest()}}
 
 
 KIND = DetectionTable()

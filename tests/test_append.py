@@ -54,9 +54,10 @@ def test_an_append_holds_both_tables_once_and_changes_no_earlier_file(tmp_path):
     assert result.counts == {"TRAIN": 5, "TEST": 1}
     after = _files(out)
     changed = {name for name in before if after[name] != before[name]}
-    # labels.txt grew by "fish", and so did tfds' names of the labels and its features.json
+    # labels.txt grew by "fish", and so did tfds' names of the labels and its features.json;
+    # tfds' splits now list generation 1
     assert changed == {layout.METADATA, layout.LABELS, layout.TFDS_LABEL_NAMES,
-                       layout.TFDS_FEATURES}
+                       layout.TFDS_FEATURES, layout.DATASET_INFO}
     assert after[layout.LABELS] == before[layout.LABELS] + b"fish\n"  # earlier ids kept
     assert {n for n in after if n not in before} == {
         "train-g0001-00000-of-00001.tfrecord", "train-g0001-00000-of-00001.tfindex",
@@ -237,3 +238,37 @@ def test_data_source_and_load_by_index_read_every_generation_or_the_one_asked(tm
                                    generation=0)
     assert sorted(e["image/encoded"].numpy() for e in by_index) == \
         sorted(first[i]["image/encoded"] for i in range(6))
+
+
+def test_tfds_reads_every_generation_by_its_split_and_refuses_a_partial_train(tmp_path):
+    tfds = pytest.importorskip("tensorflow_datasets")
+    df = _table(tmp_path / "images", n=16)
+    a = df.iloc[:10]
+    # B: A's TRAIN rows again (skipped) and new rows, one with a new label, over 3 TRAIN
+    # shards: most of generation 1's TRAIN shards hold nothing new, and stay numbered
+    new = df.loc[[11, 12, 14]].assign(label=["cat", "cat", "fish"])  # 12 is in TEST
+    b = pd.concat([a[a.split == "TRAIN"], new])
+    out = tmp_path / "out"
+    a.tfrecord.to_tfrecord(out, progress=False, num_shards={"TRAIN": 3})
+    first = _records(out)
+    b.tfrecord.to_tfrecord(out, progress=False, num_shards={"TRAIN": 3}, append=True)
+    builder = tfds.builder_from_directory(str(out))
+    splits = builder.info.splits
+    assert list(splits) == ["train-g0000", "train-g0001", "test-g0000", "test-g0001"]
+    assert [splits[name].num_shards for name in splits] == [3, 3, 1, 1]
+    assert builder.info.features["image/class/label"].names == \
+        ["bird", "cat", "dog", "fish"]
+
+    def read(split):
+        return sorted((split_name, bytes(e["image/encoded"]),
+                       e["image/class/text"].decode())
+                      for split_name, name in split
+                      for e in tfds.as_numpy(builder.as_dataset(
+                          split=name, decoders={"image/encoded": tfds.decode.SkipDecoding()})))
+
+    both = read([("TRAIN", "train-g0000+train-g0001"), ("TEST", "test-g0000+test-g0001")])
+    assert both == _records(out) and len(both) == 13  # A and B, each image once
+    assert read([("TRAIN", "train-g0000"), ("TEST", "test-g0000")]) == first
+    with pytest.raises(ValueError, match="train-g0000"):  # never A alone under "train"
+        builder.as_dataset(split="train")
+    assert tfrecorder_lite.verify(out).startswith("OK")

@@ -65,6 +65,15 @@ def generation_of(name):
     return int(match.group(1)) if match else 0
 
 
+def tfds_split(split, generation):
+    """``(name, file name template)`` of a split's generation as tensorflow_datasets lists it
+    in an appended output's ``dataset_info.json``: ``("train-g0000", "train-{SHARD_X_OF_Y}...")``,
+    ``("train-g0001", "train-g0001-{SHARD_X_OF_Y}...")`` (a tfds split's files follow one
+    template, and each generation numbers its own shards)."""
+    prefix = shard_name(split, 0, 1, generation=generation).split("-00000-of-00001")[0]
+    return f"{split.lower()}-g{generation:04d}", prefix + SPLIT_FILE_TEMPLATE[len("{SPLIT}"):]
+
+
 def near_duplicates_name(generation):
     """The near-duplicate pairs' file of a generation: ``near-duplicates.csv``,
     ``near-duplicates-g0001.csv``."""

@@ -214,7 +214,7 @@ def test_an_append_to_an_output_on_s3(s3, tmp_path):
     result = df.iloc[4:].tfrecord.to_tfrecord(out, progress=False, append=True)
     assert result.skipped == 2 and sum(result.counts.values()) == 4
     for name, data in first.items():
-        if name not in (layout.METADATA,):
+        if name not in (layout.METADATA, layout.DATASET_INFO):  # these list generation 1
             assert s3.fs.cat_file(f"{out}/{name}") == data, name
     assert tfrecorder_lite.verify(out).startswith("OK")
     manifest, _ = read_manifest(out)
@@ -272,3 +272,73 @@ def test_tfds_reads_every_generation_by_its_split_and_refuses_a_partial_train(tm
     with pytest.raises(ValueError, match="train-g0000"):  # never A alone under "train"
         builder.as_dataset(split="train")
     assert tfrecorder_lite.verify(out).startswith("OK")
+
+
+def test_verify_info_and_inspect_see_every_generation_or_the_output_as_it_was(tmp_path):
+    from tfrecorder_lite import cli
+
+    df = _table(tmp_path / "images", n=16)
+    out = tmp_path / "out"
+    df.iloc[:8].tfrecord.to_tfrecord(out, progress=False)
+    before = json.loads((out / layout.METADATA).read_text())
+    summary = str(tfrecorder_lite.read_metadata(out))
+    report = tfrecorder_lite.inspect(out, num=100)
+    b = df.iloc[8:].assign(label=lambda d: d.label.where(d.index < 12, "fish"))
+    b.loc[9, "image_uri"] = str(tmp_path / "missing.jpg")
+    result = b.tfrecord.to_tfrecord(out, progress=False, append=True, on_error="skip")
+    assert sum(result.counts.values()) == 7 and len(result.rejected) == 1
+    # as it was after generation 0: metadata, summary, report and verify as before the append
+    assert tfrecorder_lite.read_metadata(out, generation=0) == before
+    assert str(tfrecorder_lite.read_metadata(out, generation=0)) == summary
+    then = tfrecorder_lite.inspect(out, num=100, generation=0)
+    assert then.summary == report.summary and then.num_images == report.num_images == 8
+    assert tfrecorder_lite.verify(out, generation=0) == \
+        "OK: 2 split(s), 2 shard(s), 8 records verified (the output as it was after generation 0)"
+    # as it is: every generation
+    now = tfrecorder_lite.inspect(out, num=100)
+    assert now.num_images == 15 and "Rejected rows of generation 1: 1" in now.html
+    assert "1: TRAIN 5, TEST 2 (1 rejected)" in now.summary and "fish" in now.summary
+    assert "compression none, 1 rejected" in now.summary  # every generation's rejected rows
+    assert tfrecorder_lite.verify(out) == "OK: 2 split(s), 4 shard(s), 15 records verified"
+    # a damaged generation 1 fails the whole output, not the output as it was before it
+    shard = out / "train-g0001-00000-of-00001.tfrecord"
+    data = bytearray(shard.read_bytes())
+    data[-6] ^= 1
+    shard.write_bytes(bytes(data))
+    with pytest.raises(tfrecorder_lite.VerifyError, match="train-g0001-00000-of-00001"):
+        tfrecorder_lite.verify(out)
+    assert tfrecorder_lite.verify(out, generation=0).startswith("OK")
+    assert cli.main(["verify", str(out), "--generation", "0"]) == 0
+    assert cli.main(["verify", str(out)]) == 1
+    assert cli.main(["info", str(out), "--generation", "2"]) != 0
+    with pytest.raises(tfrecorder_lite.ManifestError, match="generation must be 0 to 1"):
+        tfrecorder_lite.inspect(out, generation=2)
+
+
+def test_verify_checks_what_each_generation_lists(tmp_path):
+    df = _table(tmp_path / "images", n=12)
+    out = tmp_path / "out"
+    df.iloc[:8].tfrecord.to_tfrecord(out, progress=False)
+    df.iloc[8:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    metadata = json.loads((out / layout.METADATA).read_text())
+    metadata["generations"][1]["num_examples"]["TRAIN"] += 1
+    (out / layout.METADATA).write_text(json.dumps(metadata))
+    with pytest.raises(tfrecorder_lite.VerifyError,
+                       match=r"generations\[1\].num_examples is \{'TRAIN': 4, 'TEST': 1\}, its "
+                             r"shards hold \{'TRAIN': 3, 'TEST': 1\}"):
+        tfrecorder_lite.verify(out)
+
+
+def test_info_generation_on_the_command_line(tmp_path, capsys):
+    from tfrecorder_lite import cli
+
+    df = _table(tmp_path / "images", n=12)
+    out = tmp_path / "out"
+    df.iloc[:8].tfrecord.to_tfrecord(out, progress=False)
+    assert cli.main(["info", str(out)]) == 0
+    first = capsys.readouterr().out
+    df.iloc[8:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    assert cli.main(["info", str(out), "--generation", "0"]) == 0
+    assert capsys.readouterr().out == first
+    assert cli.main(["info", str(out)]) == 0
+    assert "TRAIN: 9 examples in 2 shard(s)" in capsys.readouterr().out

@@ -30,6 +30,7 @@ REJECTED = "rejected.csv"
 NEAR_DUPLICATES = "near-duplicates.csv"
 HASHES_NAME = re.compile(r"^hashes-g\d{4}\.csv\Z")
 NEAR_DUPLICATES_NAME = re.compile(r"^near-duplicates-g\d{4}\.csv\Z")
+REJECTED_NAME = re.compile(r"^rejected-g\d{4}\.csv\Z")
 DATASET_INFO = "dataset_info.json"
 TFDS_FEATURES = "features.json"
 STATE_DIR = ".tfrecorder_lite"

@@ -59,8 +59,11 @@ JOBS = textwrap.dedent("""
             report["written"] = sum(result.counts.values())
         report["write_seconds"] = time.monotonic() - started
         reports.append(report)
-    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024
+    # this process's own high-water mark, VmHWM: ru_maxrss would count the pytest process's,
+    # kept over the exec of a child it spawned
+    with open("/proc/self/status") as f:
+        own = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    peak = max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024
     print(json.dumps({"jobs": reports, "peak_rss": peak}))
 """)
 

@@ -291,10 +291,12 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
                            _safe_csv(frame.set_index("row"), "row"))
     written = sorted((h[0], split_of[name], h[1], h[2]) for name, r in receipts.items()
                      for h in r.hashes)
-    texts = _label_texts(plan, [p for p, _, _, _ in written])
-    hashes = pd.DataFrame([(labels[p], split, plan.paths[p], digest, text,
-                            (value or "")[:16], (value or "")[16:])
-                           for (p, split, digest, value), text in zip(written, texts)],
+    positions = [p for p, _, _, _ in written]  # the rows' columns taken at once, not a row each
+    hashes = pd.DataFrame([(row, split, path, digest, text, (value or "")[:16],
+                            (value or "")[16:])
+                           for (_, split, digest, value), row, path, text in zip(
+                               written, labels.take(positions).tolist(),
+                               plan.paths.take(positions), _label_texts(plan, positions))],
                           columns=leaks.HASH_COLUMNS).set_index("row")
     if written:
         store.write_atomic(hashes_name(generation), _safe_csv(hashes, "row"))

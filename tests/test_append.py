@@ -342,3 +342,30 @@ def test_info_generation_on_the_command_line(tmp_path, capsys):
     assert capsys.readouterr().out == first
     assert cli.main(["info", str(out)]) == 0
     assert "TRAIN: 9 examples in 2 shard(s)" in capsys.readouterr().out
+
+
+def test_outputs_of_boxes_masks_or_label_levels_are_refused_with_the_reason(tmp_path):
+    from PIL import Image
+
+    df = _table(tmp_path / "images", n=6)
+    boxes = df.assign(xmin=0.1, ymin=0.2, xmax=0.6, ymax=0.7)
+    masks = df.assign(mask_uri=[str(tmp_path / "images" / f"mask{i}.png") for i in range(6)])
+    for i, uri in enumerate(masks.mask_uri):
+        size = Image.open(df.image_uri[i]).size
+        Image.new("L", size, i % 2).save(uri)
+    levels = df.assign(coarse="animal")
+    cases = [(boxes, {}, "is a detection output, .* not its boxes"),
+             (masks, {}, "is a segmentation output, .* not its mask"),
+             (levels, {"label_col": ["coarse", "label"]},
+              r"has label levels \(coarse, label\)")]
+    for i, (table, options, message) in enumerate(cases):
+        out = tmp_path / f"out{i}"
+        table.iloc[:3].tfrecord.to_tfrecord(out, progress=False, **options)
+        before = _files(out)
+        with pytest.raises(tfrecorder_lite.SchemaError, match=message):
+            table.iloc[3:].tfrecord.to_tfrecord(out, progress=False, append=True, **options)
+        assert _files(out) == before  # refused before anything was written
+    df.iloc[:3].tfrecord.to_tfrecord(tmp_path / "plain", progress=False)
+    with pytest.raises(tfrecorder_lite.SchemaError, match="it takes no label_map"):
+        df.iloc[3:].tfrecord.to_tfrecord(tmp_path / "plain", progress=False, append=True,
+                                         label_map=["cat", "dog", "bird"])

@@ -272,6 +272,9 @@ def test_tfds_reads_every_generation_by_its_split_and_refuses_a_partial_train(tm
     with pytest.raises(ValueError, match="train-g0000"):  # never A alone under "train"
         builder.as_dataset(split="train")
     assert tfrecorder_lite.verify(out).startswith("OK")
+    source = tfrecorder_lite.data_source(out, "TRAIN")  # an empty shard reads as none
+    assert sorted(source[i]["image/encoded"] for i in range(len(source))) == \
+        sorted(image for split, image, _ in both if split == "TRAIN")
 
 
 def test_verify_info_and_inspect_see_every_generation_or_the_output_as_it_was(tmp_path):
@@ -313,6 +316,24 @@ def test_verify_info_and_inspect_see_every_generation_or_the_output_as_it_was(tm
     assert cli.main(["info", str(out), "--generation", "2"]) != 0
     with pytest.raises(tfrecorder_lite.ManifestError, match="generation must be 0 to 1"):
         tfrecorder_lite.inspect(out, generation=2)
+
+
+def test_an_output_appended_before_generations_recorded_labels_reads_but_is_not_summed(
+        tmp_path):
+    df = _table(tmp_path / "images", n=12)
+    out = tmp_path / "out"
+    df.iloc[:8].tfrecord.to_tfrecord(out, progress=False)
+    df.iloc[8:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    metadata = json.loads((out / layout.METADATA).read_text())
+    for entry in metadata["generations"]:  # as the first appends wrote them
+        for key in ("labels", "label_counts", "image"):
+            del entry[key]
+    (out / layout.METADATA).write_text(json.dumps(metadata))
+    assert tfrecorder_lite.verify(out).startswith("OK")
+    assert len(_records(out, generation=0)) == 8
+    with pytest.raises(tfrecorder_lite.ManifestError,
+                       match="does not record the labels and images of generation 0"):
+        tfrecorder_lite.read_metadata(out, generation=0)
 
 
 def test_verify_checks_what_each_generation_lists(tmp_path):
@@ -369,3 +390,23 @@ def test_outputs_of_boxes_masks_or_label_levels_are_refused_with_the_reason(tmp_
     with pytest.raises(tfrecorder_lite.SchemaError, match="it takes no label_map"):
         df.iloc[3:].tfrecord.to_tfrecord(tmp_path / "plain", progress=False, append=True,
                                          label_map=["cat", "dog", "bird"])
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m.pop("generations"), "train-g0001-00000-of-00001.tfrecord is of generation 1, "
+                                     "and the output has 1 generation"),
+    (lambda m: m["generations"][1].update(rejected_file="../secret.csv"),
+     r"generations\[1\].rejected_file: '../secret.csv' is not a rejected-gNNNN.csv file name"),
+    (lambda m: m["generations"][1].update(skipped=-1),
+     r"generations\[1\].skipped: -1 is not a count"),
+])
+def test_a_malformed_generation_is_named(tmp_path, change, message):
+    df = _table(tmp_path / "images", n=12)
+    out = tmp_path / "out"
+    df.iloc[:8].tfrecord.to_tfrecord(out, progress=False, num_shards=1)
+    df.iloc[8:].tfrecord.to_tfrecord(out, progress=False, append=True, num_shards=1)
+    metadata = json.loads((out / layout.METADATA).read_text())
+    change(metadata)
+    (out / layout.METADATA).write_text(json.dumps(metadata))
+    with pytest.raises(tfrecorder_lite.ManifestError, match=message):
+        tfrecorder_lite.read_metadata(out)

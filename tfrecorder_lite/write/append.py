@@ -56,8 +56,8 @@ def decide(records, before):
             out[position] = f"already in {old.split}: the same image as {where}"
         elif old.label != label:
             out[position] = (f"label changed from {old.label!r} to {label!r}: the same image "
-                             f"as {where}; relabelling is not an append: convert the corrected table "
-                             "again (docs/generations.md)")
+                             f"as {where}; relabelling is not an append: convert the "
+                             "corrected table again (docs/generations.md)")
         else:
             out[position] = SKIPPED
     return out

@@ -6,6 +6,7 @@ import os
 import sys
 import textwrap
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -410,3 +411,33 @@ def test_a_malformed_generation_is_named(tmp_path, change, message):
     (out / layout.METADATA).write_text(json.dumps(metadata))
     with pytest.raises(tfrecorder_lite.ManifestError, match=message):
         tfrecorder_lite.read_metadata(out)
+
+
+def test_load_of_generation_0_batches_and_encodes_labels_as_before_the_append(tmp_path):
+    root = tmp_path / "images"
+    root.mkdir()
+    rows = []
+    for i in range(10):  # generation 0: one size; generation 1: others, and a new label
+        size = (64, 48) if i < 6 else (80 + 8 * i, 60)
+        path = root / f"img{i}.jpg"
+        rich_photo(*size, seed=i).save(path, quality=90)
+        rows.append(("TRAIN", str(path), "cat|dog" if i % 2 else ("fish" if i >= 6 else "cat")))
+    df = pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+    out = tmp_path / "out"
+    df.iloc[:6].tfrecord.to_tfrecord(out, progress=False, label_sep="|")
+
+    def first_batch(**options):
+        images, labels = next(iter(tfrecorder_lite.load(out, "TRAIN", batch_size=6,
+                                                         multi_hot=True, **options)))
+        return images.numpy(), labels.numpy()
+
+    before = first_batch()
+    assert before[1].shape == (6, 2)  # cat, dog
+    df.iloc[6:].tfrecord.to_tfrecord(out, progress=False, label_sep="|", append=True)
+    after = first_batch(generation=0)
+    assert after[1].shape == (6, 2)
+    np.testing.assert_array_equal(after[0], before[0])
+    np.testing.assert_array_equal(after[1], before[1])
+    with pytest.raises(tfrecorder_lite.SchemaError, match="different sizes"):
+        first_batch()  # every generation: sizes vary now
+    assert len(tfrecorder_lite.data_source(out, "TRAIN", generation=0)) == 6

@@ -469,14 +469,21 @@ def split_shards(manifest, split, generation=None):
     return tuple(s for s in manifest.splits[split].shards if s.generation <= generation)
 
 
-def as_of(manifest, generation=None):
+def as_of(manifest, generation=None, strict=True):
     """The Manifest of the output as it was after ``generation`` (None: the latest, which is
     ``manifest`` itself): its shards, counts, label counts, images, labels and generations
     then, from what metadata.json's ``generations`` record of each.
 
+    Args:
+        manifest: the output's Manifest.
+        generation: the generation, or None.
+        strict: when metadata.json does not record what its generations held (an output
+            appended to by an earlier version), raise; else give ``manifest`` itself (readers
+            still read only the generation's shards, through :func:`split_shards`).
+
     Raises:
-        ManifestError: ``generation`` is not one of the output's, or metadata.json does not
-            record what its generations held (an output appended to by an earlier version).
+        ManifestError: ``generation`` is not one of the output's, or (``strict``)
+            metadata.json does not record what its generations held.
     """
     shards = {split: split_shards(manifest, split, generation) for split in manifest.splits}
     if generation is None or generation == len(manifest.generations or [None]) - 1:
@@ -484,6 +491,8 @@ def as_of(manifest, generation=None):
     entries = manifest.generations[:generation + 1]
     lacking = [g["generation"] for g in entries
                if not all(k in g for k in ("labels", "label_counts", "image"))]
+    if lacking and not strict:
+        return manifest
     if lacking:
         raise ManifestError(f"metadata.json does not record the labels and images of "
                             f"generation {lacking[0]} (appended by an earlier version), so the "

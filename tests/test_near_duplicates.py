@@ -212,9 +212,31 @@ def test_ignore_neither_hashes_nor_reports_and_writes_the_same_shards(tmp_path):
 
 def test_header_check_and_resized_outputs_find_the_copies_too(tmp_path):
     df, copies = _leaky_table(tmp_path / "images")
-    header = df.tfrecord.to_tfrecord(tmp_path / "header", progress=False, check="header")
+    header = df.tfrecord.to_tfrecord(tmp_path / "header", progress=False, check="header",
+                                     leakage="warn")
     resized = df.tfrecord.to_tfrecord(tmp_path / "resized", progress=False, image_size=64)
     assert set(header.problems.row) == set(resized.problems.row) == set(copies)
+
+
+def test_a_header_check_write_hashes_only_when_asked(tmp_path):
+    # check="header" decodes no image, and hashing would decode every one: by default such a
+    # write does not look (validate() still does), and its shards are the hashing write's
+    df, copies = _leaky_table(tmp_path / "images")
+    plain = df.tfrecord.to_tfrecord(tmp_path / "plain", progress=False, check="header")
+    asked = df.tfrecord.to_tfrecord(tmp_path / "asked", progress=False, check="header",
+                                    leakage="warn")
+    assert plain.problems.empty and set(asked.problems.row) == set(copies)
+    assert "near_duplicates" not in plain.metadata
+    assert not (tmp_path / "plain" / layout.hashes_name(0)).exists()
+    assert (tmp_path / "asked" / layout.hashes_name(0)).exists()
+    for entry in plain.metadata["splits"].values():
+        for shard in entry["shards"]:
+            assert (tmp_path / "plain" / shard["name"]).read_bytes() == \
+                (tmp_path / "asked" / shard["name"]).read_bytes()
+    assert set(df.tfrecord.validate(check="header").row) >= set(copies)
+    with pytest.raises(tfrecorder_lite.SchemaError, match="keeps no hashes of its images"):
+        df.tfrecord.to_tfrecord(tmp_path / "plain", progress=False, check="header",
+                                append=True)
 
 
 def test_leakage_is_checked_before_anything_is_written(tmp_path):

@@ -117,10 +117,11 @@ def _parser():
     c.add_argument("--check", choices=options.CHECKS, default="decode")
     c.add_argument("--on-error", choices=options.ON_ERROR, default="raise",
                    help="stop at the first bad row, or skip it into rejected.csv")
-    c.add_argument("--leakage", choices=options.LEAKAGE, default="warn",
+    c.add_argument("--leakage", choices=options.LEAKAGE,
                    help="near-duplicate images across splits: list them (beside the "
                         "manifest, in near-duplicates.csv), reject the later row of each "
-                        "pair, or do not look for them")
+                        "pair, or do not look for them (default: warn, or ignore with "
+                        "--check header, which decodes no image)")
     c.add_argument("--append", action="store_true",
                    help="add the rows to the finished output in OUTPUT_DIR as a new generation")
     c.add_argument("--no-shuffle", action="store_true", help="keep the input order")

@@ -7,7 +7,8 @@ from .images.normalize import DEFAULT_MAX_BYTES
 from .output.manifest import read_manifest
 from .table import labels, schema
 from .table.cells import is_blank
-from .options import TableOptions, WriteOptions, check_conversion, image_options
+from .options import (TableOptions, WriteOptions, check_conversion, image_options,
+                      leakage_for)
 from .storage import Store
 from .storage import errors as store_errors
 from .table import sources
@@ -23,7 +24,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
                 overwrite=False, n_jobs=-1, progress=True, base_dir=None, sha256=False,
                 storage_options=None, max_image_bytes=DEFAULT_MAX_BYTES, unassigned="reject",
                 split_ratios=None, label_sep=None, features=None, box_units="relative",
-                box_columns=None, runner=None, pipeline_options=None, leakage="warn",
+                box_columns=None, runner=None, pipeline_options=None, leakage=None,
                 append=False, mask_col=None, mask_labels=None, mask_colors=None,
                 ignore_value=255, allow_lossy_masks=False):
     """Write the table's images as TFRecord shards per split, with a manifest.
@@ -80,6 +81,9 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             a perceptual hash of each image taken while it is read: "warn" (write them, list
             each pair in ``result.problems`` and ``near-duplicates.csv``), "reject" (reject
             the later row of each pair, with its reason, whatever ``on_error``) or "ignore".
+            Default: "warn" when the images are decoded anyway (``check="decode"``, an
+            ``image_size``, an append); "ignore" with ``check="header"``, which decodes no
+            image (hashing would decode every one).
         append: add the table's rows to the finished output in ``output_dir`` as a new
             generation: rows whose image (the sha256 of its file) and label are already there
             are skipped (``result.skipped``); one already there with another label or split
@@ -127,6 +131,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     table = TableOptions(split_col, image_col, label_col, label_map, label_sep, features,
                          unassigned, split_ratios, box_units, box_columns, base_dir, mask_col,
                          mask_colors, mask_labels, ignore_value, allow_lossy_masks)
+    leakage = leakage_for(leakage, check, image_size, append)
     write = WriteOptions(num_shards, compression, shuffle, seed, sha256, on_error, overwrite,
                          n_jobs, progress, leakage)
     image = image_options(check, image_size, image_format, max_image_bytes, leakage)
@@ -171,8 +176,9 @@ def _appending(df, store, prepared, table, write, image):
                           "(or an output without them) cannot be appended to")
     if not (previous.near_duplicates or {}).get("hashes"):
         raise SchemaError(f"{store.url} keeps no hashes of its images (written with "
-                          "leakage='ignore', or before they were kept), so an append cannot "
-                          "tell which rows it already holds; convert it again first")
+                          "leakage='ignore', with check='header' without leakage='warn', or "
+                          "before they were kept), so an append cannot tell which rows it "
+                          "already holds; convert it again first (with leakage='warn')")
     if previous.task not in (None, "multi-label"):
         raise SchemaError(
             f"{store.url} is a {previous.task} output, and an append takes tables of one label "

@@ -44,6 +44,16 @@ def image_size(value, name="image_size"):
     return size
 
 
+def leakage_for(leakage, check="decode", size=None, append=False):
+    """The near-duplicate mode a conversion runs with: ``leakage`` when given (one of
+    LEAKAGE); else "warn" when the images' pixels are decoded anyway (``check="decode"``, a
+    resize) or an append needs their hashes, and "ignore" for a ``check="header"`` write,
+    whose images are never decoded (hashing would decode every one)."""
+    if leakage is not None:
+        return one_of("leakage", leakage, LEAKAGE)
+    return "warn" if check == "decode" or size is not None or append else "ignore"
+
+
 def image_options(check="decode", size=None, image_format="jpeg",
                   max_image_bytes=DEFAULT_MAX_BYTES, leakage="ignore"):
     """The ImageOptions of a conversion's image options, checked (images are hashed unless
@@ -128,7 +138,8 @@ class WriteOptions:
 
     def __post_init__(self):
         one_of("on_error", self.on_error, ON_ERROR)
-        one_of("leakage", self.leakage, LEAKAGE)
+        if self.leakage is not None:  # None: chosen by the check (leakage_for)
+            one_of("leakage", self.leakage, LEAKAGE)
         try:
             object.__setattr__(self, "compression", normalize_compression(self.compression))
         except ValueError as exc:
@@ -199,7 +210,7 @@ def check_conversion(**options):
     """Check the table, write and image options among ``to_tfrecord``'s keyword ``options``
     (the others are left to their owners): SchemaError before anything is read."""
     table_and_write(strict=False, **options)
-    image_options(options.get("check", "decode"), options.get("image_size"),
-                  options.get("image_format", "jpeg"),
+    check, size = options.get("check", "decode"), options.get("image_size")
+    image_options(check, size, options.get("image_format", "jpeg"),
                   options.get("max_image_bytes", DEFAULT_MAX_BYTES),
-                  options.get("leakage", "ignore"))
+                  leakage_for(options.get("leakage"), check, size, options.get("append")))

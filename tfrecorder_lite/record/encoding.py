@@ -108,8 +108,9 @@ def encode_example_chunks(features, kinds):
             total += len(parts[-1]) + len(value)
             parts = []
             continue
-        # sizes, channels and label ids repeat from record to record: their entries are kept
-        entry = _number_entry(key, kind, value) if type(value) is int else \
+        # sizes, channels, label ids and texts, formats repeat from record to record: their
+        # entries are kept
+        entry = _repeated_entry(key, kind, value) if type(value) in (int, str) else \
             _entry(key, kind, value)
         parts.append(entry)
         total += len(entry)
@@ -137,7 +138,7 @@ def _entry(key, kind, value):
     return _entry_head(key, len(head) + len(value_bytes)) + head + value_bytes
 
 
-_number_entry = functools.lru_cache(maxsize=4096)(_entry)
+_repeated_entry = functools.lru_cache(maxsize=4096)(_entry)
 
 
 def value_count_fits(shape, count):

@@ -24,7 +24,7 @@ from ..record import keys
 from ..record.features import FeatureSet
 from ..table.row_columns import LabelColumns, TextColumn
 from .task import ShardTask
-from ..options import table_and_write
+from ..options import leakage_for, table_and_write
 from ..table.files import stat_files
 from ..table.kinds import prepare
 
@@ -245,9 +245,9 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
         # perceptual hash is beside the records, never in them
         "image": None if image is None else
         {k: v for k, v in dataclasses.asdict(image).items() if k not in ("max_bytes", "phash")},
-        # the default ("warn") keeps the fingerprint of outputs written before it existed
-        **({"leakage": write.leakage} if write.leakage != "warn" and image is not None
-           else {}),
+        # the default of the check keeps the fingerprint of outputs written before it existed
+        **({"leakage": write.leakage} if image is not None and
+           write.leakage != leakage_for(None, image.check, image.size) else {}),
         "compression": compression, "extra_kinds": tuple(
             (c.name, c.kind) + ((c.shape,) if c.shape else ()) for c in extra),
         "rejected": rejected,

@@ -1,6 +1,7 @@
 """output/manifest.py: metadata.json and shard receipts, built, read and checked in one place."""
 
 import copy
+import hashlib
 import json
 import os
 import re
@@ -12,6 +13,7 @@ from tfrecorder_lite.output.manifest import (
     FORMAT_VERSION, ImageSummary, IndexEntry, Manifest, Receipt, ShardEntry, SplitEntry,
     read_manifest, split_entry,
 )
+from tfrecorder_lite.output.record_hashes import RecordHashes
 from tfrecorder_lite.record.keys import BYTES, IMAGE_KEYS, INT64, label_keys
 
 CRC = "0a1b2c3d"
@@ -156,6 +158,24 @@ def test_receipts_round_trip_and_earlier_receipts_still_read():
     earlier = receipt.to_json()
     earlier["labels"] = {"0": 1, "1": 1}  # one label field's counts, not a list of them
     assert Receipt.from_json(earlier) == receipt
+
+
+
+def test_a_receipts_hashes_are_columns_that_read_and_write_back_as_they_were_given():
+    entries = [(9, hashlib.sha256(b"a").hexdigest(), "00ff" * 24, "jpeg", 8, 6, 3),
+               (3, hashlib.sha256(b"b").hexdigest(), None, "png", 5, 4, 1),  # did not decode
+               (5, "00" * 32, "f" * 96, "png", 2, 2, 4)]  # a digest ending in zero bytes
+    shard = ShardEntry("train-00000-of-00001.tfrecord", 3, 100, CRC)
+    receipt = Receipt(shard, hashes=RecordHashes(entries))
+    assert list(receipt.hashes) == entries
+    back = Receipt.from_json(json.loads(json.dumps(receipt.to_json())))
+    assert back == receipt and list(back.hashes) == entries
+    assert receipt.to_json()["hashes"] == [list(e) for e in entries]
+    joined = RecordHashes.joined([RecordHashes(entries[:1]), RecordHashes(),
+                                  RecordHashes(entries[1:])])
+    assert list(joined.take([1, 2, 0])) == [entries[1], entries[2], entries[0]]
+    assert joined.perceptual[2].tolist() == [2**64 - 1] * 6 and not joined.hashed[1]
+    assert "hashes" not in Receipt(shard).to_json() and not Receipt(shard).hashes
 
 
 @pytest.mark.parametrize("change, message", [

@@ -171,3 +171,17 @@ def test_a_list_in_the_split_column_is_an_unknown_split(image_table):
     problems = _problems(table, check=None)
     assert problems.loc[problems.row == 0, "problem"].tolist() == [
         "unknown split '['TRAIN']' (expected TRAIN, VALIDATION or TEST)"]
+
+
+def test_row_labels_of_an_integer_index_read_as_the_table_shows_them(tmp_path, image_table):
+    # numpy 2 spells its scalars np.int64(10); a row label is shown as the table shows it
+    df = image_table.iloc[:3].copy()
+    df.index = pd.Index([10, 20, 30], dtype="int64")
+    df["image_uri"] = df["image_uri"].iloc[0]
+    df["split"] = ["TRAIN", "TEST", "TRAIN"]
+    problems = df.tfrecord.validate()
+    assert "train/test leakage: same image bytes as row 10 (" in problems.problem.iloc[0]
+    assert not problems.problem.str.contains("np.").any()
+    df.loc[20, "image_uri"] = str(tmp_path / "gone.png")
+    with pytest.raises(InvalidRowError, match=r"^row 20 \("):
+        df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)

@@ -36,13 +36,21 @@ class InvalidRowError(TFRecorderError, ValueError):
         self.path = path
         self.reason = reason
         self.line = line
-        where = f"row {row!r}" + (f" ({line})" if isinstance(line, str) else
+        where = f"row {row_repr(row)}" + (f" ({line})" if isinstance(line, str) else
                                   f" (CSV line {line})" if line else "") + \
             (f" ({path})" if path else "")
         super().__init__(f"{where}: {reason}")
 
     def __reduce__(self):  # raised in workers: it must cross processes whole
         return type(self), (self.row, self.path, self.reason, self.line)
+
+
+def row_repr(row):
+    """The ``repr`` of a table's row label as its table shows it: ``10``, not ``np.int64(10)``
+    (numpy's scalars say their type since numpy 2)."""
+    if type(row).__module__ == "numpy" and hasattr(row, "item"):
+        row = row.item()
+    return repr(row)
 
 
 class OutputExistsError(TFRecorderError, FileExistsError):

@@ -17,6 +17,7 @@ from ..record.keys import BYTES, FLOAT, IMAGE_KEYS, INT64, LEVEL_NAME
 from ..record.kinds import KIND_FIELDS, TASKS, kind_of
 from ..table.splits import SPLITS
 from ..storage import Store, human_size, is_dir
+from .record_hashes import RecordHashes
 from .layout import (HASHES_NAME, METADATA, NEAR_DUPLICATES, NEAR_DUPLICATES_NAME,
                      REJECTED_NAME, STATE_DIR, generation_of, is_shard_of)
 
@@ -114,9 +115,9 @@ class Receipt:
         labels: per label field, label id (as text) -> records.
         failed: with ``on_error="raise"``, the ``(position, reason)`` of the row that stopped
             the task (then nothing was written), else None.
-        hashes: when images were hashed, per record in writing order: ``(table position,
-            sha256 of the source file, perceptual hash (hex, or None), format, height, width,
-            channels)``.
+        hashes: when images were hashed, per record in writing order, a RecordHashes:
+            ``(table position, sha256 of the source file, perceptual hash (hex, or None),
+            format, height, width, channels)`` kept as columns.
     """
 
     shard: ShardEntry
@@ -127,7 +128,7 @@ class Receipt:
     formats: dict = field(default_factory=dict)
     labels: tuple = ()
     failed: tuple = None
-    hashes: tuple = ()
+    hashes: RecordHashes = field(default_factory=RecordHashes)
 
     @property
     def name(self):
@@ -152,9 +153,9 @@ class Receipt:
                        tuple(tuple(s) for s in value["sizes"]), tuple(value["max_size"]),
                        tuple(value["channels"]), dict(value["formats"]),
                        tuple(dict(counts) for counts in labels),
-                       hashes=tuple((int(p), str(d), h if h is None else str(h), f, int(y),
-                                     int(x), int(c))
-                                    for p, d, h, f, y, x, c in value.get("hashes", ())))
+                       hashes=RecordHashes((int(p), str(d), h if h is None else str(h), f,
+                                            int(y), int(x), int(c))
+                                           for p, d, h, f, y, x, c in value.get("hashes", ())))
         except (KeyError, TypeError, ValueError) as exc:
             raise ManifestError(f"{where}: malformed ({exc})") from None
 

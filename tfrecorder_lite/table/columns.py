@@ -30,7 +30,7 @@ import pandas as pd
 from ..record import encoding as example
 from ..record import keys
 from ..record.features import Column
-from ..errors import SchemaError
+from ..errors import SchemaError, row_repr
 from .cells import is_missing
 
 _INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
@@ -119,7 +119,7 @@ def _refuse(name, series, mask, problem, advice=_CONVERT):
 
 
 def _refuse_row(name, row, problem, advice=_CONVERT):
-    raise SchemaError(f"column '{name}' {problem} at row {row!r}: {advice}")
+    raise SchemaError(f"column '{name}' {problem} at row {row_repr(row)}: {advice}")
 
 
 def _typed(name, series):
@@ -237,7 +237,8 @@ def _list_column(name, series, values, kind=None, shape=None):
     for row, cell in zip(series.index, cells):
         if cell is None:
             if shape[:1] != (None,):
-                raise SchemaError(f"column '{name}' has a missing value at row {row!r}, which a "
+                raise SchemaError(f"column '{name}' has a missing value at row "
+                                  f"{row_repr(row)}, which a "
                                   f"feature of shape {list(shape)} cannot hold: fill it, or "
                                   f"declare the first dimension None (stored as an empty list)")
             continue
@@ -247,7 +248,7 @@ def _list_column(name, series, values, kind=None, shape=None):
             width is None if len(shape) == 1 else width in (None, shape[1]) or length == 0)
         if not fits:
             raise SchemaError(f"column '{name}' holds {_shape_text(length, width)} at row "
-                              f"{row!r}, which does not fit its shape {list(shape)}")
+                              f"{row_repr(row)}, which does not fit its shape {list(shape)}")
     flat = [[] if cell is None else cell[0] for cell in cells]
     flat = [[_as_kind(name, series, row, kind, x) for x in cell]
             for row, cell in zip(series.index, flat)]
@@ -273,7 +274,8 @@ def _as_kind(name, series, row, kind, value):
             not isinstance(value, (bool, np.bool_)):
         return float(value)
     wanted = {keys.BYTES: "text", keys.INT64: "a whole number"}.get(kind, "a number")
-    raise SchemaError(f"column '{name}' holds {value!r} at row {row!r}, which is not {wanted}")
+    raise SchemaError(f"column '{name}' holds {value!r} at row {row_repr(row)}, which is not "
+                      f"{wanted}")
 
 
 def _declared(name, series, kind, shape):

@@ -9,7 +9,7 @@ import pandas as pd
 
 from . import labels
 from .cells import blank_cells, text_series
-from ..errors import SchemaError
+from ..errors import SchemaError, row_repr
 from .splits import ALIASES, SPLITS, UNASSIGNED, canonical
 
 PROBLEM_COLUMNS = ["row", "column", "value", "problem"]
@@ -308,11 +308,11 @@ def _spellings(values, label_col):
         first_row, first = first_of[key]
         count = int((present == value).sum())
         if value.strip() == first.strip():
-            problem = (f"label {value!r} differs from {first!r} (row {first_row!r}) only in "
-                       f"surrounding spaces: both are stored as {value.strip()!r}")
+            problem = (f"label {value!r} differs from {first!r} (row {row_repr(first_row)}) only "
+                       f"in surrounding spaces: both are stored as {value.strip()!r}")
         else:
-            problem = (f"label {value!r} differs from {first!r} (row {first_row!r}) only in "
-                       f"case (or spaces): they are two classes ({count} row(s) spell it so)")
+            problem = (f"label {value!r} differs from {first!r} (row {row_repr(first_row)}) only "
+                       f"in case (or spaces): they are two classes ({count} row(s) spell it so)")
         found.append((row, label_col, value, problem))
     return found
 

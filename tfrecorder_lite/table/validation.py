@@ -11,12 +11,12 @@ from .cells import text_series
 from .. import storage
 from .files import stat_files
 from .kinds import prepare
-from ..errors import UnsupportedURLError
+from ..errors import UnsupportedURLError, row_repr
 from ..options import LEAKAGE, TableOptions, one_of
 from ..images.normalize import (
     DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images,
     unreadable_reason)
-from ..images.phash import describe, near_duplicates
+from ..images.phash import describe, near_pairs
 from ..record.boxes import declared_size_problem
 from ..record.features import RecordRejected
 
@@ -99,7 +99,7 @@ def _identical_rows(df, found):
         key = hashes[position]
         if key in first_of:
             identical.add(row)
-            found.append((row, None, None, f"identical to row {first_of[key]!r}"))
+            found.append((row, None, None, f"identical to row {row_repr(first_of[key])}"))
         else:
             first_of[key] = row
     return identical
@@ -135,6 +135,17 @@ def _parallel(n_jobs):
         return joblib.Parallel(n_jobs=n_jobs, prefer="threads")
 
 
+def _near_pairs(perceptual, hashed, splits):
+    """``(later position, earlier position, distance)`` of the near-duplicate images across
+    splits among the rows ``hashed`` (``perceptual``: their hashes, a row each)."""
+    positions = np.flatnonzero(hashed)
+    if not len(positions):
+        return []
+    groups = pd.factorize(np.asarray(splits, dtype=object)[positions])[0]
+    first, second, distance = near_pairs(perceptual[positions], groups)
+    return zip(positions[second].tolist(), positions[first].tolist(), distance.tolist())
+
+
 def _check_images(df, image_col, base_dir, splits, found, results, members=None):
     """Add to ``found`` the problems of ``results`` (``inspect_images``' answers, in position
     order), each for every row of its record (``members``: ``{first row: rows}`` of records
@@ -142,10 +153,12 @@ def _check_images(df, image_col, base_dir, splits, found, results, members=None)
     image looks like an earlier one's in another split (near-duplicates), in position order."""
     digests = np.zeros(len(df), dtype="S32")
     has_digest = np.zeros(len(df), dtype=bool)
-    image_found, hashes = [], {}
+    image_found, perceptual, hashed = [], None, np.zeros(len(df), dtype=bool)
     for position, digest, problem, value in (r for chunk in results for r in chunk):
-        if value is not None:
-            hashes[position] = value
+        if value is not None:  # kept as one array, not a tuple of ints a row
+            if perceptual is None:
+                perceptual = np.zeros((len(df), len(value)), dtype=np.uint64)
+            perceptual[position], hashed[position] = value, True
         if problem:
             uri = df[image_col].iloc[position]
             if problem == "file not found":
@@ -166,9 +179,8 @@ def _check_images(df, image_col, base_dir, splits, found, results, members=None)
             image_found.append((position, (
                 df.index[position], image_col, df[image_col].iloc[position],
                 f"{kind}: same image bytes as {_where(df, other, image_col, splits)}")))
-        repeated = set(checked[earlier != checked].tolist())  # reported above already
-        entries = [(p, splits[p], hashes[p]) for p in sorted(hashes) if p not in repeated]
-        for later, other, distance in near_duplicates(entries):
+        hashed[checked[earlier != checked]] = False  # reported above already
+        for later, other, distance in _near_pairs(perceptual, hashed, splits):
             image_found.append((later, (
                 df.index[later], image_col, df[image_col].iloc[later],
                 describe(_where(df, other, image_col, splits), distance))))
@@ -207,7 +219,8 @@ def _file_problems(df, prepared, image_col, positions, check, base_dir, n_jobs,
 
 
 def _where(df, position, image_col, splits):
-    return f"row {df.index[position]!r} ({df[image_col].iloc[position]}, {splits[position]})"
+    return (f"row {row_repr(df.index[position])} ({df[image_col].iloc[position]}, "
+            f"{splits[position]})")
 
 
 def validate(df, *, split_col="split", image_col="image_uri", label_col="label", label_map=None,

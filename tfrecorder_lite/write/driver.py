@@ -12,12 +12,13 @@ from html import escape
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 from .. import redaction
 from .._version import __version__
-from ..errors import InvalidRowError, SchemaError
+from ..errors import InvalidRowError, SchemaError, row_repr
 from ..output import state as output_state
 from ..output import tfds
 from ..output.layout import (
@@ -26,7 +27,7 @@ from ..output.layout import (
 from ..output.lock import FolderLock
 from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
 from ..redaction import redact_frame
-from ..images.phash import BITS, MAX_DISTANCE, describe, from_hex, near_duplicates
+from ..images.phash import BITS, MAX_DISTANCE, describe
 from ..table.schema import problems_frame
 from . import append as appending
 from . import leakage as leaks
@@ -180,7 +181,7 @@ def _refuse_empty(plan, df, rejected=None):
     if not len(df) or not rejected:
         raise SchemaError("the table has no rows: there is nothing to convert; nothing was "
                           "written")
-    shown = "; ".join(f"row {df.index[plan.table_rows(position)[0]]!r}: {reason}"
+    shown = "; ".join(f"row {row_repr(df.index[plan.table_rows(position)[0]])}: {reason}"
                       for position, reason in sorted(rejected)[:3])
     raise SchemaError(f"none of the table's {len(df)} rows can be written ({shown}"
                       f"{'; ...' if len(rejected) > 3 else ''}); nothing was written. "
@@ -223,17 +224,42 @@ def _index_label(index):
     return index.name or "row"
 
 
-def _safe_csv(frame, index_label):
+def _safe_csv(frame, index_label, header=True):
     """The CSV text of a frame bound for a file: redacted, spreadsheet-safe."""
     safe = redact_frame(frame).map(_spreadsheet_safe)
     safe.index = safe.index.map(_spreadsheet_safe)
-    return safe.to_csv(index_label=index_label)
+    return safe.to_csv(index_label=index_label, header=header)
 
 
 def _label_texts(plan, positions):
     """The label text of planned rows (several joined by "|"), as the hashes file keeps it."""
     values = leaks.label_values(plan, positions)
     return ["|".join(v[0][1]) if isinstance(v[0][1], tuple) else v[0][1] for v in values]
+
+
+_HASHES_CHUNK = 50_000  # rows of the hashes file made into text at once
+
+
+def _write_hashes(store, name, plan, labels, hashes, splits):
+    """Write the hashes file ``name``: a row per record of ``hashes`` (a RecordHashes in table
+    order, ``splits`` the split of each), made into text a chunk at a time."""
+    pending = store.open_for_commit(name)
+    try:
+        for start in range(0, len(hashes), _HASHES_CHUNK):
+            part = hashes.take(slice(start, start + _HASHES_CHUNK))
+            positions = part.positions.tolist()
+            perceptual = [value or "" for value in part.perceptual_hex()]
+            frame = pd.DataFrame({
+                "row": labels.take(positions), "split": splits[start:start + len(part)],
+                "image_uri": plan.paths.take(positions), "sha256": part.digests(),
+                "label": _label_texts(plan, positions),
+                "phash": [value[:16] for value in perceptual],
+                "crops": [value[16:] for value in perceptual]}, columns=leaks.HASH_COLUMNS)
+            pending.write(_safe_csv(frame.set_index("row"), "row", header=start == 0).encode())
+    except BaseException:
+        pending.discard()
+        raise
+    pending.commit()
 
 
 def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=None):
@@ -252,35 +278,35 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         return None, None
     split_of = {s.name: s.split for s in plan.shards}
     labels = plan.planned_labels(df.index)
-    split_of_row = {h[0]: split_of[name] for name, r in receipts.items() for h in r.hashes}
-    old = [] if before is None or not len(before) else list(before.itertuples(index=False))
+    new, splits = leaks.in_table_order(receipts, split_of)
 
     def where(key):
         if isinstance(key, tuple):  # an earlier generation's image
-            row = old[key[1]]
-            return f"row {row.row!r} ({row.image_uri}, {row.split}, generation {row.generation})"
-        return f"row {labels[key]!r} ({plan.paths[key]}, {split_of_row[key]})"
+            row = before.iloc[key[1]]
+            return (f"row {row['row']!r} ({row['image_uri']}, {row['split']}, generation "
+                    f"{row['generation']})")
+        return f"row {row_repr(labels[key])} ({plan.paths[key]}, {split_of_row(key)})"
 
     def described(key):
         if isinstance(key, tuple):
-            row = old[key[1]]
-            return row.row, row.split, row.image_uri
-        return labels[key], split_of_row[key], plan.paths[key]
+            row = before.iloc[key[1]]
+            return row["row"], row["split"], row["image_uri"]
+        return labels[key], split_of_row(key), plan.paths[key]
 
-    entries = [((0, i), row.split, from_hex(row.phash + row.crops)) for i, row in enumerate(old)
-               if row.phash]
-    entries += sorted((h[0], split_of[name], None if h[2] is None else from_hex(h[2]))
-                      for name, receipt in receipts.items() for h in receipt.hashes)
-    pairs = [p for p in near_duplicates(entries) if not isinstance(p[0], tuple)]
+    def split_of_row(position):
+        return splits[np.searchsorted(new.positions, position)]
+
+    pairs = leaks.new_pairs(before, new, splits)
     found = len(pairs)
     problems = problems_frame([])
     if leakage == "reject":
         drop = {later: describe(where(earlier), distance)
                 for later, (earlier, distance) in leaks.later_rows(pairs).items()}
         for name, receipt in list(receipts.items()):
-            mine = {h[0]: drop[h[0]] for h in receipt.hashes if h[0] in drop}
+            mine = {p: drop[p] for p in receipt.hashes.positions.tolist() if p in drop}
             if mine:
                 receipts[name] = leaks.without_rows(store, receipt, plan, mine)
+        new, splits = leaks.in_table_order(receipts, split_of)
         pairs = []
     elif pairs:
         problems = problems_frame([
@@ -289,17 +315,9 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         frame = leaks.pairs_frame(pairs, described)
         store.write_atomic(near_duplicates_name(generation),
                            _safe_csv(frame.set_index("row"), "row"))
-    written = sorted((h[0], split_of[name], h[1], h[2]) for name, r in receipts.items()
-                     for h in r.hashes)
-    positions = [p for p, _, _, _ in written]  # the rows' columns taken at once, not a row each
-    hashes = pd.DataFrame([(row, split, path, digest, text, (value or "")[:16],
-                            (value or "")[16:])
-                           for (_, split, digest, value), row, path, text in zip(
-                               written, labels.take(positions).tolist(),
-                               plan.paths.take(positions), _label_texts(plan, positions))],
-                          columns=leaks.HASH_COLUMNS).set_index("row")
+    written = len(new)
     if written:
-        store.write_atomic(hashes_name(generation), _safe_csv(hashes, "row"))
+        _write_hashes(store, hashes_name(generation), plan, labels, new, splits)
     return problems, {
         "hash": f"{BITS}-bit DCT perceptual hash of the luminance",
         "max_distance": MAX_DISTANCE, "leakage": leakage, "pairs": found,
@@ -464,7 +482,7 @@ def _result_from_disk(store, df):
         row_of = {str(label): label for label in df.index}
         problems = problems_frame([
             (row_of.get(p.row, p.row), None, p.image_uri, describe(
-                f"row {row_of.get(p.other_row, p.other_row)!r} ({p.other_image_uri}, "
+                f"row {row_repr(row_of.get(p.other_row, p.other_row))} ({p.other_image_uri}, "
                 f"{p.other_split})", int(p.distance)))
             for p in pairs.itertuples(index=False)])
     return ConversionResult(store.url, counts, manifest.labels, rejected, metadata, problems)

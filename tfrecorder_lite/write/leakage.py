@@ -8,9 +8,12 @@ written again without it, from the shard's own records, never from the source im
 skips all of it (``"ignore"``).
 """
 
+import numpy as np
 import pandas as pd
 
+from ..images.phash import near_pairs
 from ..output.layout import STATE_DIR
+from ..output.record_hashes import RecordHashes
 from .task import ShardSink
 
 PAIR_COLUMNS = ["row", "split", "image_uri", "other_row", "other_split", "other_image_uri",
@@ -75,3 +78,60 @@ def pairs_frame(pairs, describe_row):
     rows = [(*describe_row(later), *describe_row(earlier), distance)
             for later, earlier, distance in pairs]
     return pd.DataFrame(rows, columns=PAIR_COLUMNS)
+
+
+def in_table_order(receipts, split_of):
+    """``(RecordHashes of every record of ``receipts``, the split of each)``, in table order.
+
+    Args:
+        receipts: shard name -> Receipt.
+        split_of: shard name -> its split.
+    """
+    parts = [(receipt.hashes, split_of[name]) for name, receipt in receipts.items()]
+    if not parts:
+        return RecordHashes(), np.zeros(0, dtype=object)
+    joined = RecordHashes.joined([hashes for hashes, _ in parts])
+    splits = np.repeat(np.array([split for _, split in parts], dtype=object),
+                       [len(hashes) for hashes, _ in parts])
+    order = np.argsort(joined.positions, kind="stable")
+    return joined.take(order), splits[order]
+
+
+def new_pairs(before, new, splits):
+    """The near-duplicate pairs across splits that involve a new record.
+
+    Args:
+        before: the earlier generations' images (``append.written_before``), or None.
+        new: the new records' RecordHashes, in table order.
+        splits: the split of each new record.
+
+    Returns:
+        ``(later key, earlier key, distance)`` per pair, in order of the later record; a key
+        is a new record's table position, or ``(0, i)`` for row ``i`` of ``before``.
+    """
+    if not new.hashed.any():
+        return []
+    old_rows = np.zeros(0, dtype=np.int64) if before is None or not len(before) else \
+        np.flatnonzero((before.phash != "").to_numpy())
+    old = _from_hex([before.phash.iat[i] + before.crops.iat[i] for i in old_rows])
+    width = min(old.shape[1], new.perceptual.shape[1]) if len(old) else new.perceptual.shape[1]
+    hashes = np.concatenate([old[:, :width].reshape(len(old), width),
+                             new.perceptual[new.hashed, :width]])
+    names = np.concatenate([before.split.to_numpy(dtype=object)[old_rows] if len(old_rows) else
+                            np.zeros(0, dtype=object), splits[new.hashed]])
+    first, second, distance = near_pairs(hashes, pd.factorize(names)[0])
+    positions, count = new.positions[new.hashed], len(old_rows)
+
+    def key(i):
+        return (0, int(old_rows[i])) if i < count else int(positions[i - count])
+
+    return [(key(b), key(a), d) for a, b, d in
+            zip(first.tolist(), second.tolist(), distance.tolist()) if b >= count]
+
+
+def _from_hex(texts):
+    """Perceptual hashes' hex texts (16 digits a hash, as many in each) as uint64 rows."""
+    if not texts:
+        return np.zeros((0, 0), dtype=np.uint64)
+    return np.frombuffer(bytes.fromhex("".join(texts)), dtype=">u8").astype(
+        np.uint64).reshape(len(texts), -1)

@@ -14,11 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .. import storage
+from ..errors import row_repr
 from ..images import phash
 from ..images.normalize import (ImageOptions, ImageRejected, prepare_content, read_images,
                                 unreadable_reason)
 from ..output.layout import STATE_DIR, index_name, receipt_name
 from ..output.manifest import IndexEntry, Receipt, ShardEntry
+from ..output.record_hashes import RecordHashes
 from ..record import encoding as example
 from ..record.features import FeatureSet, RecordRejected
 from ..formats import format_named
@@ -89,7 +91,8 @@ def write_shard(task, store, on_error="raise"):
         return sink.finish(store.child(STATE_DIR))
     except MemoryError:
         sink.abandon()
-        rows = f"rows {chunk[0][1]!r} to {chunk[-1][1]!r}" if chunk else "no row yet"
+        rows = f"rows {row_repr(chunk[0][1])} to {row_repr(chunk[-1][1])}" if chunk else \
+            "no row yet"
         raise MemoryError(f"{task.name}: out of memory while writing this shard ({rows} were "
                           "being prepared); write smaller shards (num_shards), or give the "
                           "workers more memory") from None
@@ -257,7 +260,7 @@ class ShardSink:
             shard, tuple(self.rejected), tuple(sorted(self.sizes)), tuple(self.max_size),
             tuple(sorted(self.channels)), dict(self.formats),
             tuple({str(k): v for k, v in sorted(counts.items())} for counts in self.labels),
-            hashes=tuple(self.hashes))
+            hashes=RecordHashes(self.hashes))
         state.write_atomic(receipt_name(self.name), json.dumps(receipt.to_json()))
         return receipt
 

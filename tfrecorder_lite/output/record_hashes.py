@@ -1,0 +1,101 @@
+"""The hashes a shard's receipt keeps of its records' images, as columns.
+
+A receipt lives in the driver until the run ends; kept as a tuple of Python objects a record
+(two hex strings, five numbers), a million records' hashes would cost hundreds of megabytes,
+kept as arrays about a hundred bytes a record.
+"""
+
+import numpy as np
+
+_DIGEST_BYTES = 32  # sha256
+
+
+class RecordHashes:
+    """Per record of a shard, in writing order: its table position, the sha256 of its source
+    file, its perceptual hashes (whole image, then crops; or none when it did not decode),
+    and its image's format, height, width and channels.
+
+    Iterating gives one ``(position, sha256 hex, perceptual hashes hex or None, format,
+    height, width, channels)`` tuple a record, as receipts read and write them.
+
+    Args:
+        entries: such tuples, in writing order.
+    """
+
+    def __init__(self, entries=()):
+        entries = list(entries)
+        count = len(entries)
+        self.positions = np.fromiter((e[0] for e in entries), dtype=np.int64, count=count)
+        self.digest_bytes = np.frombuffer(b"".join(bytes.fromhex(e[1]) for e in entries),
+                                      dtype=np.uint8).reshape(count, _DIGEST_BYTES)
+        texts = [e[2] for e in entries]
+        width = max((len(t) for t in texts if t is not None), default=0) // 16
+        self.hashed = np.fromiter((t is not None for t in texts), dtype=bool, count=count)
+        self.perceptual = np.frombuffer(
+            bytes.fromhex("".join(t if t is not None else "0" * 16 * width for t in texts)),
+            dtype=">u8").astype(np.uint64).reshape(count, width)
+        self._formats = tuple(dict.fromkeys(e[3] for e in entries))
+        self._format_codes = np.fromiter((self._formats.index(e[3]) for e in entries),
+                                         dtype=np.uint8, count=count)
+        self._sizes = np.array([e[4:7] for e in entries], dtype=np.int32).reshape(count, 3)
+
+    @classmethod
+    def joined(cls, parts):
+        """One RecordHashes of the records of several, one after another."""
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return cls()
+        width = min(p.perceptual.shape[1] for p in parts)  # equal but for an older version's
+        joined = cls()
+        joined._formats = tuple(dict.fromkeys(f for p in parts for f in p._formats))
+        joined.positions = np.concatenate([p.positions for p in parts])
+        joined.digest_bytes = np.concatenate([p.digest_bytes for p in parts])
+        joined.hashed = np.concatenate([p.hashed for p in parts])
+        joined.perceptual = np.concatenate([p.perceptual[:, :width] for p in parts])
+        joined._format_codes = np.concatenate([
+            np.array([joined._formats.index(f) for f in p._formats],
+                     dtype=np.uint8)[p._format_codes] if p._formats else p._format_codes
+            for p in parts])
+        joined._sizes = np.concatenate([p._sizes for p in parts])
+        return joined
+
+    def take(self, order):
+        """The records at the positions ``order`` (of this list, not of the table)."""
+        taken = RecordHashes()
+        taken._formats = self._formats
+        for name in ("positions", "digest_bytes", "hashed", "perceptual", "_format_codes",
+                     "_sizes"):
+            setattr(taken, name, getattr(self, name)[order])
+        return taken
+
+    def __len__(self):
+        return len(self.positions)
+
+    def __bool__(self):
+        return len(self) > 0
+
+    def __iter__(self):
+        digests, perceptual = self.digests(), self.perceptual_hex()
+        for i, (position, (height, width, channels)) in enumerate(
+                zip(self.positions.tolist(), self._sizes.tolist())):
+            yield (position, digests[i], perceptual[i], self._formats[self._format_codes[i]],
+                   height, width, channels)
+
+    def digests(self):
+        """Each record's sha256, as hex."""
+        text = self.digest_bytes.tobytes().hex()
+        step = 2 * _DIGEST_BYTES
+        return [text[i:i + step] for i in range(0, len(text), step)]
+
+    def perceptual_hex(self):
+        """Each record's perceptual hashes as one hex string (16 digits a hash), or None."""
+        width = 16 * self.perceptual.shape[1]
+        text = self.perceptual.astype(">u8").tobytes().hex()
+        return [text[i * width:(i + 1) * width] if hashed else None
+                for i, hashed in enumerate(self.hashed.tolist())]
+
+    def __eq__(self, other):
+        return isinstance(other, RecordHashes) and list(self) == list(other)
+
+    def __repr__(self):
+        return f"RecordHashes({len(self)} records)"

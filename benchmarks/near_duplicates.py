@@ -6,9 +6,9 @@ Three parts (all by default):
 - ``convert``: the 3,000 set converted with ``leakage="warn"`` (every image hashed) and with
   ``leakage="ignore"``, for ``check="decode"`` and ``check="header"``; interleaved rounds,
   wall seconds, medians and the per-round ratio.
-- ``search``: ``phash.near_pairs`` over 100,000 and 1,000,000 images (random hashes, six per
-  image as the writer keeps them: the whole image and five crops; splits 80/10/10), wall
-  and CPU seconds.
+- ``search``: ``phash.near_pairs`` over 100,000 and 1,000,000 images (random hashes of 63
+  bits as ``perceptual_hashes`` gives them, or 64 with ``--bits 64``; six per image as the
+  writer keeps them: the whole image and five crops; splits 80/10/10), wall and CPU seconds.
 - ``quality``: the 3,000 distinct images hashed as a conversion hashes them: the pairs found
   among them (none should be), and for every 10th image, made into a copy each way (50%
   resize, JPEG q50, PNG, 5% crop at a corner, 2.5% crop all round, +10% brightness), whether
@@ -80,20 +80,32 @@ def convert(args):
 
 def search(args):
     print("\n## near_pairs: images with 6 hashes each (whole + 5 crops), splits 80/10/10, "
-          f"max distance {phash.MAX_DISTANCE}\n")
-    print("| images | hashes | bands (whole images' index) | wall s | CPU s | pairs |")
+          f"max distance {phash.MAX_DISTANCE}, random hashes of {args.bits} bits "
+          f"(load average {os.getloadavg()[0]:.1f})\n")
+    print("| images | hashes | bands: whole images' index; TRAIN crops' index | wall s | CPU s "
+          "| pairs |")
     print("|---|---|---|---|---|---|")
     for n in args.sizes:
         rng = np.random.default_rng(n)
-        hashes = rng.integers(0, 2 ** 63, (n, 1 + len(phash.CROPS)), dtype=np.uint64)
+        hashes = rng.integers(0, 2 ** args.bits - 1, (n, 1 + len(phash.CROPS)), dtype=np.uint64,
+                              endpoint=True)
         groups = rng.choice(3, n, p=[0.8, 0.1, 0.1])
-        queries = int((groups != 0).sum()) * hashes.shape[1]  # the larger of the 2 searches
-        widths, radius = phash._bands(n, queries, phash.MAX_DISTANCE)
+        asking = int((groups != 0).sum())
+        bands = [_bands(*size, args.bits) for size in
+                 ((n, asking * hashes.shape[1]), ((n - asking) * len(phash.CROPS), asking))]
         wall, cpu = time.perf_counter(), time.process_time()
         first, _, _ = phash.near_pairs(hashes, groups)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        print(f"| {n:,} | {hashes.size:,} | {len(widths)} of {max(widths)} bits, radius "
-              f"{radius} | {wall:.2f} | {cpu:.2f} | {len(first)} |")
+        print(f"| {n:,} | {hashes.size:,} | {'; '.join(bands)} | {wall:.2f} | {cpu:.2f} "
+              f"| {len(first)} |")
+
+
+def _bands(count, queries, bits):
+    """The bands near_pairs takes for ``queries`` lookups among ``count`` hashes, as text."""
+    layout = phash._bands(count, queries, bits, phash.MAX_DISTANCE)
+    if layout is None:
+        return "all pairs"
+    return " + ".join(f"{w} bits within {r}" for w, r in zip(*layout))
 
 
 def _encode(image, fmt="JPEG", **options):
@@ -166,6 +178,9 @@ def main(argv=None):
     parser.add_argument("--images", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--bits", type=int, choices=[63, 64], default=63,
+                        help="search: random hashes of 63 bits (the top bit 0, as "
+                             "perceptual_hashes gives them) or of all 64")
     parser.add_argument("--workdir", default=dataset.DEFAULT_WORKDIR)
     parser.add_argument("--cpu", action="store_true",
                         help="convert: time the CPU of one process (n_jobs=1) instead of the "

@@ -155,6 +155,27 @@ def test_a_bad_box_rejects_its_whole_image_naming_the_box(box_table, tmp_path):
     assert "box 2 of 2: xmin 0.6 > xmax 0.2" in set(problems.problem)
 
 
+def test_a_corrected_box_is_another_table_not_the_finished_output(box_table, tmp_path):
+    # the plan's fingerprint covers every box's cells: converting the corrected table into
+    # the folder of the first is refused, never answered with the old records
+    out, table = tmp_path / "out", box_table.assign(is_crowd=0)
+    table.tfrecord.to_tfrecord(out, progress=False)
+    assert table.tfrecord.to_tfrecord(out, progress=False).counts == {"TRAIN": 4}  # done
+    for column, value in [("xmax", 0.65), ("is_crowd", 1)]:
+        corrected = table.copy()
+        corrected.loc[3, column] = value
+        with pytest.raises(tfrecorder_lite.OutputExistsError, match="a different table"):
+            corrected.tfrecord.to_tfrecord(out, progress=False)
+    corrected = table.copy()
+    corrected.loc[3, "xmax"] = 0.65
+    result = corrected.tfrecord.to_tfrecord(out, progress=False, overwrite=True)
+    records = [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(
+        [str(out / s["name"]) for s in result.metadata["splits"]["TRAIN"]["shards"]])]
+    xmax = sorted(v for ex in records
+                  for v in ex.features.feature["image/object/bbox/xmax"].float_list.value)
+    assert xmax == pytest.approx(sorted([0.6] * 4 + [1.0] * 3 + [0.65]))
+
+
 def test_pixel_boxes_are_divided_by_the_image_size(box_table, tmp_path):
     pixels = box_table.assign(xmin=box_table.xmin * 40, xmax=box_table.xmax * 40,
                               ymin=box_table.ymin * 30, ymax=box_table.ymax * 30)

@@ -118,6 +118,64 @@ def test_the_search_finds_exactly_the_pairs_that_comparing_all_pairs_finds():
         assert got == want and len(want) >= 15 * (max_distance >= 8)
 
 
+def _smallest_distances(hashes):
+    """By comparing every image with every other: the distance of each pair of images (the
+    smallest between one's whole image and the other's whole image or crops)."""
+    whole = hashes[:, 0]
+    return np.stack([np.minimum(np.bitwise_count(whole[a] ^ hashes).min(axis=1),
+                                np.bitwise_count(hashes[a][None, :] ^ whole[:, None]).min(axis=1))
+                     for a in range(len(hashes))])
+
+
+def _all_pairs(distances, groups, max_distance):
+    """The pairs near_pairs must give: ``{(first, second, distance)}`` across groups."""
+    close = (distances <= max_distance) & (groups[:, None] != groups[None, :])
+    return {(a, b, int(distances[a, b])) for a, b in zip(*np.nonzero(np.triu(close, 1)))}
+
+
+def _planted(n, bits, seed):
+    """``n`` images of 6 random hashes of ``bits`` bits in groups 70/20/10, and a planted
+    near copy of every 25th image of the first half at each distance 0..7 (of its whole
+    image or of a crop; in another group, or every other one in the same)."""
+    rng = np.random.default_rng(seed)
+    hashes = rng.integers(0, 2 ** bits - 1, (n, 6), dtype=np.uint64, endpoint=True)
+    groups = rng.choice(3, n, p=[0.7, 0.2, 0.1])
+    for i in range(0, n // 2, 25):
+        copy = n - 1 - i
+        flipped = rng.choice(bits, i // 25 % 8, replace=False)
+        hashes[copy, i % 6] = hashes[i, 0] ^ np.uint64(sum(1 << int(b) for b in flipped))
+        groups[copy] = (groups[i] + 1) % 3 if i % 50 else groups[i]
+    return hashes, groups
+
+
+@pytest.mark.parametrize("bits", [63, 64, 32])
+def test_the_bands_find_exactly_the_pairs_that_comparing_all_pairs_finds(bits):
+    # 63 bits as perceptual_hashes gives them, all 64, and fewer (bands cover the bits in use)
+    n = 3000
+    hashes, groups = _planted(n, bits, seed=bits)
+    distances = _smallest_distances(hashes)
+    asking = int((groups != np.bincount(groups).argmax()).sum())
+    for max_distance in (0, 2, 6, 7):
+        assert phash._bands(n, asking * 6, bits, max_distance) is not None  # not all pairs
+        want = _all_pairs(distances, groups, max_distance)
+        for chunk in (1 << 17, 100):  # the queries all at once, and a hundred at a time
+            got = phash.near_pairs(hashes, groups, max_distance, chunk=chunk)
+            assert set(zip(*(a.tolist() for a in got))) == want
+            assert list(zip(got[1], got[0])) == sorted(zip(got[1], got[0]))
+        planted = {(i, n - 1 - i) for i in range(25, n // 2, 50) if i // 25 % 8 <= max_distance}
+        assert planted <= {(a, b) for a, b, _ in want}
+        assert not {(i, n - 1 - i) for i in range(0, n // 2, 50)} & {(a, b) for a, b, _ in want}
+
+
+def test_few_hashes_are_compared_all_pairs_and_give_the_same_pairs():
+    hashes, groups = _planted(200, 63, seed=3)
+    assert phash._bands(200, 60 * 6, 63, 6) is None
+    got = phash.near_pairs(hashes, groups, 6)
+    assert set(zip(*(a.tolist() for a in got))) == \
+        _all_pairs(_smallest_distances(hashes), groups, 6)
+    assert {(25, 174), (75, 124)} <= set(zip(got[0].tolist(), got[1].tolist()))  # planted
+
+
 def test_hashes_bad_input_is_refused_with_the_value():
     with pytest.raises(ValueError, match="max_distance must be 0 to 63, not 64"):
         phash.near_pairs([1, 2], [0, 1], 64)

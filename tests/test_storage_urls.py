@@ -3,10 +3,12 @@ filesystem gets."""
 
 import os
 
+import pandas as pd
 import pytest
 
 from tfrecorder_lite import UnsupportedURLError
 from tfrecorder_lite.storage import urls
+from tfrecorder_lite.table.files import _plain_absolute
 
 
 @pytest.mark.parametrize("uri, protocol", [
@@ -72,3 +74,14 @@ def test_http_filesystems_get_the_idle_timeout_and_not_our_options():
     fs = urls.filesystem("https", {"timeout": 5, "retries": 2, "headers": {"X-A": "1"}})
     assert fs.client_kwargs["timeout"].sock_read == 5
     assert fs.kwargs == {"headers": {"X-A": "1"}}
+
+
+def test_paths_the_plan_takes_as_they_are_are_those_resolve_gives_back_unchanged():
+    cases = ["/a/b.jpg", "/a//b", "/a/./b", "/a/../b", "/a/b/", "/a/.", "/a/..", "/a/.b",
+             "/a/..b/c", "/a/b.", "a/b", "./a", "~/x", "gs://b/x", "file:///a/b", "/", "//x",
+             "/..", "/.", None, float("nan")]
+    flags = _plain_absolute(pd.Series(cases, dtype=object))
+    assert flags.tolist() == [c in ("/a/b.jpg", "/a/.b", "/a/..b/c", "/a/b.") for c in cases]
+    for case, flag in zip(cases, flags):
+        if flag:
+            assert urls.resolve(case) == case

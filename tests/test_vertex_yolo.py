@@ -41,11 +41,11 @@ def records_by_file(out):
     return found
 
 
-def line(image, split=None, **annotations):
+def line(image, split=None, ensure_ascii=True, **annotations):
     item = {"imageGcsUri": image, **annotations}
     if split is not None:
         item["dataItemResourceLabels"] = {ML_USE: split, "owner": "me"}
-    return json.dumps(item)
+    return json.dumps(item, ensure_ascii=ensure_ascii)
 
 
 @pytest.fixture
@@ -211,12 +211,14 @@ def test_every_malformed_vertex_line_is_reported_with_its_line_and_field(folder)
                      "line 4: imageGcsUri: missing",
                      f'line 5: dataItemResourceLabels["{ML_USE}"]: \'trainig\' is no ml_use',
                      "line 6: classificationAnnotation.displayName: missing",
-                     "line 7: polygonAnnotation: polygon and polyline annotations are "
-                     "segmentation input, which is not supported yet",
+                     "line 7: polygonAnnotation.displayName: missing",
+                     "line 7: polygonAnnotation.vertexes: [{'x': 0.1, 'y': 0.1}]: expected a "
+                     'list of 3 vertexes {"x", "y"} at least',
+                     "line 7: polygon annotations, but line 1 holds classification",
                      "line 8: detection annotations, but line 1 holds classification",
                      "line 9: imageGcsUri: '../outside.jpg' leads outside"]:
         assert expected in message
-    assert not re.search(r"(: |; )line 1:", message) and "8 problem(s)" in message
+    assert not re.search(r"(: |; )line 1:", message) and "10 problem(s)" in message
     assert message.index("line 2:") < message.index("line 9:")  # in file order
 
 
@@ -371,7 +373,7 @@ def test_every_malformed_yolo_file_and_line_is_reported(tmp_path):
     root = yolo_folder(tmp_path / "yolo")
     (root / "labels" / "train" / "im0.txt").write_text(
         "0 0.5 0.5 0.2 0.2\n3 0.5 0.5 0.2 0.2\n1 0.5 0.5 0.2\n"
-        "1 0.1 0.1 0.2 0.1 0.2 0.2 0.1 0.2\n2 0.5 x 0.2 0.2\n")
+        "1 0.1 0.1 0.2 0.1 0.2 0.2 0.1\n2 0.5 x 0.2 0.2\n1 0.1 0.1 0.2 y 0.2 0.2\n")
     (root / "labels" / "train" / "gone.txt").write_text("0 0.5 0.5 0.2 0.2\n")
     with pytest.raises(SchemaError) as caught:
         tfrecorder_lite.read_yolo(root)
@@ -379,9 +381,10 @@ def test_every_malformed_yolo_file_and_line_is_reported(tmp_path):
     name = os.path.join("labels", "train", "im0.txt")
     for expected in [f"{name} line 2: class '3' is not in names (0-2)",
                      f"{name} line 3: 4 fields, expected 5 (class cx cy w h)",
-                     f"{name} line 4: a polygon (class x1 y1 x2 y2 ...): segmentation input "
-                     "is not supported yet",
+                     f"{name} line 4: 8 fields, expected 5 (class cx cy w h) or an odd "
+                     "number from 7 (a polygon: class x1 y1 x2 y2 x3 y3 ...)",
                      f"{name} line 5: cy 'x' is not a number",
+                     f"{name} line 6: y2 'y' is not a number",
                      f"{os.path.join('labels', 'train', 'gone.txt')}: a label file without "
                      "its image"]:
         assert expected in message
@@ -465,3 +468,293 @@ def test_yolo_image_lists_resolve_against_their_folder_and_stay_in_the_dataset(t
     assert table.drop_duplicates("image_uri").image_uri.tolist() == [
         str(root / "images" / "train" / "im0.jpg"), str(root / "images" / "train" / "im1.jpg"),
         str(root / "images" / "val" / "im7.jpg")]
+
+
+# ----------------------------------------------------------------------------- polygons
+
+POLYGONS = {  # image -> (size (height, width), [(label, pixel polygon)]): integer corners
+    "im0.jpg": ((30, 40), [("cat", [2, 3, 20, 5, 15, 25]),
+                           ("dog", [22, 2, 38, 4, 36, 20, 25, 18])]),
+    "im1.jpg": ((32, 41), [("dog", [0, 0, 41, 0, 41, 32, 0, 32])]),  # the whole image
+    "im2.jpg": ((34, 42), []),
+    "im3.jpg": ((36, 43), [("cat", [5, 5, 30, 6, 28, 30, 10, 33, 4, 20])]),
+}
+POLYGON_SPLITS = {"im0.jpg": "train", "im1.jpg": "train", "im2.jpg": "val", "im3.jpg": "test"}
+
+
+def relative(polygon, size):
+    height, width = size
+    return [v / (width if i % 2 == 0 else height) for i, v in enumerate(polygon)]
+
+
+def truth_mask(polygon, size):
+    """The 0/1 mask pycocotools gives of a pixel polygon."""
+    from pycocotools import mask as mask_api
+
+    return mask_api.decode(mask_api.merge(mask_api.frPyObjects([polygon], *size)))
+
+
+def polygon_photos(folder, layout=lambda name: f"images/{name}"):
+    for i, (name, (size, _)) in enumerate(POLYGONS.items()):
+        save(photo(*size, seed=i), folder / layout(name))
+
+
+def assert_polygon_records(out):
+    """The records of ``out`` hold POLYGONS: each polygon's extent as its box, and the mask
+    pycocotools gives of the pixel polygon, pixel for pixel."""
+    records = {name: record for split in records_by_file(out).values()
+               for name, record in split.items()}
+    assert sorted(records) == sorted(POLYGONS)
+    for name, (size, objects) in POLYGONS.items():
+        record = records[name]
+        assert [t.decode() for t in record.get("image/object/class/text", [])] == \
+            [label for label, _ in objects]
+        masks = record.get("image/object/mask", [])
+        assert len(masks) == len(objects)
+        for number, ((_, polygon), png) in enumerate(zip(objects, masks)):
+            mask = Image.open(io.BytesIO(png))
+            assert (mask.format, mask.mode, mask.size) == ("PNG", "L", size[::-1])
+            assert np.array_equal(np.asarray(mask), truth_mask(polygon, size)), (name, number)
+            extent = relative(polygon, size)
+            box = [min(extent[0::2]), min(extent[1::2]), max(extent[0::2]), max(extent[1::2])]
+            assert [record[f"image/object/bbox/{k}"][number]
+                    for k in ("xmin", "ymin", "xmax", "ymax")] == pytest.approx(box, abs=1e-6)
+
+
+def test_vertex_polygons_become_instance_masks_pixel_for_pixel(folder):
+    polygon_photos(folder)
+    ml_use = {"train": "training", "val": "validation", "test": "test"}
+    lines = []
+    for name, (size, objects) in POLYGONS.items():
+        annotations = []
+        for label, polygon in objects:
+            xy = relative(polygon, size)
+            vertexes = [{"x": x, "y": y} for x, y in zip(xy[0::2], xy[1::2])]
+            vertexes = [{k: v for k, v in vertex.items() if v != 0} for vertex in vertexes]
+            annotations.append({"displayName": label, "vertexes": vertexes})  # 0 left out
+        if name == "im3.jpg":  # the REST field: one polygon, numbers as text
+            annotations[0]["vertexes"][0]["x"] = str(annotations[0]["vertexes"][0]["x"])
+            shape = {"polygonAnnotation": annotations[0]}
+        else:  # Google's samples: a list
+            shape = {"polygonAnnotations": annotations} if annotations else {}
+        lines.append(line(f"images/{name}", ml_use[POLYGON_SPLITS[name]], **shape))
+    (folder / "polygons.jsonl").write_text("\n".join(lines) + "\n")
+    table = tfrecorder_lite.read_vertex(folder / "polygons.jsonl")
+    assert table.columns.tolist() == ["split", "image_uri", "label", "xmin", "ymin", "xmax",
+                                      "ymax", "mask"]
+    assert table.label.tolist() == ["cat", "dog", "dog", None, "cat"]
+    assert table["mask"][0] == {"relative_polygons": [relative([2, 3, 20, 5, 15, 25],
+                                                                (30, 40))]}
+    result = tfrecorder_lite.convert(folder / "polygons.jsonl", folder / "out", **OPTIONS)
+    assert result.counts == {"TRAIN": 2, "VALIDATION": 1, "TEST": 1}
+    assert result.metadata["task"] == "detection" and result.labels == ["", "cat", "dog"]
+    assert_polygon_records(folder / "out")
+    # a table of one's own with the same relative polygons gives the same records
+    splits = {"train": "TRAIN", "val": "VALIDATION", "test": "TEST"}
+    rows = []
+    for name, (size, objects) in POLYGONS.items():
+        image, split = str(folder / "images" / name), splits[POLYGON_SPLITS[name]]
+        for label, polygon in objects:
+            xy = relative(polygon, size)
+            rows.append((split, image, label, min(xy[0::2]), min(xy[1::2]), max(xy[0::2]),
+                         max(xy[1::2]), {"relative_polygons": [xy]}))
+        rows += [] if objects else [(split, image, None, *[math.nan] * 4, None)]
+    own = pd.DataFrame(rows, columns=["split", "image_uri", "label", "xmin", "ymin", "xmax",
+                                      "ymax", "mask"])
+    own.tfrecord.to_tfrecord(folder / "own", **OPTIONS)
+    assert records_by_file(folder / "own") == records_by_file(folder / "out")
+    # resized, each mask is resized with its image (nearest neighbour)
+    small = tfrecorder_lite.convert(folder / "polygons.jsonl", folder / "small", **OPTIONS,
+                                    image_size=(16, 16))
+    assert small.counts == result.counts
+    for record in read_examples(folder / "small"):
+        masks = record.get("image/object/mask", [])
+        for png in masks if isinstance(masks, list) else [masks]:
+            assert Image.open(io.BytesIO(png)).size == (16, 16)
+
+
+def test_yolo_polygon_lines_become_instance_masks_pixel_for_pixel(tmp_path):
+    root = tmp_path / "yolo"
+    polygon_photos(root, lambda name: f"images/{POLYGON_SPLITS[name]}/{name}")
+    names = ["cat", "dog"]
+    for name, (size, objects) in POLYGONS.items():
+        if objects:
+            (root / "labels" / POLYGON_SPLITS[name]).mkdir(parents=True, exist_ok=True)
+            (root / "labels" / POLYGON_SPLITS[name] / f"{name[:-4]}.txt").write_text("".join(
+                " ".join(map(str, [names.index(label), *relative(polygon, size)])) + "\n"
+                for label, polygon in objects))
+    (root / "data.yaml").write_text("train: images/train\nval: images/val\ntest: images/test\n"
+                                    "names: [cat, dog]\n")
+    table = tfrecorder_lite.read_yolo(root)
+    assert "mask" in table.columns and table.label.tolist() == ["cat", "dog", "dog", None, "cat"]
+    result = tfrecorder_lite.convert(root, tmp_path / "out", **OPTIONS)
+    assert result.counts == {"TRAIN": 2, "VALIDATION": 1, "TEST": 1}
+    assert result.labels == ["", "cat", "dog"]
+    assert_polygon_records(tmp_path / "out")
+    # a box line among polygons: that object has no mask, its image is refused naming the line
+    (root / "labels" / "train" / "im1.txt").write_text("1 0 0 1 0 1 1 0 1\n0 0.5 0.5 0.2 0.2\n")
+    with pytest.raises(InvalidRowError) as caught:
+        tfrecorder_lite.convert(root, tmp_path / "refused", **OPTIONS)
+    reason = (f"{os.path.join('labels', 'train', 'im1.txt')} line 2: a box (class cx cy w h) "
+              "in a dataset of polygons (class x1 y1 x2 y2 ...): every object needs its "
+              "polygon, its instance mask")
+    assert reason in str(caught.value)
+    skipped = tfrecorder_lite.convert(root, tmp_path / "skipped", **OPTIONS, on_error="skip")
+    assert skipped.counts == {"TRAIN": 1, "VALIDATION": 1, "TEST": 1}
+    assert skipped.rejected.reason.tolist() == [reason]
+
+
+def test_a_vertex_polyline_refuses_its_image_naming_the_line_and_a_polygon_outside_too(folder):
+    square = [{"x": 0.1, "y": 0.1}, {"x": 0.5, "y": 0.1}, {"x": 0.5, "y": 0.5}]
+    (folder / "lines.jsonl").write_text("\n".join([
+        line("images/im0.jpg", "training", polygonAnnotations=[
+            {"displayName": "car", "vertexes": square}]),
+        line("images/im1.jpg", "training", polygonAnnotations=[
+            {"displayName": "car", "vertexes": square}], polylineAnnotations=[
+            {"displayName": "crack", "vertexes": square[:2]}]),
+        line("images/im2.jpg", "training", polygonAnnotations=[
+            {"displayName": "car", "vertexes": [*square, {"x": 1.25, "y": 0.2}]}]),
+    ]) + "\n")
+    with pytest.raises(InvalidRowError) as caught:
+        tfrecorder_lite.convert(folder / "lines.jsonl", folder / "out", **OPTIONS)
+    assert "JSON line 2 of lines.jsonl" in str(caught.value)
+    assert ("line 2: polylineAnnotations[0] (crack): a polyline is an open line, not an area, "
+            "so it has no instance mask") in str(caught.value)
+    problems = tfrecorder_lite.read_vertex(folder / "lines.jsonl").tfrecord.validate()
+    assert [reason.split(";")[0] for reason in problems.problem] == [
+        "line 2: polylineAnnotations[0] (crack): a polyline is an open line, not an area, so "
+        "it has no instance mask", "box 1 of 1: xmax 1.25 is outside [0, 1]"]
+    result = tfrecorder_lite.convert(folder / "lines.jsonl", folder / "out", **OPTIONS,
+                                     on_error="skip")
+    assert result.counts == {"TRAIN": 1}
+    assert [reason.split(";")[0] for reason in result.rejected.reason] == [
+        "line 2: polylineAnnotations[0] (crack): a polyline is an open line, not an area, so "
+        "it has no instance mask", "box 1 of 1: xmax 1.25 is outside [0, 1]"]
+
+
+# ----------------------------------------------------------------------------- told by content
+
+def test_a_vertex_jsonl_named_json_is_read_as_vertex_and_a_json_of_neither_is_named(
+        folder, capsys):
+    lines = "\n".join(line(f"images/im{i}.jpg", SPLITS[i], classificationAnnotation={
+        "displayName": "ab"[i % 2]}) for i in range(8)) + "\n"
+    (folder / "export.jsonl").write_text(lines)
+    (folder / "export.json").write_text(lines)
+    options = dict(OPTIONS, on_error="skip")
+    named_json = tfrecorder_lite.convert(folder / "export.json", folder / "j", **options)
+    named_jsonl = tfrecorder_lite.convert(folder / "export.jsonl", folder / "l", **options)
+    assert named_json.counts == named_jsonl.counts == {"TRAIN": 4, "VALIDATION": 1, "TEST": 2}
+    assert records_by_file(folder / "j") == records_by_file(folder / "l")
+    assert cli.main(["convert", str(folder / "export.json"), str(folder / "cli"),
+                     "--no-progress", "--jobs", "1", "--on-error", "skip"]) == 0
+    assert "wrote TRAIN 4, VALIDATION 1, TEST 2" in capsys.readouterr().out
+    with pytest.raises(SchemaError, match=r"split='train' does not apply to a Vertex AI JSON "
+                                          r"Lines file"):
+        tfrecorder_lite.convert(folder / "export.json", folder / "x", split="train", **options)
+    # JSON Lines whose first line is bad: still Vertex AI's, its reader names the line
+    (folder / "bad.json").write_text(json.dumps({"classificationAnnotation": {
+        "displayName": "a"}}) + "\n" + lines)
+    with pytest.raises(SchemaError, match=r"bad\.json: 1 problem\(s\) reading it as a Vertex "
+                                          r"AI import file: line 1: imageGcsUri: missing"):
+        tfrecorder_lite.convert(folder / "bad.json", folder / "x", **options)
+    neither = (r"is neither a COCO annotations file \(one JSON document with an 'images' "
+               r"list\) nor a Vertex AI JSON Lines file \(one JSON object a line, each with "
+               r"'imageGcsUri'\): ")
+    for name, content, why in [
+            ("object.json", '{"info": {"year": 2017},\n "licenses": []}', "it is an object "
+                                                                          "without an 'images'"),
+            ("list.json", '[{"imageGcsUri": "images/im0.jpg"}]', "it is a JSON list without"),
+            ("broken.json", '{"images": [\n', r"it is not JSON: Expecting value"),
+            ("latin.json", b'{"images": []}\n\xe9'.decode("latin-1"), r"line 2 is not UTF-8")]:
+        (folder / name).write_bytes(content.encode("latin-1"))
+        with pytest.raises(SchemaError, match=neither + why):
+            tfrecorder_lite.convert(folder / name, folder / "x", **options)
+    # a COCO file is still COCO, on one line too
+    (folder / "instances_train.json").write_text(json.dumps({
+        "images": [{"id": 1, "file_name": "images/im0.jpg", "height": 30, "width": 40}],
+        "annotations": [], "categories": [{"id": 1, "name": "car"}]}))
+    coco = tfrecorder_lite.convert(folder / "instances_train.json", folder / "coco", **OPTIONS)
+    assert coco.counts == {"TRAIN": 1} and coco.metadata["task"] == "detection"
+
+
+def test_a_latin1_vertex_csv_is_read_with_the_encoding_given(folder, capsys):
+    labels = ["café" if i % 2 else "crème" for i in range(8)]
+    rows = "".join(f"{'training' if i < 6 else 'test'},images/im{i}.jpg,{labels[i]}\n"
+                   for i in range(8))
+    (folder / "latin.csv").write_bytes(rows.encode("latin-1"))
+    (folder / "utf8.csv").write_text(rows, encoding="utf-8")
+    with pytest.raises(SchemaError, match=r"latin\.csv: line 1 is not utf-8: byte 0xe8 in "
+                                          r"'training,images/im0\.jpg,cr\\xe8'; save the file "
+                                          r"as UTF-8"):
+        tfrecorder_lite.read_vertex(folder / "latin.csv")
+    assert tfrecorder_lite.read_vertex(folder / "latin.csv", encoding="latin-1").label.tolist() \
+        == labels
+    latin = tfrecorder_lite.convert(folder / "latin.csv", folder / "l", **OPTIONS,
+                                    encoding="latin-1")
+    utf8 = tfrecorder_lite.convert(folder / "utf8.csv", folder / "u", **OPTIONS)
+    assert latin.counts == {"TRAIN": 6, "TEST": 2}
+    assert latin.labels == utf8.labels == ["café", "crème"]
+    assert records_by_file(folder / "l") == records_by_file(folder / "u")
+    # without its ML_USE field (told from an AutoML CSV by its first field), on the CLI
+    (folder / "no_ml_use.csv").write_bytes(rows.replace("training,", "").replace(
+        "test,", "").encode("latin-1"))
+    with pytest.raises(SchemaError, match=r"no_ml_use\.csv: line 1 is not utf-8"):
+        tfrecorder_lite.convert(folder / "no_ml_use.csv", folder / "x", **OPTIONS)
+    assert cli.main(["convert", str(folder / "no_ml_use.csv"), str(folder / "cli"),
+                     "--no-progress", "--encoding", "latin-1", "--unassigned", "assign",
+                     "--jobs", "1"]) == 0
+    assert tfrecorder_lite.read_vertex(folder / "no_ml_use.csv", encoding="latin-1"
+                                       ).label.tolist() == labels
+    # JSON Lines too (Vertex AI writes UTF-8; a file saved otherwise is read as told)
+    (folder / "latin.jsonl").write_bytes(line("images/im0.jpg", "training", ensure_ascii=False,
+                                              classificationAnnotation={"displayName": "café"}
+                                              ).encode("latin-1"))
+    assert tfrecorder_lite.read_vertex(folder / "latin.jsonl", encoding="latin-1").label[0] == \
+        "café"
+
+
+def test_the_annotation_size_bound_holds_for_vertex_yolo_and_automl_files(folder):
+    def refused(name, size, limit):  # sizes this close are said in bytes
+        return (rf"{name} is {size} bytes; annotation files are read whole, up to {limit} "
+                rf"bytes \(max_annotation_bytes={limit}\)")
+
+    jsonl = "\n".join(line(f"images/im{i}.jpg", "training", classificationAnnotation={
+        "displayName": "a"}) for i in range(8))
+    csv_text = "".join(f"TRAIN,images/im{i}.jpg,a\n" for i in range(8))
+    boxes = "".join(f"TRAIN,images/im{i}.jpg,car,0.1,0.2,,,0.5,0.6,,\n" for i in range(8))
+    files = {"v.jsonl": jsonl, "v.json": jsonl, "v.csv": csv_text.replace("TRAIN,", ""),
+             "boxes.csv": boxes}
+    for name, text in files.items():
+        (folder / name).write_text(text)
+        size = len(text.encode())
+        with pytest.raises(SchemaError, match=refused(re.escape(name), size, size - 1)):
+            tfrecorder_lite.convert(folder / name, folder / "x", **OPTIONS,
+                                    max_annotation_bytes=size - 1)
+        assert tfrecorder_lite.convert(folder / name, folder / f"ok-{name}", **OPTIONS,
+                                       max_annotation_bytes=size, unassigned="assign").counts
+    for name in ("v.jsonl", "v.csv"):
+        with pytest.raises(SchemaError, match=rf"{re.escape(name)} is [\d.]+ (kB|bytes); "
+                                              r"annotation files are read whole, up to 10 bytes "
+                                              r"\(max_annotation_bytes=10\)"):
+            tfrecorder_lite.read_vertex(folder / name, max_annotation_bytes=10)
+    # a classification CSV is a table, not an annotation file: not bounded
+    (folder / "table.csv").write_text(csv_text)
+    assert tfrecorder_lite.convert(folder / "table.csv", folder / "table", **OPTIONS,
+                                   max_annotation_bytes=10).counts == {"TRAIN": 8}
+
+    root = yolo_folder(folder / "yolo")
+    label = root / "labels" / "train" / "im3.txt"
+    label.write_text(label.read_text() * 4)  # its boxes four times: the largest file
+    size = label.stat().st_size
+    assert max(p.stat().st_size for p in root.rglob("*.txt") if p != label) < size
+    assert (root / "data.yaml").stat().st_size < size
+    with pytest.raises(SchemaError, match=refused(re.escape(os.path.join(
+            "labels", "train", "im3.txt")), size, size - 1)) as caught:
+        tfrecorder_lite.read_yolo(root, max_annotation_bytes=size - 1)
+    assert "a label file without its image" not in str(caught.value)
+    with pytest.raises(SchemaError, match=refused(".*data.yaml", (root / "data.yaml").stat()
+                                                  .st_size, 20)):
+        tfrecorder_lite.convert(root, folder / "y", **OPTIONS, max_annotation_bytes=20)
+    assert tfrecorder_lite.convert(root, folder / "y", **OPTIONS,
+                                   max_annotation_bytes=size).counts == {"TRAIN": 6,
+                                                                         "VALIDATION": 2}

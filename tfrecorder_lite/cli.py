@@ -149,8 +149,8 @@ def _parser():
     c.add_argument("--split-ratios", type=_ratios, metavar="T,V,T",
                    help="shares of TRAIN, VALIDATION, TEST for assigned rows (default 0.8,0.1,0.1)")
     c.add_argument("--encoding", default="utf-8",
-                   help="text encoding of the CSV, e.g. latin-1 (default: utf-8, with or "
-                        "without a byte order mark)")
+                   help="text encoding of the CSV or Vertex AI file, e.g. latin-1 (default: "
+                        "utf-8, with or without a byte order mark)")
     c.add_argument("--task", choices=sources.TASKS,
                    help="read the CSV as an AutoML detection CSV or as a classification CSV "
                         "(default: told by its shape)")

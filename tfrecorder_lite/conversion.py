@@ -236,7 +236,8 @@ def convert(source, output_dir, **options):
     a CSV that its shape does not tell), ``split``, ``image_dir`` and ``include_masks`` (each
     box's instance mask) of a COCO file, and ``allow_outside_paths`` (read images an
     annotation file names outside the folder given: refused rows or an error otherwise) and
-    ``max_annotation_bytes`` (default 1 GiB: a larger COCO file is refused before it is read).
+    ``max_annotation_bytes`` (default 1 GiB: a larger annotation file, COCO, Vertex AI, YOLO or
+    AutoML detection CSV, is refused).
     """
     columns = {k: options[k] for k in ("split_col", "image_col", "label_col") if k in options}
     reading = {k: options.pop(k) for k in ("encoding", "task", "split", "image_dir",

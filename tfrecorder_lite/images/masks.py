@@ -5,7 +5,7 @@ A semantic mask is a single-channel image of class ids ("L", or "1"), a palette 
 the index is the class), or a colour image ("RGB", "RGBA" opaque) mapped to classes through a
 colour table. Masks stay class ids, pixel for pixel: a lossy mask (JPEG, WebP) is refused
 unless allowed, and nothing here resizes or interpolates. Instance masks (COCO polygons and
-RLE) are rasterized to 0/1 arrays and stored one PNG each.
+RLE, or polygons relative to the image) are rasterized to 0/1 arrays and stored one PNG each.
 """
 
 import io
@@ -21,6 +21,8 @@ LOSSY_FORMATS = ("JPEG", "MPO", "WEBP")
 _ID_MODES = ("L", "1", "P", "I", "I;16")
 _COLOUR_MODES = ("RGB", "RGBA", "P", "L")
 _SHOWN = 3  # unknown values a reason names
+# an instance mask given as polygons relative to its image: {RELATIVE_POLYGONS: [[x1, y1, ...]]}
+RELATIVE_POLYGONS = "relative_polygons"
 
 
 class MaskRejected(Exception):
@@ -269,6 +271,29 @@ def rasterize_polygons(polygons, height, width):
     for polygon in polygons:
         mask |= coco_rle.decode(coco_rle.from_polygon(polygon, height, width), height, width)
     return mask
+
+
+def rasterize_relative(polygons, height, width):
+    """A uint8 ``[H, W]`` 0/1 mask of polygons whose coordinates are relative to the image
+    (``[[x1, y1, x2, y2, ...], ...]``, x a fraction of the width, y of the height, as Vertex AI
+    and YOLO give them): scaled to pixels, then filled as :func:`rasterize_polygons` does.
+
+    Raises:
+        MaskRejected: a polygon that is no list of numbers, or as :func:`rasterize_polygons`.
+    """
+    if not isinstance(polygons, (list, tuple)) or not polygons:
+        raise MaskRejected(f"{RELATIVE_POLYGONS} {str(polygons)[:40]}: expected a list of "
+                           "polygons [x1, y1, x2, y2, ...]")
+    scaled = []
+    for number, polygon in enumerate(polygons, 1):
+        try:
+            xy = np.asarray(polygon, dtype=float)
+        except (TypeError, ValueError):
+            xy = None
+        if xy is None or xy.ndim != 1:
+            raise MaskRejected(f"polygon {number} is {str(polygon)[:40]}, not x, y numbers")
+        scaled.append((xy * np.resize([float(width), float(height)], len(xy))).tolist())
+    return rasterize_polygons(scaled, height, width)
 
 
 def rle_mask(rle, height, width):

@@ -7,9 +7,11 @@ nearly the same bits; two different photos differ in about half of them. The dis
 number of differing bits (Hamming).
 
 :func:`near_pairs` finds every pair of hashes within a distance without comparing all pairs:
-the 64 bits are cut into bands, each band indexed by its value, and a pair within distance
-``d`` of ``m`` bands has some band within ``ceil((d + 1) / m) - 1`` bits (pigeonhole), so
-each hash looks up only the values that close to its own bands (multi-index hashing).
+the bits are cut into bands, each band indexed by its value and given a radius, the radii
+plus one adding up to more than the distance ``d``. A pair within ``d`` then differs in at
+most its radius in some band (pigeonhole), so each hash looks up only the values that close
+to its own bands (multi-index hashing); the widths and radii are chosen by a cost model from
+the number of hashes.
 """
 
 import functools
@@ -150,6 +152,14 @@ def from_hex(text):
     return tuple(int(text[i:i + 16], 16) for i in range(0, len(text), 16))
 
 
+def rows_from_hex(texts):
+    """Many images' hashes from their texts (as many hashes in each) at once: uint64 rows."""
+    if not texts:
+        return np.zeros((0, 0), dtype=np.uint64)
+    return np.frombuffer(bytes.fromhex("".join(texts)), dtype=">u8").astype(
+        np.uint64).reshape(len(texts), -1)
+
+
 def distance(a, b):
     """The number of bits two hashes differ in."""
     return (a ^ b).bit_count()
@@ -168,32 +178,92 @@ def _popcount(values):
 _POPCOUNT16 = np.array([bin(i).count("1") for i in range(1 << 16)], dtype=np.uint8)
 
 
-def _bands(count, queries, max_distance):
-    """``(band widths, radius)``: the cheapest band layout for ``queries`` lookups among
-    ``count`` hashes (each band looked up within ``radius`` bits; at most 24 bits a band)."""
-    best = None
-    for bands in range(2, 10):
-        width = -(-BITS // bands)
-        if width > 24:
-            continue
-        radius = -(-(max_distance + 1) // bands) - 1
-        probes = sum(math.comb(width, i) for i in range(radius + 1))
-        cost = bands * (queries * probes * (1 + count / 2 ** width) + 2 ** width)
-        if best is None or cost < best[0]:
-            widths = [BITS // bands + (1 if i < BITS % bands else 0) for i in range(bands)]
-            best = (cost, widths, radius)
-    return best[1], best[2]
+# What the search costs, in nanoseconds (fitted to timings on a 2-core Xeon; only their
+# ratios matter): a key looked up (more in a table larger than the caches), a bucket found
+# with hashes in it, a hash compared (more among many hashes), a slot of a band's table
+# built, a hash sorted into a band, a round of lookups (one flip of a chunk of queries), a
+# pair compared when all pairs are.
+_PROBE, _LARGE_TABLE, _HIT, _CANDIDATE, _SLOT, _SORTED = 3.5, 1.3, 3.0, 8.0, 8.0, 30.0
+_ROUND, _PAIR = 30_000.0, 2.6
+_CACHED_WIDTH = 21  # a table of up to 2**21 slots stays in the caches
+_CACHED_HASHES = 17  # and up to 2**17 hashes
+_MAX_WIDTH = 24  # a band's table has 2**width slots
+
+
+@functools.lru_cache(maxsize=None)
+def _probes(width, radius):
+    """The number of ``width``-bit keys within ``radius`` bits of a key."""
+    return sum(math.comb(width, i) for i in range(min(radius, width) + 1))
+
+
+def _cost(count, queries, widths, radii, chunk=1 << 17):
+    """The estimated cost of looking ``queries`` hashes up among ``count`` through bands."""
+    total = 0.0
+    candidate = _CANDIDATE * (1 + 0.4 * max(0.0, math.log2(max(count, 1)) - _CACHED_HASHES))
+    for width, radius in zip(widths, radii):
+        per_slot = count / 2 ** width  # hashes per bucket
+        per_probe = (_PROBE + _LARGE_TABLE * max(0, width - _CACHED_WIDTH) +
+                     _HIT * -math.expm1(-per_slot) + candidate * per_slot)
+        rounds = _probes(width, radius) * -(-queries // chunk)
+        total += queries * _probes(width, radius) * per_probe + _ROUND * rounds
+        total += _SLOT * 2 ** width + _SORTED * (count + queries)
+    return total
+
+
+def _bands(count, queries, span, max_distance):
+    """``(widths, radii)`` of the cheapest bands (by ``_cost``; 1 to 9 bands, the radii as
+    even as can be, the widths found by moving one bit at a time from a hash a bucket) for
+    ``queries`` lookups among ``count`` hashes of ``span`` bits, or None when comparing every
+    pair costs less.
+
+    A pair within ``max_distance`` differs in at most its radius in some band when the radii
+    plus one add up to more than ``max_distance``: had it differed in more in every band, it
+    would differ in at least that sum. Bits outside every band (a band is at most
+    ``_MAX_WIDTH`` bits) only add to a pair's distance, so they may be left out.
+    """
+    best, layout = _PAIR * count * queries, None
+    if best <= _SORTED * (count + queries) + _ROUND:  # less than any band costs
+        return None
+    start = min(_MAX_WIDTH, max(1, round(math.log2(max(count, 1)))))  # a hash a bucket
+    for bands in range(1, min(max_distance + 1, span, 9) + 1):
+        extra = max_distance + 1 - bands  # the radii's sum
+        radii = [extra // bands + (i < extra % bands) for i in range(bands)]
+        widths = [min(start, span // bands + (i < span % bands)) for i in range(bands)]
+        cost = _cost(count, queries, widths, radii)
+        moved = True
+        while moved:  # widen, narrow or move a bit between bands while that costs less
+            moved = False
+            for trial in _neighbours(widths, span):
+                trial_cost = _cost(count, queries, trial, radii)
+                if trial_cost < cost:
+                    cost, widths, moved = trial_cost, trial, True
+        if cost < best:
+            best, layout = cost, (widths, radii)
+    return layout
+
+
+def _neighbours(widths, span):
+    """The band widths one bit away from ``widths`` (at most ``span`` bits in all)."""
+    for i, j in itertools.product(range(len(widths)), range(-1, len(widths))):
+        trial = list(widths)
+        trial[i] += 1
+        if j == i:
+            trial[i] -= 2
+        elif j >= 0:
+            trial[j] -= 1
+        if 0 < min(trial) and max(trial) <= _MAX_WIDTH and sum(trial) <= span:
+            yield trial
 
 
 def _flips(width, radius):
     """Every value of ``width`` bits with at most ``radius`` bits set."""
     masks = [0]
-    for r in range(1, radius + 1):
+    for r in range(1, min(radius, width) + 1):
         masks += [sum(1 << b for b in bits) for bits in itertools.combinations(range(width), r)]
-    return np.array(masks, dtype=np.int64)
+    return sorted(masks)  # flips of the same high bits one after another: the same slots
 
 
-def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 20):
+def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17):
     """Every pair of images within ``max_distance`` bits whose groups differ.
 
     Two images are that close when the hash of one whole image is within ``max_distance``
@@ -247,76 +317,87 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 20):
 
 def _search(groups, index_images, index, query_images, queries, max_distance, chunk):
     """``(query image, index image, distance)`` of every query hash within ``max_distance``
-    of an index hash of an image in another group (multi-index hashing over bands)."""
-    widths, radius = _bands(len(index), len(queries), max_distance)
-    found, shift = [], BITS
-    for width in widths:
-        shift -= width
-        found.append(_band_pairs(index, queries, shift, width, radius, max_distance, chunk,
-                                 groups[index_images], groups[query_images]))
+    of an index hash of an image in another group (multi-index hashing over bands of the
+    bits that are not 0 in every hash, or every pair when that costs less)."""
+    span = int(np.bitwise_or.reduce(index) | np.bitwise_or.reduce(queries)).bit_length()
+    layout = _bands(len(index), len(queries), max(span, 1), max_distance)
+    index_groups, query_groups = groups[index_images], groups[query_images]
+    if layout is None:
+        found = [_all_pairs(index, queries, max_distance, chunk, index_groups, query_groups)]
+    else:
+        found, shift = [], max(span, 1)
+        for width, radius in zip(*layout):
+            shift -= width
+            found.append(_band_pairs(index, queries, shift, width, radius, max_distance, chunk,
+                                     index_groups, query_groups))
     asking = np.concatenate([f[0] for f in found])
     other = np.concatenate([f[1] for f in found])
     distance = _popcount(queries[asking] ^ index[other]).astype(np.int64)
     return query_images[asking], index_images[other], distance
 
 
-def _band_pairs(index, queries, shift, width, radius, max_distance, chunk, index_groups,
-                query_groups):
-    """``(query, index hash)`` positions of the close pairs across groups found through one
-    band."""
-    mask = np.uint64((1 << width) - 1)
-    keys = ((index >> np.uint64(shift)) & mask).astype(np.int64)
-    query_keys = ((queries >> np.uint64(shift)) & mask).astype(np.int64)
-    order = np.argsort(keys, kind="stable")
-    in_order = index[order]  # a bucket's hashes side by side
-    counts = np.bincount(keys, minlength=1 << width).astype(np.int32)  # half the memory
-    starts = (np.cumsum(counts, dtype=np.int64) - counts).astype(np.int32)
-    flips = _flips(width, radius)
-    step = max(1, chunk // len(flips))
-    out_query, out_index = [], []
+def _all_pairs(index, queries, max_distance, chunk, index_groups, query_groups):
+    """``(query, index hash)`` positions of the close pairs across groups, comparing all."""
+    step = max(1, chunk // len(index))
+    out_query, out_index = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
     for begin in range(0, len(queries), step):
-        asking = np.arange(begin, min(len(queries), begin + step))
-        probes = (query_keys[asking][:, None] ^ flips[None, :]).ravel()
-        found = counts[probes]
-        total = int(found.sum(dtype=np.int64))
-        if not total:
-            continue
-        # position in ``order`` of every hash found: its bucket's start plus its rank there
-        skip = starts[probes] - (np.cumsum(found, dtype=np.int64) - found)
-        positions = np.arange(total) + np.repeat(skip, found)
-        per_query = found.reshape(len(asking), len(flips)).sum(axis=1)
-        mine = np.repeat(queries[asking], per_query)
-        close = np.flatnonzero(_popcount(in_order[positions] ^ mine) <= max_distance)
-        other = order[positions[close]]
-        asking = np.repeat(asking, per_query)[close]
-        keep = index_groups[other] != query_groups[asking]
-        out_query.append(asking[keep])
-        out_index.append(other[keep])
-    if not out_query:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        close = _popcount(queries[begin:begin + step, None] ^ index[None, :]) <= max_distance
+        close &= query_groups[begin:begin + step, None] != index_groups[None, :]
+        asking, other = np.nonzero(close)
+        out_query.append(asking + begin)
+        out_index.append(other)
     return np.concatenate(out_query), np.concatenate(out_index)
 
 
-def near_duplicates(entries, max_distance=MAX_DISTANCE):
-    """The pairs of near-identical images in different splits.
+def _by_key(keys):
+    """The positions of ``keys`` (int64, below 2**31) in order of key, ties by position."""
+    return np.sort((keys << 32) | np.arange(len(keys))) & 0xFFFFFFFF
 
-    Args:
-        entries: ``(key, split, perceptual hashes (a tuple of ints, as
-            :func:`perceptual_hashes` gives them) or None)`` per image, in table order (the
-            order that decides which row of a pair is the later one).
-        max_distance: the largest distance (differing bits) of a pair.
 
-    Returns:
-        ``(later key, earlier key, distance)`` per pair, in order of the later key's entry.
+def _band_pairs(index, queries, shift, width, radius, max_distance, chunk, index_groups,
+                query_groups):
+    """``(query, index hash)`` positions of the close pairs across groups found through one
+    band: each query's key looked up with every flip of at most ``radius`` bits.
+
+    The queries are taken in order of key, ``chunk`` at a time, and one flip at a time, the
+    flips in order: the lookups walk the band's tables in order instead of jumping across
+    them, and flips that change the same high bits look at the same slots one after another.
     """
-    entries = [e for e in entries if e[2] is not None]
-    if not entries:
-        return []
-    splits = {split: i for i, split in enumerate(dict.fromkeys(e[1] for e in entries))}
-    first, second, distance = near_pairs([e[2] for e in entries],
-                                         [splits[e[1]] for e in entries], max_distance)
-    return [(entries[b][0], entries[a][0], int(d))
-            for a, b, d in zip(first.tolist(), second.tolist(), distance.tolist())]
+    mask = np.uint64((1 << width) - 1)
+    keys = ((index >> np.uint64(shift)) & mask).astype(np.int64)
+    order = _by_key(keys)
+    in_order = index[order]  # a bucket's hashes side by side
+    counts = np.bincount(keys, minlength=1 << width)
+    occupied = counts > 0
+    buckets = np.cumsum(counts) - counts  # a bucket's start << 32 | its count
+    buckets <<= 32
+    buckets |= counts
+    del counts
+    query_keys = ((queries >> np.uint64(shift)) & mask).astype(np.int64)
+    by_key = _by_key(query_keys)
+    out_query, out_index = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    for begin in range(0, len(queries), chunk):
+        asking = by_key[begin:begin + chunk]
+        key, mine = query_keys[asking], queries[asking]
+        probe, hits = np.empty_like(key), np.empty(len(key), dtype=bool)
+        for flip in _flips(width, radius):
+            np.bitwise_xor(key, flip, out=probe)
+            np.take(occupied, probe, out=hits, mode="clip")  # unbuffered
+            hit = np.flatnonzero(hits)
+            if not len(hit):
+                continue
+            bucket = buckets[probe[hit]]
+            found = bucket & 0xFFFFFFFF
+            # position in ``order`` of every hash found: its bucket's start plus its rank there
+            skip = (bucket >> 32) - (np.cumsum(found) - found)
+            positions = np.arange(int(found.sum())) + np.repeat(skip, found)
+            who = np.repeat(hit, found)
+            close = np.flatnonzero(_popcount(in_order[positions] ^ mine[who]) <= max_distance)
+            other, who = order[positions[close]], asking[who[close]]
+            keep = index_groups[other] != query_groups[who]
+            out_query.append(who[keep])
+            out_index.append(other[keep])
+    return np.concatenate(out_query), np.concatenate(out_index)
 
 
 def describe(other, distance):

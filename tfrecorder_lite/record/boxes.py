@@ -265,9 +265,10 @@ class Boxes(ClassLabel):
 
 
 def instance_masks(masks, stored):
-    """One PNG of 0/1 per box from its COCO polygons or RLE (or their JSON text), at the size
-    of the StoredImage ``stored`` (rasterized at the source's size, then resized by nearest
-    neighbour when the image was).
+    """One PNG of 0/1 per box from its COCO polygons or RLE, or its polygons relative to the
+    image (``{"relative_polygons": [[x1, y1, ...]]}``, scaled to the source's pixel size), or
+    their JSON text, at the size of the StoredImage ``stored`` (rasterized at the source's
+    size, then resized by nearest neighbour when the image was).
 
     Raises:
         RecordRejected: "box 2 of 3: ..." for a missing mask, a polygon outside the image or an
@@ -290,7 +291,10 @@ def instance_masks(masks, stored):
                 except ValueError:
                     raise rasterize.MaskRejected("mask is neither polygons nor an RLE (not "
                                                  "JSON)") from None
-            if isinstance(mask, dict):
+            if isinstance(mask, dict) and rasterize.RELATIVE_POLYGONS in mask:
+                pixels = rasterize.rasterize_relative(mask[rasterize.RELATIVE_POLYGONS],
+                                                      height, width)
+            elif isinstance(mask, dict):
                 pixels = rasterize.rle_mask(mask, height, width)
             elif isinstance(mask, (list, tuple)) and mask and \
                     all(isinstance(p, (list, tuple)) for p in mask):

@@ -1,6 +1,7 @@
-"""Annotation files (COCO, Pascal VOC, and every other source that comes with one) read with
-limits: a bounded size, JSON no deeper than the parser can go, text that is not UTF-8 named by
-file and line, and the images such a file may name.
+"""Annotation files (COCO, Pascal VOC, Vertex AI, YOLO label files, AutoML detection CSVs, and
+every other source that comes with one) read with limits: a bounded size, JSON no deeper than
+the parser can go, text that is not UTF-8 (or the encoding given) named by file and line, and
+the images such a file may name.
 
 An annotation file may only name images inside the image folder its user gave (the rule of
 ``table/paths.py``): a path that climbs out of it (``../``), an absolute path elsewhere, a
@@ -32,19 +33,31 @@ def read_annotation_bytes(path, storage_options=None, max_bytes=MAX_ANNOTATION_B
     """
     stat, = storage.stat_many([path], storage_options)
     if isinstance(stat, tuple) and stat[0] > max_bytes:
-        raise _too_large(path, stat[0], max_bytes)
+        raise too_large(path, stat[0], max_bytes)
     data = storage.read_bytes(path, storage_options)
-    if len(data) > max_bytes:  # a server that did not say its size
-        raise _too_large(path, len(data), max_bytes)
+    check_size(path, data, max_bytes)  # a server that did not say its size
     return data
 
 
-def _too_large(path, size, max_bytes):
+def check_size(path, data, max_bytes=MAX_ANNOTATION_BYTES):
+    """Raise :func:`too_large` when ``data``, the bytes of the annotation file ``path`` (read
+    before it was known to be one), are over ``max_bytes``."""
+    if len(data) > max_bytes:
+        raise too_large(path, len(data), max_bytes)
+
+
+def too_large(path, size, max_bytes):
+    """The SchemaError of an annotation file of ``size`` bytes (None: over ``max_bytes``, how
+    much is not known) larger than the bound."""
+    bound = storage.human_size(max_bytes)
+    found = f"over {bound}" if size is None else storage.human_size(size)
+    if found == bound:  # 1.4 kB over 1.4 kB says nothing
+        found, bound = f"{size} bytes", f"{max_bytes} bytes"
     return SchemaError(
-        f"{path} is {storage.human_size(size)}; annotation files are read whole, up to "
-        f"{storage.human_size(max_bytes)} (max_annotation_bytes={max_bytes}). Pass a larger "
-        "max_annotation_bytes if the machine has the memory (a JSON file takes several times "
-        "its size once parsed), or split the file")
+        f"{path} is {found}; annotation files are read whole, up to "
+        f"{bound} (max_annotation_bytes={max_bytes}). Pass a larger "
+        "max_annotation_bytes if the machine has the memory (parsed, an annotation file takes "
+        "several times its size), or split the file")
 
 
 def decode_text(data, name):
@@ -62,6 +75,24 @@ def decode_text(data, name):
                           "are read as UTF-8 (save it as UTF-8)") from None
 
 
+def decode(data, name, encoding="utf-8"):
+    """The text of ``data`` without a byte order mark; SchemaError names an undecodable byte."""
+    try:
+        return data.decode(encoding).removeprefix("\ufeff")
+    except LookupError:
+        raise SchemaError(f"unknown encoding {encoding!r}") from None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        shown = data[max(line_start, exc.start - 40):exc.start + 1].decode(encoding,
+                                                                            "backslashreplace")
+        raise SchemaError(
+            f"{name}: line {line} is not {encoding}: byte "
+            f"0x{data[exc.start]:02x} in '{shown}'; save the file as UTF-8 (Excel: \"CSV "
+            f"UTF-8\"), or pass its encoding, e.g. encoding=\"latin-1\" (--encoding latin-1)"
+        ) from None
+
+
 def _refuse_constant(name):
     raise ValueError(f"{name} is not a JSON value")
 
@@ -73,7 +104,16 @@ def read_json(path, storage_options=None, max_bytes=MAX_ANNOTATION_BYTES):
     Raises:
         SchemaError: too large, not UTF-8, not JSON, or nested deeper than the parser goes.
     """
-    text = decode_text(read_annotation_bytes(path, storage_options, max_bytes), path)
+    return parse_json(read_annotation_bytes(path, storage_options, max_bytes), path)
+
+
+def parse_json(data, path):
+    """The document of a JSON annotation file's bytes (see :func:`read_json`).
+
+    Raises:
+        SchemaError: not UTF-8, not JSON, or nested deeper than the parser goes.
+    """
+    text = decode_text(data, path)
     try:
         return json.loads(text, parse_constant=_refuse_constant)
     except ValueError as exc:

@@ -3,13 +3,16 @@
 A detection table has the columns ``split, image_uri, label, xmin, ymin, xmax, ymax`` (boxes
 relative to the image, 0,0 top left, or in pixels with ``box_units="pixels"``), plus any per-box
 columns (``is_crowd``, ``difficult``, ``area``, ...), ``mask`` (each box's instance mask: COCO
-polygons in pixels or an RLE, as ``read_coco(include_masks=True)`` gives them) and per-image
-columns. An image without
+polygons in pixels or an RLE, as ``read_coco(include_masks=True)`` gives them, or
+``{"relative_polygons": [[x1, y1, ...]]}``, polygons relative to the image as Vertex AI and YOLO
+files give them) and per-image columns. An image without
 objects is one row with an empty label and empty coordinates. Rows are grouped by split and
 image (boxes in table order); the image's first row stands for it in the plan, and every row of
 a refused image is reported with the image's reason. pandas only, no I/O.
 """
 
+import hashlib
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +29,7 @@ from .labels import label_problem
 from .schema import SOURCE_PROBLEMS, parse_number  # noqa: F401 (sources set it here too)
 
 BOX_UNITS = ("relative", "pixels")
-MASK_COLUMN = "mask"  # each box's instance mask: COCO polygons or RLE (read_coco's include_masks)
+MASK_COLUMN = "mask"  # each box's instance mask: COCO polygons or RLE, or relative polygons
 PER_BOX = ("is_crowd", "iscrowd", "difficult", "truncated", "occluded", "area", "group_of",
            "weight", "depiction")  # columns that are per box when present
 
@@ -111,7 +114,12 @@ class DetectionTable(TableKind):
 
     @staticmethod
     def fingerprint(prepared, options):
-        return {"detection": {"units": options.box_units, "members": prepared.members}}
+        """The box units, each image's rows, and the boxes' cells (coordinates, per-box
+        columns, masks): a table whose boxes were corrected is another output."""
+        cells = json.dumps({column: prepared.frame[column].tolist()
+                            for column in sorted(prepared.used)}, default=str)
+        return {"detection": {"units": options.box_units, "members": prepared.members,
+                              "cells": hashlib.sha256(cells.encode()).hexdigest()}}
 
 
 KIND = DetectionTable()

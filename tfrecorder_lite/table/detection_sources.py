@@ -20,6 +20,7 @@ import pandas as pd
 from . import annotation_files, schema
 from .. import redaction, storage
 from ..errors import SchemaError
+from ..images.masks import RELATIVE_POLYGONS
 from ..record.boxes import BOX_COLUMNS, MAX_BOXES, box_problem  # noqa: F401 (public here too)
 from .annotation_files import MAX_ANNOTATION_BYTES
 from .detection import DECLARED_SIZES, SOURCE_PROBLEMS
@@ -68,6 +69,15 @@ def _number(text):
     except ValueError:
         return math.nan
     return number if math.isfinite(number) else math.nan
+
+
+def polygon_object(xy):
+    """``((xmin, ymin, xmax, ymax), mask)`` of one polygon relative to its image (``[x1, y1,
+    x2, y2, ...]``, as Vertex AI and YOLO give them): its extent is its box, and it is the
+    box's instance mask (the ``mask`` column's ``{"relative_polygons": [xy]}``, scaled to the
+    image's pixel size when its record is written)."""
+    xs, ys = xy[0::2], xy[1::2]
+    return (min(xs), min(ys), max(xs), max(ys)), {RELATIVE_POLYGONS: [list(xy)]}
 
 
 # ----------------------------------------------------------------------------- AutoML CSV
@@ -248,9 +258,18 @@ def read_coco(annotations_json, image_dir=None, split=None, storage_options=None
             no COCO JSON, or an annotation names an unknown category.
     """
     path = storage.resolve(annotations_json)
+    split = _coco_split(split, path)  # before the file is read
+    data = annotation_files.read_json(path, storage_options, max_annotation_bytes)
+    return coco_table(data, path, image_dir, split, include_masks,
+                      allow_outside_paths=allow_outside_paths)
+
+
+def coco_table(data, path, image_dir=None, split=None, include_masks=False, *,
+               allow_outside_paths=False):
+    """The per-box table of a COCO document already read from ``path`` (see
+    :func:`read_coco`)."""
     split = _coco_split(split, path)
     image_dir = storage.parent(path) if image_dir is None else storage.resolve(image_dir)
-    data = annotation_files.read_json(path, storage_options, max_annotation_bytes)
     images, annotations, categories = _coco_lists(data, path)
     names = _coco_categories(categories, annotations, path)
     boxes_of = {}

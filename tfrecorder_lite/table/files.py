@@ -2,6 +2,8 @@
 refused with its reason, before any is read (the plan, for images and a row's other files, and
 ``validate()`` alike)."""
 
+import os
+
 import numpy as np
 import pandas as pd
 
@@ -39,17 +41,24 @@ def stat_files(uris, reasons, base_dir, max_bytes, storage_options=None, fingerp
     sizes, chunks, flags = np.zeros(n, dtype=np.int64), [], None
     refused_before = set(reasons)
     for start in range(0, n, step):
-        chunk = uris.iloc[start:start + step].tolist()
+        part = uris.iloc[start:start + step]
+        chunk = part.tolist()
+        settled = [] if remote else _plain_absolute(part).tolist()
         paths, to_stat = [], []
         for offset, uri in enumerate(chunk):
-            path = None if pd.isna(uri) else str(uri)  # reported as is if refused
-            if start + offset not in reasons:
+            if start + offset in reasons:
+                paths.append(None if pd.isna(uri) else str(uri))  # reported as is
+                continue
+            if settled and settled[offset] and type(uri) is str:  # resolves to itself
+                path = uri
+            else:
                 try:
                     path = storage.resolve(uri, base_dir)
                 except UnsupportedURLError as exc:
                     reasons[start + offset] = str(exc)
-                else:
-                    to_stat.append(offset)
+                    paths.append(None if pd.isna(uri) else str(uri))
+                    continue
+            to_stat.append(offset)
             paths.append(path)
         found = storage.stat_many([paths[i] for i in to_stat], storage_options)
         identities = []
@@ -75,3 +84,14 @@ def stat_files(uris, reasons, base_dir, max_bytes, storage_options=None, fingerp
         for position in set(reasons) - refused_before:
             reasons[position] = f"{column}: {reasons[position]}"
     return TextColumn(chunks, flags), sizes
+
+
+def _plain_absolute(uris):
+    """Whether each cell is a local absolute path already in normal form (no ``//``, ``.``
+    or ``..`` part, no trailing ``/``), which ``storage.resolve`` gives back as it is: a
+    bool array, found for the whole column at once."""
+    text = uris.astype("string")
+    plain = text.str.startswith("/") & ~text.str.contains(r"//|/\.\.?(?:/|$)|/$|\x00",
+                                                           regex=True)
+    return plain.fillna(False).to_numpy(dtype=bool) if os.sep == "/" else \
+        np.zeros(len(uris), dtype=bool)

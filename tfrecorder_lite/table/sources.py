@@ -7,7 +7,7 @@ import os
 
 import pandas as pd
 
-from . import detection_sources, labels, schema, vertex, yolo
+from . import annotation_files, detection_sources, labels, schema, vertex, yolo
 from .. import redaction, storage
 from ..errors import SchemaError
 
@@ -29,12 +29,12 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
 
     Args:
         source: a DataFrame, or the path or URL of a CSV file, of a COCO annotations file
-            (``.json``), of a Vertex AI import file (JSON Lines, or a CSV whose rows start
-            with the image: see ``vertex``), of a YOLO folder (holding ``data.yaml``) or
-            its ``data.yaml``, of a Pascal VOC folder (``Annotations/`` and ``JPEGImages/``), or
-            of an image folder laid out ``SPLIT/LABEL/FILE``. Detection sources give the
-            per-box table (see ``detection_sources``).
-        encoding: the text encoding of a CSV file.
+            (``.json``), of a Vertex AI import file (JSON Lines, whatever its name, or a CSV
+            whose rows start with the image: see ``vertex``), of a YOLO folder (holding
+            ``data.yaml``) or its ``data.yaml``, of a Pascal VOC folder (``Annotations/`` and
+            ``JPEGImages/``), or of an image folder laid out ``SPLIT/LABEL/FILE``. Detection
+            sources give the per-box table (see ``detection_sources``).
+        encoding: the text encoding of a CSV file or Vertex AI file.
         storage_options: fsspec options for a remote source (see ``storage.options_for``).
         task: how to read a CSV: ``"detection"`` (an AutoML detection CSV),
             ``"classification"``, or None to tell them apart by the file's shape.
@@ -43,7 +43,8 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
             see ``detection_sources.read_coco``.
         allow_outside_paths: of an annotation file (COCO, Pascal VOC, Vertex AI, YOLO): read
             images it names outside the folder given too (see ``table.paths``).
-        max_annotation_bytes: the largest COCO file read (see ``table.annotation_files``).
+        max_annotation_bytes: the largest annotation file read (COCO, Vertex AI, YOLO label
+            files, AutoML detection CSVs; see ``table.annotation_files``).
     """
     if task not in (None, *TASKS):
         raise SchemaError(f"task must be one of {TASKS} or None, not {task!r}")
@@ -57,23 +58,29 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
                           f"COCO .json file or a folder, not {type(source).__name__}")
     path = storage.resolve(source)
     classification = task if task == "classification" else None
+    columns = (split_col, image_col, label_col)
     if path.lower().endswith(".json"):
+        data = annotation_files.read_annotation_bytes(path, storage_options,
+                                                      max_annotation_bytes)
+        coco = _coco_document(data, path, encoding)
+        if coco is None:  # Vertex AI JSON Lines named .json
+            _refuse_options("a Vertex AI JSON Lines file", task=task, split=split,
+                            image_dir=image_dir, include_masks=include_masks or None)
+            return _vertex(data, path, *columns, allow_outside_paths,
+                           encoding), storage.parent(path)
         _refuse_options("a COCO annotations file", task=classification)
-        table = detection_sources.read_coco(path, image_dir, split, storage_options,
-                                            include_masks,
-                                            allow_outside_paths=allow_outside_paths,
-                                            max_annotation_bytes=max_annotation_bytes)
-        return _named(table, split_col, image_col, label_col), storage.parent(path)
+        table = detection_sources.coco_table(coco, path, image_dir, split, include_masks,
+                                             allow_outside_paths=allow_outside_paths)
+        return _named(table, *columns), storage.parent(path)
     _refuse_options(source, split=split, image_dir=image_dir, include_masks=include_masks or None)
     if path.lower().endswith((".yaml", ".yml")):
         _refuse_options("a YOLO data.yaml", task=classification)
-        return _yolo(path, split_col, image_col, label_col, storage_options,
-                     allow_outside_paths)
+        return _yolo(path, *columns, storage_options, allow_outside_paths, max_annotation_bytes)
     if storage.is_dir(path, storage_options):
         if yolo.find_yaml(path, storage_options) is not None:
             _refuse_options("a YOLO folder (it holds data.yaml)", task=classification)
-            return _yolo(path, split_col, image_col, label_col, storage_options,
-                     allow_outside_paths)
+            return _yolo(path, *columns, storage_options, allow_outside_paths,
+                         max_annotation_bytes)
         if detection_sources.is_voc_folder(path, storage_options):
             _refuse_options("a Pascal VOC folder", task=classification)
             table = detection_sources.read_voc(path, storage_options,
@@ -83,35 +90,69 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
                         allow_outside_paths=allow_outside_paths or None)
         return read_image_folder(path, split_col, image_col, label_col, storage_options), path
     try:
-        data = storage.read_bytes(path, storage_options)
+        if path.lower().endswith(".jsonl"):  # refused before it is read when too large
+            data = annotation_files.read_annotation_bytes(path, storage_options,
+                                                          max_annotation_bytes)
+        else:
+            data = storage.read_bytes(path, storage_options)
     except FileNotFoundError:
         raise SchemaError(f"source {source!r} is neither a DataFrame, a CSV file, a COCO .json "
                           "file nor a folder") from None
     if vertex.is_jsonl(data) or path.lower().endswith(".jsonl"):
         _refuse_options("a Vertex AI JSON Lines file", task=task)
-        return _vertex(data, path, split_col, image_col, label_col,
-                       allow_outside_paths), storage.parent(path)
-    if vertex.starts_with_image(data, encoding):  # a Vertex AI CSV without its ML_USE field
+    elif vertex.starts_with_image(data, encoding):  # a Vertex AI CSV without its ML_USE field
         _refuse_options("a Vertex AI CSV (rows start with the image)", task=task)
-        return _vertex(data, path, split_col, image_col, label_col,
-                       allow_outside_paths), storage.parent(path)
-    _refuse_options(source, allow_outside_paths=allow_outside_paths or None)
-    table = read_csv(data, path, split_col, image_col, label_col, encoding=encoding, task=task)
-    return table, storage.parent(path)
+    else:
+        _refuse_options(source, allow_outside_paths=allow_outside_paths or None)
+        table = read_csv(data, path, *columns, encoding=encoding, task=task,
+                         max_annotation_bytes=max_annotation_bytes)
+        return table, storage.parent(path)
+    annotation_files.check_size(path, data, max_annotation_bytes)
+    return _vertex(data, path, *columns, allow_outside_paths, encoding), storage.parent(path)
 
 
-def _yolo(path, split_col, image_col, label_col, storage_options, allow_outside_paths=False):
+def _coco_document(data, path, encoding="utf-8"):
+    """The COCO document of a ``.json`` file's bytes, or None when they are Vertex AI JSON
+    Lines (the first line an object with ``imageGcsUri``, or JSON objects a line that are not
+    one document: a Vertex AI file with bad lines, which its reader names).
+
+    Raises:
+        SchemaError: the file is neither.
+    """
+    if vertex.is_vertex_jsonl(data, encoding):
+        return None
+    neither = (f"{path} is neither a COCO annotations file (one JSON document with an "
+               "'images' list) nor a Vertex AI JSON Lines file (one JSON object a line, each "
+               "with 'imageGcsUri')")
+    try:
+        document = annotation_files.parse_json(data, path)
+    except SchemaError as exc:
+        if vertex.is_json_lines(data, encoding):
+            return None
+        why = str(exc).removeprefix(path).lstrip(": ")  # "is not JSON: ...", "line 3 ..."
+        raise SchemaError(f"{neither}: {'it ' if why.startswith('is ') else ''}{why}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("images"), list):
+        kind = "an object" if isinstance(document, dict) else \
+            f"a JSON {type(document).__name__}"
+        raise SchemaError(f"{neither}: it is {kind} without an 'images' list")
+    return document
+
+
+def _yolo(path, split_col, image_col, label_col, storage_options, allow_outside_paths=False,
+          max_annotation_bytes=detection_sources.MAX_ANNOTATION_BYTES):
     table = yolo.read_yolo(path, storage_options=storage_options,
-                           allow_outside_paths=allow_outside_paths)
+                           allow_outside_paths=allow_outside_paths,
+                           max_annotation_bytes=max_annotation_bytes)
     folder = storage.parent(path) if path.lower().endswith((".yaml", ".yml")) else path
     return _named(table, split_col, image_col, label_col), folder
 
 
-def _vertex(data, path, split_col, image_col, label_col, allow_outside_paths=False):
+def _vertex(data, path, split_col, image_col, label_col, allow_outside_paths=False,
+            encoding="utf-8"):
     """The table of a Vertex AI file (a table of masks keeps its colour table in
     ``attrs["mask_colors"]``, which the masks are read through)."""
-    return _named(vertex.vertex_table(data, path, allow_outside_paths), split_col, image_col,
-                  label_col)
+    return _named(vertex.vertex_table(data, path, allow_outside_paths, encoding), split_col,
+                  image_col, label_col)
 
 
 def _named(table, split_col, image_col, label_col):
@@ -134,7 +175,8 @@ def _refuse_options(source, **options):
 
 
 def read_csv(data, name, split_col="split", image_col="image_uri", label_col="label",
-             encoding="utf-8", task=None):
+             encoding="utf-8", task=None,
+             max_annotation_bytes=detection_sources.MAX_ANNOTATION_BYTES):
     """Read an image CSV from its bytes.
 
     Without a header row its columns are ``split, image_uri, label``. A byte order mark is
@@ -149,13 +191,16 @@ def read_csv(data, name, split_col="split", image_col="image_uri", label_col="la
         name: its path or URL, for messages.
         encoding: the text encoding of ``data``.
         task: ``"detection"``, ``"classification"``, or None to tell them apart by the shape.
+        max_annotation_bytes: the largest AutoML detection CSV read (it is read whole, an
+            annotation file; see ``table.annotation_files``); classification CSVs are not
+            bounded.
 
     Raises:
         SchemaError: the file is empty, is not in ``encoding``, has rows with more fields
             than it has columns, or is a detection CSV with bad rows or one that its shape
             alone does not tell from a multi-label CSV.
     """
-    text = _decode(data, name, encoding)
+    text = annotation_files.decode(data, name, encoding)
     records = _records(text, name)
     first = next(records, None)
     if first is None:
@@ -172,6 +217,7 @@ def read_csv(data, name, split_col="split", image_col="image_uri", label_col="la
     if not (header and set(detection_sources.BOX_COLUMNS) <= set(columns)):  # per-box table
         boxes = detection_sources.automl_rows(records, name, task)
         if boxes is not None:
+            annotation_files.check_size(name, data, max_annotation_bytes)
             return detection_sources.automl_detection_table(boxes, name, split_col, image_col,
                                                             label_col)
     ragged = _ragged_rows(records, columns)
@@ -187,24 +233,6 @@ def read_csv(data, name, split_col="split", image_col="image_uri", label_col="la
     if len(lines) == len(table):  # pandas read the same records: each row's line is known
         table.attrs["csv_lines"] = lines
     return table
-
-
-def _decode(data, name, encoding):
-    """The text of ``data`` without a byte order mark; SchemaError names an undecodable byte."""
-    try:
-        return data.decode(encoding).removeprefix("\ufeff")
-    except LookupError:
-        raise SchemaError(f"unknown encoding {encoding!r}") from None
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        line_start = data.rfind(b"\n", 0, exc.start) + 1
-        shown = data[max(line_start, exc.start - 40):exc.start + 1].decode(encoding,
-                                                                            "backslashreplace")
-        raise SchemaError(
-            f"{name}: line {line} is not {encoding}: byte "
-            f"0x{data[exc.start]:02x} in '{shown}'; save the file as UTF-8 (Excel: \"CSV "
-            f"UTF-8\"), or pass its encoding, e.g. encoding=\"latin-1\" (--encoding latin-1)"
-        ) from None
 
 
 def _records(text, name):

@@ -68,9 +68,10 @@ def inspect_files(items, options, storage_options, prepared, values):
 
 
 def _row_hashes(df):
-    """A hash of each row's cells (lists, which pandas cannot hash, by their text)."""
+    """A hash of each row's cells (lists and dicts, which pandas cannot hash, by their
+    text)."""
     lists = [c for c in df.columns if df[c].dtype == object and
-             df[c].map(lambda v: isinstance(v, (list, tuple, set, np.ndarray))).any()]
+             df[c].map(lambda v: isinstance(v, (list, tuple, set, dict, np.ndarray))).any()]
     if lists:
         df = df.copy()
         for column in lists:

@@ -13,18 +13,24 @@ JSON Lines hold one image a line: ``imageGcsUri``, its annotations, and its spli
 - ``segmentationAnnotation`` / ``maskAnnotation`` (``maskGcsUri`` or ``categoryMaskGcsUri``
   with ``annotationSpecColors``): ``split, image_uri, mask_uri``, with
   ``table.attrs["mask_colors"] = {(r, g, b): label}``, marked ``table.attrs["task"] =
-  "segmentation"``: a table of masks, whose masks are read through those colours.
-
-Polygon and polyline annotations are refused (segmentation input is not supported yet).
+  "segmentation"``: a table of masks, whose masks are read through those colours;
+- ``polygonAnnotation`` (one) / ``polygonAnnotations`` (a list; Google's samples write this),
+  each ``{"displayName", "vertexes": [{"x", "y"}, ...]}`` relative to the image (a missing
+  ``x`` or ``y`` is 0, as protobuf's JSON leaves zeros out): the per-box table with a ``mask``
+  column, each polygon's extent its box and the polygon its instance mask (scaled to the
+  image's pixel size when its record is written). A polyline (``polylineAnnotation(s)``) is an
+  open line, not an area: it has no mask, so its image is refused with that reason, naming
+  the line (``table.attrs[SOURCE_PROBLEMS]``).
 Annotation resource labels and data item labels other than ``ml_use`` are Vertex AI's own
 bookkeeping (``annotation_set_name``) or the user's tags: they are dropped (an info log names
 them), never turned into record features. A Vertex AI CSV is ``[ML_USE,]GCS_FILE_PATH,LABEL``
 (several label fields: multi-label) or an AutoML detection row, the ``ML_USE`` field optional.
 
-Every malformed line is a reason naming its line and field; the reasons of the whole file are
-raised together as one SchemaError. A box outside [0, 1], inverted or without a number is left
-in the table, where the detection checks reject its image whole with the box named
-(``table.attrs["csv_lines"]`` says each row's line).
+The file is read whole, bounded as every annotation file is (``annotation_files``), in the
+``encoding`` given (UTF-8 unless told). Every malformed line is a reason naming its line and
+field; the reasons of the whole file are raised together as one SchemaError. A box outside
+[0, 1], inverted or without a number is left in the table, where the detection checks reject
+its image whole with the box named (``table.attrs["csv_lines"]`` says each row's line).
 """
 
 import csv
@@ -34,8 +40,10 @@ import math
 
 import pandas as pd
 
-from . import detection_sources, splits
+from . import annotation_files, detection_sources, splits
 from .. import redaction, storage
+from .annotation_files import MAX_ANNOTATION_BYTES
+from .detection import MASK_COLUMN, SOURCE_PROBLEMS
 from .detection_sources import BOX_COLUMNS
 from ..errors import SchemaError
 from .paths import confined
@@ -52,12 +60,45 @@ _POLYGON_KEYS = ("polygonAnnotation", "polygonAnnotations", "polylineAnnotation"
 _KINDS = {"classificationAnnotation": "classification",
           "classificationAnnotations": "multi-label",
           "boundingBoxAnnotations": "detection",
-          **dict.fromkeys(_MASK_KEYS, "segmentation")}
+          **dict.fromkeys(_MASK_KEYS, "segmentation"),
+          **dict.fromkeys(_POLYGON_KEYS, "polygon")}
 
 
 def is_jsonl(data):
     """Whether a file's bytes are JSON Lines: the first non-blank character is ``{``."""
     return data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"
+
+
+def _first_line(data):
+    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+    end = head.find(b"\n")
+    return head if end < 0 else head[:end]
+
+
+def first_line_object(data, encoding="utf-8"):
+    """The first non-blank line of a file's bytes parsed as a JSON object, or None when it is
+    not one (not JSON, or JSON of another kind: a pretty-printed document's ``{``)."""
+    try:
+        item = json.loads(_first_line(data).decode(encoding, errors="replace"))
+    except (ValueError, RecursionError, LookupError):
+        return None
+    return item if isinstance(item, dict) else None
+
+
+def is_json_lines(data, encoding="utf-8"):
+    """Whether a file's bytes are JSON objects a line: its first non-blank line is one, and
+    its second non-blank line starts as one."""
+    rest = data.lstrip(b"\xef\xbb\xbf \t\r\n")[len(_first_line(data)):].lstrip()
+    return first_line_object(data, encoding) is not None and rest[:1] == b"{"
+
+
+def is_vertex_jsonl(data, encoding="utf-8"):
+    """Whether a file's bytes are a Vertex AI JSON Lines file, whatever its name: its first
+    non-blank line is a JSON object with ``imageGcsUri`` (a COCO file on one line is one
+    object too, without it)."""
+    if b"imageGcsUri" not in _first_line(data):  # a large document is not parsed twice
+        return False
+    return "imageGcsUri" in (first_line_object(data, encoding) or {})
 
 
 def is_vertex_csv(fields):
@@ -84,14 +125,18 @@ def starts_with_image(data, encoding="utf-8"):
     return False
 
 
-def read_vertex(path_or_url, *, storage_options=None, allow_outside_paths=False):
+def read_vertex(path_or_url, *, storage_options=None, allow_outside_paths=False,
+                encoding="utf-8", max_annotation_bytes=MAX_ANNOTATION_BYTES):
     """The table of a Vertex AI image dataset import or export file (JSON Lines or CSV).
 
     Args:
-        path_or_url: the file's path or URL (``.jsonl``, ``.csv``; told apart by content).
+        path_or_url: the file's path or URL (``.jsonl``, ``.json``, ``.csv``; told apart by
+            content).
         storage_options: fsspec options for a remote file.
         allow_outside_paths: accept image paths that are neither ``gs://`` URLs nor inside
             the file's folder (``../``, absolute local paths, other URLs).
+        encoding: the file's text encoding (Vertex AI writes UTF-8).
+        max_annotation_bytes: a larger file is refused before it is read (it is read whole).
 
     Returns:
         A DataFrame: ``split, image_uri, label`` (classification; multi-label: lists of
@@ -100,25 +145,29 @@ def read_vertex(path_or_url, *, storage_options=None, allow_outside_paths=False)
         row's line in the file.
 
     Raises:
-        SchemaError: naming every malformed line (up to ten) and its field.
+        SchemaError: the file is too large or not in ``encoding``, or naming every malformed
+            line (up to ten) and its field.
     """
     path = storage.resolve(path_or_url)
-    return vertex_table(storage.read_bytes(path, storage_options), path, allow_outside_paths)
+    data = annotation_files.read_annotation_bytes(path, storage_options, max_annotation_bytes)
+    return vertex_table(data, path, allow_outside_paths, encoding)
 
 
-def vertex_table(data, path, allow_outside_paths=False):
+def vertex_table(data, path, allow_outside_paths=False, encoding="utf-8"):
     """The table of a Vertex AI file's bytes (see :func:`read_vertex`); ``path``: where they
     were read, for messages and the folder relative image paths stay in."""
-    reader = _Lines(path, storage.parent(path), allow_outside_paths)
+    reader = _Lines(path, storage.parent(path), allow_outside_paths, encoding)
     return reader.jsonl(data) if is_jsonl(data) else reader.csv(data)
 
 
 class _Lines:
     """The lines of one Vertex AI file, read into rows; problems gathered, then raised."""
 
-    def __init__(self, name, folder, allow_outside_paths):
+    def __init__(self, name, folder, allow_outside_paths, encoding="utf-8"):
         self.name, self.folder, self.allow_outside_paths = name, folder, allow_outside_paths
+        self.encoding = encoding
         self.problems, self.dropped = [], set()
+        self.refused = {}  # line number -> why its image cannot be written (a polyline)
 
     # ------------------------------------------------------------------ JSON Lines
 
@@ -137,8 +186,8 @@ class _Lines:
             logger.info("%s: resource labels dropped (not record features): %s", self.name,
                         ", ".join(sorted(self.dropped)))
         kind = next(iter(kinds), "classification")
-        if kind == "detection":
-            return self._detection(lines)
+        if kind in ("detection", "polygon"):
+            return self._detection(lines, masks=kind == "polygon")
         if kind == "segmentation":
             return self._segmentation(lines)
         multi = kind == "multi-label"
@@ -152,12 +201,9 @@ class _Lines:
 
     def _text(self, data):
         try:
-            return data.decode("utf-8").removeprefix("\ufeff")
-        except UnicodeDecodeError as exc:
-            line = data.count(b"\n", 0, exc.start) + 1
-            raise SchemaError(redaction.redact(
-                f"{self.name}: line {line} is not UTF-8 (byte 0x{data[exc.start]:02x}); "
-                "Vertex AI files are UTF-8")) from None
+            return annotation_files.decode(data, self.name, self.encoding)
+        except SchemaError as exc:
+            raise SchemaError(redaction.redact(str(exc))) from None
 
     def _problem(self, number, field, reason):
         self.problems.append((number, f"line {number}: {field}{': ' if field else ''}{reason}"))
@@ -178,12 +224,7 @@ class _Lines:
             return None
         image = self._image(number, "imageGcsUri", item.get("imageGcsUri"))
         split = self._ml_use(number, item.get("dataItemResourceLabels"))
-        found = [key for key in (*_KINDS, *_POLYGON_KEYS) if key in item]
-        for key in found:
-            if key in _POLYGON_KEYS:
-                self._problem(number, key, "polygon and polyline annotations are segmentation "
-                                           "input, which is not supported yet")
-        found = [key for key in found if key in _KINDS]
+        found = [key for key in _KINDS if key in item]
         kinds = {_KINDS[key] for key in found}
         if kinds == {"classification", "multi-label"}:  # one label is a list of one
             kinds = {"multi-label"}
@@ -197,6 +238,8 @@ class _Lines:
         kind = kinds.pop()
         if kind == "detection":
             payload = self._boxes(number, item["boundingBoxAnnotations"])
+        elif kind == "polygon":
+            payload = self._polygons(number, item, found)
         elif kind == "segmentation":
             payload = self._mask(number, masks[0], item[masks[0]])
         else:
@@ -280,6 +323,57 @@ class _Lines:
                 boxes.append((label, *(_coordinate(box.get(k)) for k in _BOX_FIELDS)))
         return boxes
 
+    def _polygons(self, number, item, keys):
+        """``[(label, xmin, ymin, xmax, ymax, mask)]`` of a line's polygons; a polyline is
+        noted in ``self.refused`` (its image cannot be written)."""
+        objects = []
+        for key in keys:
+            polyline = key.startswith("polyline")
+            many, value = key.endswith("s"), item[key]
+            if many and not isinstance(value, list):
+                self._problem(number, key, "not a list of annotations")
+                continue
+            for i, annotation in enumerate(value if many else [value]):
+                field = f"{key}[{i}]" if many else key
+                label = self._display_name(number, field, annotation)
+                xy = self._vertexes(number, field, annotation, 2 if polyline else 3)
+                if label is None or xy is None:
+                    continue
+                if polyline:
+                    self.refused.setdefault(number, (
+                        f"line {number}: {field} ({label}): a polyline is an open line, not "
+                        "an area, so it has no instance mask; draw the object as a polygon, "
+                        "or leave the polyline out"))
+                    continue
+                box, mask = detection_sources.polygon_object(xy)
+                objects.append((label, *box, mask))
+        return objects
+
+    def _vertexes(self, number, field, annotation, least):
+        """``[x1, y1, x2, y2, ...]`` of an annotation's ``vertexes``, or None (a problem
+        noted)."""
+        if not isinstance(annotation, dict):
+            return None  # _display_name said so
+        vertexes = annotation.get("vertexes")
+        if not isinstance(vertexes, list) or len(vertexes) < least:
+            self._problem(number, f"{field}.vertexes",
+                          f"{'missing' if vertexes is None else repr(vertexes)[:60]}: expected "
+                          f"a list of {least} vertexes {{\"x\", \"y\"}} at least")
+            return None
+        xy = []
+        for j, vertex in enumerate(vertexes):
+            if not isinstance(vertex, dict):
+                self._problem(number, f"{field}.vertexes[{j}]", "not an object {\"x\", \"y\"}")
+                return None
+            for axis in ("x", "y"):
+                value = _coordinate(vertex.get(axis, 0))  # protobuf's JSON leaves zeros out
+                if not math.isfinite(value):
+                    self._problem(number, f"{field}.vertexes[{j}].{axis}",
+                                  f"{vertex.get(axis)!r} is not a number")
+                    return None
+                xy.append(value)
+        return xy
+
     def _mask(self, number, key, value):
         if not isinstance(value, dict):
             self._problem(number, key, "not an object")
@@ -320,8 +414,9 @@ class _Lines:
                                         f"{kind} annotations: one file holds one kind")
         return first
 
-    def _detection(self, lines):
-        images, order = {}, []
+    def _detection(self, lines, masks=False):
+        """The per-box table of the lines (with ``masks``: the polygons' ``mask`` column)."""
+        images, order, refused = {}, [], {}
         for number, split, image, _, boxes in lines:
             if image not in images:
                 images[image] = (number, split, [])
@@ -332,15 +427,24 @@ class _Lines:
                                                      f"{images[image][0]}; an image belongs "
                                                      "to one split")
             images[image][2].extend((number, box) for box in boxes or ())
+            if number in self.refused:
+                refused.setdefault(image, self.refused[number])
         self._raise()
-        rows, numbers = [], []
+        rows, numbers, problems = [], [], {}
+        empty = (None, *(math.nan,) * 4, *((None,) if masks else ()))
         for image in order:
             number, split, boxes = images[image]
-            for line, (label, *box) in boxes or [(number, (None, *(math.nan,) * 4))]:
+            if image in refused:  # one row, refused with the reason
+                problems[len(rows)] = refused[image]
+                boxes = []
+            for line, (label, *box) in boxes or [(number, empty)]:
                 rows.append((split, image, label, *box))
                 numbers.append(line)
-        return self._lined(detection_sources._table(
-            rows, ["split", "image_uri", "label", *BOX_COLUMNS]), numbers, "JSON line")
+        table = detection_sources._table(rows, ["split", "image_uri", "label", *BOX_COLUMNS,
+                                                *([MASK_COLUMN] if masks else [])])
+        if problems:
+            table.attrs[SOURCE_PROBLEMS] = problems
+        return self._lined(table, numbers, "JSON line")
 
     def _segmentation(self, lines):
         rows, numbers, colors = [], [], {}

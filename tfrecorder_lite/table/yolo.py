@@ -1,18 +1,22 @@
-"""Ultralytics-style YOLO detection datasets as the per-box table.
+"""Ultralytics-style YOLO detection and instance segmentation datasets as the per-box table.
 
 A YOLO folder holds ``data.yaml``: ``names`` (a list, or ``{class id: name}``) and ``train``,
 ``val``, ``test``: each a folder of images, a ``.txt`` file listing images, or a list of those,
 relative to the folder (as Ultralytics does, a path starting ``../`` that does not exist is
 tried without it: Roboflow's exports write ``../train/images``). Each image
 ``.../images/.../NAME.jpg`` has its labels in ``.../labels/.../NAME.txt``: one object a line,
-``class cx cy w h``, the box's centre and size relative to the image. An image without a label
-file, or with an empty one, is an image without objects.
+``class cx cy w h``, the box's centre and size relative to the image, or (instance
+segmentation) ``class x1 y1 x2 y2 ...``, a polygon of three points or more relative to the image.
+An image without a label file, or with an empty one, is an image without objects.
 
 The table is the per-box table of ``detection_sources`` (boxes ``xmin, ymin, xmax, ymax``
 relative, 0,0 top left), splits TRAIN (``train``), VALIDATION (``val``), TEST (``test``), and
 ``attrs["label_map"] = {name: class id + 1}`` so records keep YOLO's class order (id 0 is the
-background of the Object Detection API's label maps). Polygon lines (``class x1 y1 x2 y2 ...``,
-instance segmentation) are refused: segmentation input is not supported yet.
+background of the Object Detection API's label maps). When the dataset holds polygons, the
+table has a ``mask`` column: each polygon's extent is its box and the polygon its instance mask
+(scaled to the image's pixel size when its record is written). Ultralytics reads a label file's
+lines all as polygons once one is; here, in a dataset of polygons, an image with a box line has
+no mask for that object and is refused, naming the line (``attrs[SOURCE_PROBLEMS]``).
 
 Every malformed file or line is a reason naming it and its field, raised together as one
 SchemaError; a box outside the image is left in the table, where the detection checks reject
@@ -23,10 +27,12 @@ import math
 import os
 import posixpath
 
-from . import detection_sources
+from . import annotation_files, detection_sources
 from .. import storage
+from .annotation_files import MAX_ANNOTATION_BYTES
 from ..errors import SchemaError
 from ..redaction import redact
+from .detection import MASK_COLUMN, SOURCE_PROBLEMS
 from .detection_sources import BOX_COLUMNS
 from .paths import confined
 from .problems import refuse
@@ -47,7 +53,8 @@ def find_yaml(folder, storage_options=None):
     return None
 
 
-def read_yolo(folder, *, storage_options=None, allow_outside_paths=False):
+def read_yolo(folder, *, storage_options=None, allow_outside_paths=False,
+              max_annotation_bytes=MAX_ANNOTATION_BYTES):
     """The per-box table of a YOLO dataset folder (Ultralytics' layout; see the module).
 
     Args:
@@ -56,11 +63,14 @@ def read_yolo(folder, *, storage_options=None, allow_outside_paths=False):
         storage_options: fsspec options for a remote folder.
         allow_outside_paths: accept ``data.yaml`` entries and image lists that name files
             outside the folder.
+        max_annotation_bytes: ``data.yaml``, an image list or a label file larger than this
+            is refused before it is read.
 
     Raises:
         SchemaError: no ``data.yaml``, or naming every malformed entry, label file and line
             (up to ten): a folder that does not exist, a class id not in ``names``, a line
-            that is no ``class cx cy w h``, a label file without its image.
+            that is neither ``class cx cy w h`` nor a polygon, a label file without its image,
+            a file over ``max_annotation_bytes``.
     """
     path = storage.resolve(folder)
     if path.lower().endswith((".yaml", ".yml")):
@@ -70,24 +80,28 @@ def read_yolo(folder, *, storage_options=None, allow_outside_paths=False):
         if yaml_path is None:
             raise SchemaError(redact(f"{path} has no data.yaml: a YOLO folder names its classes "
                                      "and image folders there (names:, train:, val:)"))
-    config = _config(yaml_path, storage_options)
+    config = _config(yaml_path, storage_options, max_annotation_bytes)
     names = _names(config, yaml_path)
     reader = _Reader(root, yaml_path, names, storage_options, allow_outside_paths,
-                     config.get("path"))
+                     config.get("path"), max_annotation_bytes)
     images = reader.images(config)
-    rows, lines = reader.rows(images)
-    table = detection_sources._table(rows, ["split", "image_uri", "label", *BOX_COLUMNS])
+    rows, lines, masks, problems = reader.rows(images)
+    table = detection_sources._table(rows, ["split", "image_uri", "label", *BOX_COLUMNS,
+                                            *([MASK_COLUMN] if masks else [])])
     table.attrs["label_map"] = {name: class_id + 1 for class_id, name in names.items()}
+    if problems:
+        table.attrs[SOURCE_PROBLEMS] = problems
     table.attrs["csv_lines"] = lines
     return table
 
 
-def _config(yaml_path, storage_options):
+def _config(yaml_path, storage_options, max_bytes=MAX_ANNOTATION_BYTES):
     """The mapping of ``data.yaml``."""
     import yaml  # PyYAML: only when a YOLO folder is read
 
     try:
-        config = yaml.safe_load(storage.read_bytes(yaml_path, storage_options))
+        config = yaml.safe_load(annotation_files.read_annotation_bytes(
+            yaml_path, storage_options, max_bytes))
     except FileNotFoundError:
         raise SchemaError(redact(f"{yaml_path} not found")) from None
     except yaml.YAMLError as exc:
@@ -137,9 +151,11 @@ def label_path(image):
 class _Reader:
     """The images and label files of one YOLO folder; problems gathered, then raised."""
 
-    def __init__(self, root, yaml_path, names, storage_options, allow_outside_paths, path=None):
+    def __init__(self, root, yaml_path, names, storage_options, allow_outside_paths, path=None,
+                 max_bytes=MAX_ANNOTATION_BYTES):
         self.root, self.yaml_path, self.names, self.path = root, yaml_path, names, path
         self.options, self.allow_outside_paths = storage_options, allow_outside_paths
+        self.max_bytes = max_bytes
         self.yaml_name = storage.basename(yaml_path)
         self.problems, self.label_dirs = [], []
 
@@ -201,9 +217,13 @@ class _Reader:
             return [_below(path, parts) for parts, _ in storage.walk_files(path, self.options)
                     if os.path.splitext(parts[-1])[1].lower() in _IMAGE_EXTENSIONS]
         try:
-            text = storage.read_bytes(path, self.options).decode("utf-8")
+            text = annotation_files.read_annotation_bytes(path, self.options,
+                                                          self.max_bytes).decode("utf-8")
         except UnicodeDecodeError:
             self.problems.append(f"{self._relative(path)} ({key}): not a UTF-8 list of images")
+            return []
+        except SchemaError as exc:  # too large
+            self.problems.append(str(exc))
             return []
         images, folder = [], storage.parent(path)
         for number, line in enumerate(text.splitlines(), 1):
@@ -218,54 +238,74 @@ class _Reader:
         return images
 
     def rows(self, images):
-        """The per-box rows of ``images`` and each row's label file."""
+        """``(rows, label file of each row, masks, problems)``: the per-box rows of
+        ``images`` (with ``masks``, when any label file holds a polygon, each row's mask
+        last), and ``{row: reason}`` of the images refused (a box among polygons)."""
         labels = [label_path(image) for _, image in images]
-        contents = storage.read_many(labels, self.options)
-        rows, lines = [], []
+        contents = storage.read_many(labels, self.options, max_bytes=self.max_bytes)
+        found = []  # (split, image, label file, objects)
         for (split, image), label, content in zip(images, labels, contents):
             name = self._relative(label)
             if isinstance(content, FileNotFoundError):
                 content = b""
+            elif isinstance(content, storage.FileTooLarge):
+                self.problems.append(str(annotation_files.too_large(name, content.size,
+                                                                    self.max_bytes)))
+                continue
             elif isinstance(content, Exception):
                 self.problems.append(f"{name}: cannot be read ({content})")
                 continue
-            boxes = self._boxes(name, content)
-            for _, label_text, box in boxes:
-                rows.append((split, image, label_text, *box))
-            if not boxes:
-                rows.append((split, image, None, *(math.nan,) * 4))
-            lines += [name] * max(len(boxes), 1)  # an image's reason names its box
+            found.append((split, image, name, self._objects(name, content)))
         self._orphans({label for label, content in zip(labels, contents)
-                       if not isinstance(content, Exception)})
+                       if not isinstance(content, FileNotFoundError)})
         refuse(self.root, "a YOLO folder", self.problems)
-        return rows, lines
+        masks = any(mask is not None for *_, objects in found for *_, mask in objects)
+        rows, lines, problems = [], [], {}
+        for split, image, name, objects in found:
+            box = next((n for n, *_, mask in objects if mask is None), None) if masks else None
+            if box is not None:
+                problems[len(rows)] = (
+                    f"{name} line {box}: a box (class cx cy w h) in a dataset of polygons "
+                    "(class x1 y1 x2 y2 ...): every object needs its polygon, its instance "
+                    "mask")
+                objects = []
+            for _, label_text, corners, mask in objects:
+                rows.append((split, image, label_text, *corners, *((mask,) if masks else ())))
+            if not objects:
+                rows.append((split, image, None, *(math.nan,) * 4, *((None,) if masks else ())))
+            lines += [name] * max(len(objects), 1)  # an image's reason names its box
+        return rows, lines, masks, problems
 
-    def _boxes(self, name, content):
-        """``[(line, label, (xmin, ymin, xmax, ymax))]`` of one label file."""
+    def _objects(self, name, content):
+        """``[(line, label, (xmin, ymin, xmax, ymax), mask or None)]`` of one label file: a
+        box line's mask is None, a polygon's is the polygon (see
+        ``detection_sources.polygon_object``)."""
         try:
             text = content.decode("utf-8")
         except UnicodeDecodeError:
             self.problems.append(f"{name}: not UTF-8 text")
             return []
-        boxes = []
+        objects = []
         for number, line in enumerate(text.splitlines(), 1):
             fields = line.split()
             if not fields:
                 continue
             where = f"{name} line {number}"
-            if len(fields) != 5:
-                self.problems.append(
-                    f"{where}: a polygon (class x1 y1 x2 y2 ...): segmentation input is not "
-                    "supported yet" if len(fields) >= 7 and len(fields) % 2 else
-                    f"{where}: {len(fields)} fields, expected 5 (class cx cy w h)")
+            polygon = len(fields) >= 7 and len(fields) % 2 == 1
+            if len(fields) != 5 and not polygon:
+                self.problems.append(f"{where}: {len(fields)} fields, expected 5 (class cx cy w "
+                                     "h) or an odd number from 7 (a polygon: class x1 y1 x2 y2 "
+                                     "x3 y3 ...)")
                 continue
             class_id = _class_id(fields[0])
             if class_id not in self.names:
                 self.problems.append(f"{where}: class {fields[0]!r} is not in names "
                                      f"({_ids(self.names)})")
                 continue
+            names = [f"{axis}{i}" for i in range(1, len(fields) // 2 + 1) for axis in "xy"] \
+                if polygon else ["cx", "cy", "w", "h"]
             values = []
-            for field, text in zip(("cx", "cy", "w", "h"), fields[1:]):
+            for field, text in zip(names, fields[1:]):
                 try:
                     value = float(text)
                 except ValueError:
@@ -275,8 +315,13 @@ class _Reader:
                     break
                 values.append(value)
             else:
-                boxes.append((number, self.names[class_id], _corners(*values)))
-        return boxes
+                label = self.names[class_id]
+                if polygon:
+                    objects.append((number, label,
+                                    *detection_sources.polygon_object(values)))
+                else:
+                    objects.append((number, label, _corners(*values), None))
+        return objects
 
     def _orphans(self, found):
         """A problem for each label file of the listed folders whose image is not listed."""

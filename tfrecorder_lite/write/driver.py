@@ -117,7 +117,7 @@ def write_plan(plan, df, store, write, *, runner=None, previous=None):
     on_error = write.on_error
     if write.raises and plan.rejected:
         _raise_first(plan, df, plan.rejected)
-    if not any(shard.positions for shard in plan.shards):
+    if not any(len(shard.positions) for shard in plan.shards):
         _refuse_empty(plan, df)
     with FolderLock(store) as lock:
         store = lock.store  # on an object store every write first checks the lease

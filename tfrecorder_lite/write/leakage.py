@@ -11,7 +11,7 @@ skips all of it (``"ignore"``).
 import numpy as np
 import pandas as pd
 
-from ..images.phash import near_pairs
+from ..images.phash import near_pairs, rows_from_hex
 from ..output.layout import STATE_DIR
 from ..output.record_hashes import RecordHashes
 from .task import ShardSink
@@ -113,7 +113,7 @@ def new_pairs(before, new, splits):
         return []
     old_rows = np.zeros(0, dtype=np.int64) if before is None or not len(before) else \
         np.flatnonzero((before.phash != "").to_numpy())
-    old = _from_hex([before.phash.iat[i] + before.crops.iat[i] for i in old_rows])
+    old = rows_from_hex([before.phash.iat[i] + before.crops.iat[i] for i in old_rows])
     width = min(old.shape[1], new.perceptual.shape[1]) if len(old) else new.perceptual.shape[1]
     hashes = np.concatenate([old[:, :width].reshape(len(old), width),
                              new.perceptual[new.hashed, :width]])
@@ -128,10 +128,3 @@ def new_pairs(before, new, splits):
     return [(key(b), key(a), d) for a, b, d in
             zip(first.tolist(), second.tolist(), distance.tolist()) if b >= count]
 
-
-def _from_hex(texts):
-    """Perceptual hashes' hex texts (16 digits a hash, as many in each) as uint64 rows."""
-    if not texts:
-        return np.zeros((0, 0), dtype=np.uint64)
-    return np.frombuffer(bytes.fromhex("".join(texts)), dtype=">u8").astype(
-        np.uint64).reshape(len(texts), -1)

@@ -34,7 +34,8 @@ _RESIZED_BYTES_PER_PIXEL = 0.3  # rough JPEG size estimate used to pick shard co
 
 @dataclass(frozen=True)
 class ShardSpec:
-    """One output file: which rows (positions in the table) go into it, in order.
+    """One output file: which rows (positions in the table, an int64 array) go into it, in
+    order.
 
     ``source_bytes`` is the size of its rows' image files (without images, an estimate of its
     records' size): the work it holds, for choosing how to run it (``runners.parallelism``).
@@ -43,7 +44,7 @@ class ShardSpec:
     split: str
     index: int
     num_shards: int
-    positions: tuple
+    positions: np.ndarray
     compression: str = None
     source_bytes: int = 0
     generation: int = 0
@@ -133,7 +134,7 @@ class WritePlan:
 
     def task(self, shard, row_labels, threads=1):
         """The ShardTask of ``shard``: its rows only (``row_labels``: the table's index)."""
-        positions = shard.positions
+        positions = np.asarray(shard.positions, dtype=np.int64).tolist()
         values = self.label_values.take(positions) if isinstance(self.label_values, LabelColumns) \
             else [self.label_values[p] for p in positions]
         extras = [self.extras[p] for p in positions]
@@ -229,7 +230,7 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
             n_bytes = int(sizes[positions].sum())
         count = _shard_count(write.num_shards, split, len(positions), n_bytes)
         bounds = [len(positions) * i // count for i in range(count + 1)]
-        shards += [ShardSpec(split, i, count, tuple(int(p) for p in positions[a:b]), compression,
+        shards += [ShardSpec(split, i, count, positions[a:b], compression,
                              int(sizes[positions[a:b]].sum()), generation)
                    for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
 
@@ -253,7 +254,7 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
         "rejected": rejected,
         **({"sha256": True} if write.sha256 else {}),
         **({"assignment": assignment} if assignment else {}),
-        "shards": [(s.name, s.positions) for s in shards],
+        "shards": [(s.name, s.positions.tolist()) for s in shards],
         "label_ids": _label_ids_described(label_values, single),
         "extras": extras,
         **kind.fingerprint(prepared, table),

@@ -6,6 +6,7 @@ import os
 import sys
 import textwrap
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -54,9 +55,10 @@ def test_an_append_holds_both_tables_once_and_changes_no_earlier_file(tmp_path):
     assert result.counts == {"TRAIN": 5, "TEST": 1}
     after = _files(out)
     changed = {name for name in before if after[name] != before[name]}
-    # labels.txt grew by "fish", and so did tfds' names of the labels and its features.json
+    # labels.txt grew by "fish", and so did tfds' names of the labels and its features.json;
+    # tfds' splits now list generation 1
     assert changed == {layout.METADATA, layout.LABELS, layout.TFDS_LABEL_NAMES,
-                       layout.TFDS_FEATURES}
+                       layout.TFDS_FEATURES, layout.DATASET_INFO}
     assert after[layout.LABELS] == before[layout.LABELS] + b"fish\n"  # earlier ids kept
     assert {n for n in after if n not in before} == {
         "train-g0001-00000-of-00001.tfrecord", "train-g0001-00000-of-00001.tfindex",
@@ -213,7 +215,7 @@ def test_an_append_to_an_output_on_s3(s3, tmp_path):
     result = df.iloc[4:].tfrecord.to_tfrecord(out, progress=False, append=True)
     assert result.skipped == 2 and sum(result.counts.values()) == 4
     for name, data in first.items():
-        if name not in (layout.METADATA,):
+        if name not in (layout.METADATA, layout.DATASET_INFO):  # these list generation 1
             assert s3.fs.cat_file(f"{out}/{name}") == data, name
     assert tfrecorder_lite.verify(out).startswith("OK")
     manifest, _ = read_manifest(out)
@@ -237,3 +239,205 @@ def test_data_source_and_load_by_index_read_every_generation_or_the_one_asked(tm
                                    generation=0)
     assert sorted(e["image/encoded"].numpy() for e in by_index) == \
         sorted(first[i]["image/encoded"] for i in range(6))
+
+
+def test_tfds_reads_every_generation_by_its_split_and_refuses_a_partial_train(tmp_path):
+    tfds = pytest.importorskip("tensorflow_datasets")
+    df = _table(tmp_path / "images", n=16)
+    a = df.iloc[:10]
+    # B: A's TRAIN rows again (skipped) and new rows, one with a new label, over 3 TRAIN
+    # shards: most of generation 1's TRAIN shards hold nothing new, and stay numbered
+    new = df.loc[[11, 12, 14]].assign(label=["cat", "cat", "fish"])  # 12 is in TEST
+    b = pd.concat([a[a.split == "TRAIN"], new])
+    out = tmp_path / "out"
+    a.tfrecord.to_tfrecord(out, progress=False, num_shards={"TRAIN": 3})
+    first = _records(out)
+    b.tfrecord.to_tfrecord(out, progress=False, num_shards={"TRAIN": 3}, append=True)
+    builder = tfds.builder_from_directory(str(out))
+    splits = builder.info.splits
+    assert list(splits) == ["train-g0000", "train-g0001", "test-g0000", "test-g0001"]
+    assert [splits[name].num_shards for name in splits] == [3, 3, 1, 1]
+    assert builder.info.features["image/class/label"].names == \
+        ["bird", "cat", "dog", "fish"]
+
+    def read(split):
+        return sorted((split_name, bytes(e["image/encoded"]),
+                       e["image/class/text"].decode())
+                      for split_name, name in split
+                      for e in tfds.as_numpy(builder.as_dataset(
+                          split=name, decoders={"image/encoded": tfds.decode.SkipDecoding()})))
+
+    both = read([("TRAIN", "train-g0000+train-g0001"), ("TEST", "test-g0000+test-g0001")])
+    assert both == _records(out) and len(both) == 13  # A and B, each image once
+    assert read([("TRAIN", "train-g0000"), ("TEST", "test-g0000")]) == first
+    with pytest.raises(ValueError, match="train-g0000"):  # never A alone under "train"
+        builder.as_dataset(split="train")
+    assert tfrecorder_lite.verify(out).startswith("OK")
+    source = tfrecorder_lite.data_source(out, "TRAIN")  # an empty shard reads as none
+    assert sorted(source[i]["image/encoded"] for i in range(len(source))) == \
+        sorted(image for split, image, _ in both if split == "TRAIN")
+
+
+def test_verify_info_and_inspect_see_every_generation_or_the_output_as_it_was(tmp_path):
+    from tfrecorder_lite import cli
+
+    df = _table(tmp_path / "images", n=16)
+    out = tmp_path / "out"
+    df.iloc[:8].tfrecord.to_tfrecord(out, progress=False)
+    before = json.loads((out / layout.METADATA).read_text())
+    summary = str(tfrecorder_lite.read_metadata(out))
+    report = tfrecorder_lite.inspect(out, num=100)
+    b = df.iloc[8:].assign(label=lambda d: d.label.where(d.index < 12, "fish"))
+    b.loc[9, "image_uri"] = str(tmp_path / "missing.jpg")
+    result = b.tfrecord.to_tfrecord(out, progress=False, append=True, on_error="skip")
+    assert sum(result.counts.values()) == 7 and len(result.rejected) == 1
+    # as it was after generation 0: metadata, summary, report and verify as before the append
+    assert tfrecorder_lite.read_metadata(out, generation=0) == before
+    assert str(tfrecorder_lite.read_metadata(out, generation=0)) == summary
+    then = tfrecorder_lite.inspect(out, num=100, generation=0)
+    assert then.summary == report.summary and then.num_images == report.num_images == 8
+    assert tfrecorder_lite.verify(out, generation=0) == \
+        "OK: 2 split(s), 2 shard(s), 8 records verified (the output as it was after generation 0)"
+    # as it is: every generation
+    now = tfrecorder_lite.inspect(out, num=100)
+    assert now.num_images == 15 and "Rejected rows of generation 1: 1" in now.html
+    assert "1: TRAIN 5, TEST 2 (1 rejected)" in now.summary and "fish" in now.summary
+    assert "compression none, 1 rejected" in now.summary  # every generation's rejected rows
+    assert tfrecorder_lite.verify(out) == "OK: 2 split(s), 4 shard(s), 15 records verified"
+    # a damaged generation 1 fails the whole output, not the output as it was before it
+    shard = out / "train-g0001-00000-of-00001.tfrecord"
+    data = bytearray(shard.read_bytes())
+    data[-6] ^= 1
+    shard.write_bytes(bytes(data))
+    with pytest.raises(tfrecorder_lite.VerifyError, match="train-g0001-00000-of-00001"):
+        tfrecorder_lite.verify(out)
+    assert tfrecorder_lite.verify(out, generation=0).startswith("OK")
+    assert cli.main(["verify", str(out), "--generation", "0"]) == 0
+    assert cli.main(["verify", str(out)]) == 1
+    assert cli.main(["info", str(out), "--generation", "2"]) != 0
+    with pytest.raises(tfrecorder_lite.ManifestError, match="generation must be 0 to 1"):
+        tfrecorder_lite.inspect(out, generation=2)
+
+
+def test_an_output_appended_before_generations_recorded_labels_reads_but_is_not_summed(
+        tmp_path):
+    df = _table(tmp_path / "images", n=12)
+    out = tmp_path / "out"
+    df.iloc[:8].tfrecord.to_tfrecord(out, progress=False)
+    df.iloc[8:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    metadata = json.loads((out / layout.METADATA).read_text())
+    for entry in metadata["generations"]:  # as the first appends wrote them
+        for key in ("labels", "label_counts", "image"):
+            del entry[key]
+    (out / layout.METADATA).write_text(json.dumps(metadata))
+    assert tfrecorder_lite.verify(out).startswith("OK")
+    assert len(_records(out, generation=0)) == 8
+    with pytest.raises(tfrecorder_lite.ManifestError,
+                       match="does not record the labels and images of generation 0"):
+        tfrecorder_lite.read_metadata(out, generation=0)
+
+
+def test_verify_checks_what_each_generation_lists(tmp_path):
+    df = _table(tmp_path / "images", n=12)
+    out = tmp_path / "out"
+    df.iloc[:8].tfrecord.to_tfrecord(out, progress=False)
+    df.iloc[8:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    metadata = json.loads((out / layout.METADATA).read_text())
+    metadata["generations"][1]["num_examples"]["TRAIN"] += 1
+    (out / layout.METADATA).write_text(json.dumps(metadata))
+    with pytest.raises(tfrecorder_lite.VerifyError,
+                       match=r"generations\[1\].num_examples is \{'TRAIN': 4, 'TEST': 1\}, its "
+                             r"shards hold \{'TRAIN': 3, 'TEST': 1\}"):
+        tfrecorder_lite.verify(out)
+
+
+def test_info_generation_on_the_command_line(tmp_path, capsys):
+    from tfrecorder_lite import cli
+
+    df = _table(tmp_path / "images", n=12)
+    out = tmp_path / "out"
+    df.iloc[:8].tfrecord.to_tfrecord(out, progress=False)
+    assert cli.main(["info", str(out)]) == 0
+    first = capsys.readouterr().out
+    df.iloc[8:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    assert cli.main(["info", str(out), "--generation", "0"]) == 0
+    assert capsys.readouterr().out == first
+    assert cli.main(["info", str(out)]) == 0
+    assert "TRAIN: 9 examples in 2 shard(s)" in capsys.readouterr().out
+
+
+def test_outputs_of_boxes_masks_or_label_levels_are_refused_with_the_reason(tmp_path):
+    from PIL import Image
+
+    df = _table(tmp_path / "images", n=6)
+    boxes = df.assign(xmin=0.1, ymin=0.2, xmax=0.6, ymax=0.7)
+    masks = df.assign(mask_uri=[str(tmp_path / "images" / f"mask{i}.png") for i in range(6)])
+    for i, uri in enumerate(masks.mask_uri):
+        size = Image.open(df.image_uri[i]).size
+        Image.new("L", size, i % 2).save(uri)
+    levels = df.assign(coarse="animal")
+    cases = [(boxes, {}, "is a detection output, .* not its boxes"),
+             (masks, {}, "is a segmentation output, .* not its mask"),
+             (levels, {"label_col": ["coarse", "label"]},
+              r"has label levels \(coarse, label\)")]
+    for i, (table, options, message) in enumerate(cases):
+        out = tmp_path / f"out{i}"
+        table.iloc[:3].tfrecord.to_tfrecord(out, progress=False, **options)
+        before = _files(out)
+        with pytest.raises(tfrecorder_lite.SchemaError, match=message):
+            table.iloc[3:].tfrecord.to_tfrecord(out, progress=False, append=True, **options)
+        assert _files(out) == before  # refused before anything was written
+    df.iloc[:3].tfrecord.to_tfrecord(tmp_path / "plain", progress=False)
+    with pytest.raises(tfrecorder_lite.SchemaError, match="it takes no label_map"):
+        df.iloc[3:].tfrecord.to_tfrecord(tmp_path / "plain", progress=False, append=True,
+                                         label_map=["cat", "dog", "bird"])
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m.pop("generations"), "train-g0001-00000-of-00001.tfrecord is of generation 1, "
+                                     "and the output has 1 generation"),
+    (lambda m: m["generations"][1].update(rejected_file="../secret.csv"),
+     r"generations\[1\].rejected_file: '../secret.csv' is not a rejected-gNNNN.csv file name"),
+    (lambda m: m["generations"][1].update(skipped=-1),
+     r"generations\[1\].skipped: -1 is not a count"),
+])
+def test_a_malformed_generation_is_named(tmp_path, change, message):
+    df = _table(tmp_path / "images", n=12)
+    out = tmp_path / "out"
+    df.iloc[:8].tfrecord.to_tfrecord(out, progress=False, num_shards=1)
+    df.iloc[8:].tfrecord.to_tfrecord(out, progress=False, append=True, num_shards=1)
+    metadata = json.loads((out / layout.METADATA).read_text())
+    change(metadata)
+    (out / layout.METADATA).write_text(json.dumps(metadata))
+    with pytest.raises(tfrecorder_lite.ManifestError, match=message):
+        tfrecorder_lite.read_metadata(out)
+
+
+def test_load_of_generation_0_batches_and_encodes_labels_as_before_the_append(tmp_path):
+    root = tmp_path / "images"
+    root.mkdir()
+    rows = []
+    for i in range(10):  # generation 0: one size; generation 1: others, and a new label
+        size = (64, 48) if i < 6 else (80 + 8 * i, 60)
+        path = root / f"img{i}.jpg"
+        rich_photo(*size, seed=i).save(path, quality=90)
+        rows.append(("TRAIN", str(path), "cat|dog" if i % 2 else ("fish" if i >= 6 else "cat")))
+    df = pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+    out = tmp_path / "out"
+    df.iloc[:6].tfrecord.to_tfrecord(out, progress=False, label_sep="|")
+
+    def first_batch(**options):
+        images, labels = next(iter(tfrecorder_lite.load(out, "TRAIN", batch_size=6,
+                                                         multi_hot=True, **options)))
+        return images.numpy(), labels.numpy()
+
+    before = first_batch()
+    assert before[1].shape == (6, 2)  # cat, dog
+    df.iloc[6:].tfrecord.to_tfrecord(out, progress=False, label_sep="|", append=True)
+    after = first_batch(generation=0)
+    assert after[1].shape == (6, 2)
+    np.testing.assert_array_equal(after[0], before[0])
+    np.testing.assert_array_equal(after[1], before[1])
+    with pytest.raises(tfrecorder_lite.SchemaError, match="different sizes"):
+        first_batch()  # every generation: sizes vary now
+    assert len(tfrecorder_lite.data_source(out, "TRAIN", generation=0)) == 6

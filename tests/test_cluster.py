@@ -60,6 +60,23 @@ def test_shard_tasks_run_on_the_workers_and_write_the_local_bytes(client, table,
     assert list(result.rejected.index) == list(reference.rejected.index)  # from every worker
 
 
+def test_an_append_on_the_cluster_writes_the_bytes_of_a_local_append(client, table, tmp_path):
+    df, _, _ = table
+    first, new = df.iloc[:24], df.iloc[12:]  # new: rows already there, new ones, the bad rows
+    out, reference = tmp_path / "out", tmp_path / "reference"
+    for folder in (out, reference):
+        first.tfrecord.to_tfrecord(str(folder), **OPTIONS)
+    expected = new.tfrecord.to_tfrecord(str(reference), append=True, **OPTIONS)
+    result, workers = on_cluster(client, lambda: new.tfrecord.to_tfrecord(
+        str(out), append=True, **OPTIONS))
+    assert workers  # the generation's shards were written by the workers
+    assert result.skipped == expected.skipped > 0
+    assert list(result.rejected.index) == list(expected.rejected.index) and \
+        len(result.rejected) == 5  # the bad rows, in rejected-g0001.csv
+    assert ig.tree_digest(out) == ig.tree_digest(reference)
+    assert "rejected-g0001.csv" in os.listdir(out)
+
+
 def test_workers_write_straight_to_an_object_store(client, table, s3):
     df, reference, digest = table
     out = s3.new_bucket() + "/out"

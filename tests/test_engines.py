@@ -244,6 +244,24 @@ def test_the_command_line_runs_beam(photos, tmp_path):
     _assert_identical(tmp_path / "out", reference)
 
 
+@beam_test
+@pytest.mark.parametrize("runner", ["direct", "two-processes"])
+def test_beam_appends_the_bytes_of_a_joblib_append(photos, tmp_path, runner):
+    df, _ = photos
+    name, options = BEAM_RUNNERS[runner]
+    out, reference = tmp_path / "out", tmp_path / "reference"
+    for folder in (out, reference):
+        df.iloc[:16].tfrecord.to_tfrecord(folder, num_shards=3, progress=False)
+    new = df.iloc[10:].assign(label=lambda d: d.label.where(d.index < 120, "bird"))
+    expected = new.tfrecord.to_tfrecord(reference, num_shards=3, progress=False, append=True)
+    result = new.tfrecord.to_tfrecord(out, num_shards=3, progress=False, append=True,
+                                      runner=name, pipeline_options=options)
+    assert result.skipped == expected.skipped == 6
+    assert result.counts == expected.counts == {"TRAIN": 2, "TEST": 6}
+    _assert_identical(out, reference)  # generation 1's shards, hashes, labels, metadata.json
+    assert tfrecorder_lite.verify(out).startswith("OK")
+
+
 # ----------------------------------------------------------------------- killed and resumed
 
 GATED = textwrap.dedent("""

@@ -18,7 +18,7 @@ from .table import sources
 from .conversion import convert
 from .images.normalize import DEFAULT_MAX_BYTES
 from .output.layout import NEAR_DUPLICATES
-from .output.manifest import read_manifest, summary_text
+from .output.manifest import as_of, read_manifest, summary_text
 from .read.coco_export import to_coco
 from .read.report import inspect
 from .read.verification import verify
@@ -84,6 +84,12 @@ def _add_storage_options(parser):
     parser.add_argument("--storage-options", type=_storage_options, metavar="JSON",
                         help="fsspec options for remote URLs, as a JSON object (one for every "
                              "protocol, or keyed by protocol: '{\"s3\": {...}, \"gs\": {...}}')")
+
+
+def _add_generation(parser):
+    parser.add_argument("--generation", type=_count, metavar="K",
+                        help="the output as it was after generation K (0: the first "
+                             "conversion; default: as it is, every generation)")
 
 
 def _parser():
@@ -186,10 +192,12 @@ def _parser():
     v.add_argument("output_dir")
     v.add_argument("--decode", action="store_true", help="also decode every image")
     _add_storage_options(v)
+    _add_generation(v)
 
     i = commands.add_parser("info", help="counts per split and label")
     i.add_argument("output_dir")
     _add_storage_options(i)
+    _add_generation(i)
 
     e = commands.add_parser("export-coco", help="write COCO instances JSON of one split of a "
                                                 "detection output (for pycocotools' COCOeval)")
@@ -206,6 +214,7 @@ def _parser():
     r.add_argument("--out", default="report.html",
                    help="where to save the report: a path or any fsspec URL (default: report.html)")
     _add_storage_options(r)
+    _add_generation(r)
     return parser
 
 
@@ -271,8 +280,8 @@ def _convert(args):
 
 
 def _info(args):
-    _print(summary_text(read_manifest(args.output_dir, args.storage_options)[0],
-                        args.output_dir))
+    _print(summary_text(as_of(read_manifest(args.output_dir, args.storage_options)[0],
+                              args.generation), args.output_dir))
     return 0
 
 
@@ -285,7 +294,7 @@ def _export_coco(args):
 
 def _inspect(args):
     report = inspect(args.output_dir, split=args.split, num=args.num, out=args.out,
-                     storage_options=args.storage_options)
+                     storage_options=args.storage_options, generation=args.generation)
     _print(f"wrote {args.out}: {report.num_images} images from {args.output_dir}")
     return 0
 
@@ -336,7 +345,8 @@ def main(argv=None):
             return _inspect(args)
         if args.command == "export-coco":
             return _export_coco(args)
-        _print(verify(args.output_dir, decode=args.decode, storage_options=args.storage_options))
+        _print(verify(args.output_dir, decode=args.decode, storage_options=args.storage_options,
+                      generation=args.generation))
         return 0
     except _StdoutClosed:
         _stdout_to_devnull()

@@ -179,10 +179,20 @@ def _appending(df, store, prepared, table, write, image):
                           "leakage='ignore', with check='header' without leakage='warn', or "
                           "before they were kept), so an append cannot tell which rows it "
                           "already holds; convert it again first (with leakage='warn')")
-    if isinstance(previous.labels, dict) or previous.task not in (None, "multi-label") or \
-            table.label_map is not None:
-        raise SchemaError("append keeps the output's label ids: it takes tables of one label "
-                          "(or several) per row, without label_map")
+    if previous.task not in (None, "multi-label"):
+        raise SchemaError(
+            f"{store.url} is a {previous.task} output, and an append takes tables of one label "
+            "(or several) per row: the hashes files keep each image's labels, not its "
+            f"{'boxes' if previous.task == 'detection' else 'mask'}, so a corrected one could "
+            "not be told from one already there; convert the whole table again "
+            "(overwrite=True, or a new folder)")
+    if isinstance(previous.labels, dict):
+        raise SchemaError(f"{store.url} has label levels ({', '.join(previous.labels)}), and "
+                          "an append takes tables of one label (or several) per row; convert "
+                          "the whole table again (overwrite=True, or a new folder)")
+    if table.label_map is not None:
+        raise SchemaError("append keeps the output's label ids (new labels get the next "
+                          "ones): it takes no label_map")
     if (previous.compression or None) != write.compression:
         raise SchemaError(f"compression must be the output's ({previous.compression}) to "
                           f"append to it, not {write.compression}")

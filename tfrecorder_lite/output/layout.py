@@ -30,6 +30,7 @@ REJECTED = "rejected.csv"
 NEAR_DUPLICATES = "near-duplicates.csv"
 HASHES_NAME = re.compile(r"^hashes-g\d{4}\.csv\Z")
 NEAR_DUPLICATES_NAME = re.compile(r"^near-duplicates-g\d{4}\.csv\Z")
+REJECTED_NAME = re.compile(r"^rejected-g\d{4}\.csv\Z")
 DATASET_INFO = "dataset_info.json"
 TFDS_FEATURES = "features.json"
 STATE_DIR = ".tfrecorder_lite"
@@ -63,6 +64,15 @@ def generation_of(name):
     """The generation a shard file name belongs to (0: the first conversion)."""
     match = _GENERATION.match(name)
     return int(match.group(1)) if match else 0
+
+
+def tfds_split(split, generation):
+    """``(name, file name template)`` of a split's generation as tensorflow_datasets lists it
+    in an appended output's ``dataset_info.json``: ``("train-g0000", "train-{SHARD_X_OF_Y}...")``,
+    ``("train-g0001", "train-g0001-{SHARD_X_OF_Y}...")`` (a tfds split's files follow one
+    template, and each generation numbers its own shards)."""
+    prefix = shard_name(split, 0, 1, generation=generation).split("-00000-of-00001")[0]
+    return f"{split.lower()}-g{generation:04d}", prefix + SPLIT_FILE_TEMPLATE[len("{SPLIT}"):]
 
 
 def near_duplicates_name(generation):

@@ -9,7 +9,7 @@ malformed field.
 import json
 from collections import Counter
 from html import escape
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import ManifestError
 from ..formats import FORMATS, format_named
@@ -18,8 +18,8 @@ from ..record.kinds import KIND_FIELDS, TASKS, kind_of
 from ..table.splits import SPLITS
 from ..storage import Store, human_size, is_dir
 from .record_hashes import RecordHashes
-from .layout import (HASHES_NAME, METADATA, NEAR_DUPLICATES, NEAR_DUPLICATES_NAME, STATE_DIR,
-                     generation_of, is_shard_of)
+from .layout import (HASHES_NAME, METADATA, NEAR_DUPLICATES, NEAR_DUPLICATES_NAME,
+                     REJECTED_NAME, STATE_DIR, generation_of, is_shard_of)
 
 FORMAT_VERSION = 1
 
@@ -176,6 +176,18 @@ class ImageSummary:
         return {"stored": self.stored, "size": None if self.size is None else list(self.size),
                 **({"max_size": list(self.max_size)} if self.max_size is not None else {}),
                 "channels": self.channels, "formats": dict(self.formats)}
+
+    def merged(self, other):
+        """The ImageSummary of these images and ``other``'s (None: no more images)."""
+        if other is None:
+            return self
+        max_size = tuple(max(a, b) for a, b in zip(self.max_size or (0, 0),
+                                                   other.max_size or (0, 0)))
+        formats = Counter(self.formats)
+        formats.update(other.formats)
+        return ImageSummary(self.stored, self.size if self.size == other.size else None,
+                            max_size, self.channels if self.channels == other.channels else None,
+                            dict(sorted(formats.items())))
 
     @classmethod
     def from_receipts(cls, stored, receipts):
@@ -360,6 +372,31 @@ class Manifest:
             check.value(generations, "generations", lambda v: isinstance(v, list) and v and all(
                 _is_object(g) and g.get("generation") == i for i, g in enumerate(v)),
                 "a list of objects with generation 0, 1, ...")
+            for g in generations:  # readers open these files: names, never paths
+                where = f"generations[{g['generation']}]"
+                for key in ("skipped", "rejected"):
+                    if key in g:
+                        check.field(g, where, key, _is_count, "a count")
+                if "num_examples" in g:
+                    check.field(g, where, "num_examples", _is_counts, "an object split -> count")
+                if "labels" in g:
+                    check.field(g, where, "labels", lambda v: _is_count(v) and v <= len(labels),
+                                f"a count of labels (at most {len(labels)})")
+                if "label_counts" in g:
+                    check.field(g, where, "label_counts", lambda v: _is_object(v) and all(
+                        _is_counts(c) for c in v.values()), "an object split -> label counts")
+                if g.get("rejected_file") is not None:
+                    check.field(g, where, "rejected_file", lambda v: isinstance(v, str) and
+                                REJECTED_NAME.match(v), "a rejected-gNNNN.csv file name")
+                if g.get("hashes") is not None:
+                    check.field(g, where, "hashes", lambda v: isinstance(v, str) and
+                                HASHES_NAME.match(v), "a hashes-gNNNN.csv file name")
+        for split, entry in entries.items():  # else readers would leave the shard out
+            for shard in entry.shards:
+                if shard.generation >= len(generations or [None]):
+                    raise ManifestError(f"{path}: splits.{split}.shards: {shard.name} is of "
+                                        f"generation {shard.generation}, and the output has "
+                                        f"{len(generations or [None])} generation(s)")
         near = content.get("near_duplicates")
         if near is not None:
             check.value(near, "near_duplicates", _is_object, "an object")
@@ -433,6 +470,57 @@ def split_shards(manifest, split, generation=None):
     return tuple(s for s in manifest.splits[split].shards if s.generation <= generation)
 
 
+def as_of(manifest, generation=None, strict=True):
+    """The Manifest of the output as it was after ``generation`` (None: the latest, which is
+    ``manifest`` itself): its shards, counts, label counts, images, labels and generations
+    then, from what metadata.json's ``generations`` record of each.
+
+    Args:
+        manifest: the output's Manifest.
+        generation: the generation, or None.
+        strict: when metadata.json does not record what its generations held (an output
+            appended to by an earlier version), raise; else give ``manifest`` itself (readers
+            still read only the generation's shards, through :func:`split_shards`).
+
+    Raises:
+        ManifestError: ``generation`` is not one of the output's, or (``strict``)
+            metadata.json does not record what its generations held.
+    """
+    shards = {split: split_shards(manifest, split, generation) for split in manifest.splits}
+    if generation is None or generation == len(manifest.generations or [None]) - 1:
+        return manifest
+    entries = manifest.generations[:generation + 1]
+    lacking = [g["generation"] for g in entries
+               if not all(k in g for k in ("labels", "label_counts", "image"))]
+    if lacking and not strict:
+        return manifest
+    if lacking:
+        raise ManifestError(f"metadata.json does not record the labels and images of "
+                            f"generation {lacking[0]} (appended by an earlier version), so the "
+                            "output as it was then can be read (load, data_source) but not "
+                            "summed up")
+    splits = {}
+    for split, kept in shards.items():
+        if not kept:
+            continue
+        total = Counter()
+        for g in entries:
+            total.update(g["label_counts"].get(split, {}))
+        splits[split] = SplitEntry(sum(s.num_examples for s in kept),
+                                   {text: total[text] for text in manifest.labels
+                                    if total[text]}, kept)
+    image = None
+    for g in entries:
+        if g["image"] is not None:
+            summary = _image_from_json(g["image"], _Fields("metadata.json generations"))
+            image = summary if image is None else image.merged(summary)
+    near = manifest.near_duplicates and {**manifest.near_duplicates, "hashes": [
+        g["hashes"] for g in entries if g.get("hashes")]}
+    return replace(manifest, labels=manifest.labels[:entries[-1]["labels"]], splits=splits,
+                   image=image, fingerprint=entries[-1].get("fingerprint"),
+                   near_duplicates=near, generations=entries if generation else None)
+
+
 def label_counts(vocabulary, shard_counts):
     """label text -> records of one label field, summed over shards' counts (id as text ->
     records), in id order."""
@@ -484,8 +572,14 @@ def read_manifest(output_dir, storage_options=None):
     return Manifest.from_json(content, path), content
 
 
-def read_metadata(output_dir, storage_options=None):
+def read_metadata(output_dir, storage_options=None, generation=None):
     """Read and check ``metadata.json`` of an output folder (a path, any fsspec URL, or a Store).
+
+    Args:
+        output_dir: the folder.
+        storage_options: fsspec options for a remote folder.
+        generation: the output as it was after this generation (0: the first conversion;
+            None: as it is).
 
     Returns:
         A Metadata: the content as a dict; ``print()`` of it shows the folder's summary, as
@@ -494,10 +588,13 @@ def read_metadata(output_dir, storage_options=None):
     Raises:
         ManifestError: when the folder has no (readable, well-formed) metadata.json; the
             message says why (no such folder, an unfinished conversion, ...) or names the
-            malformed field.
+            malformed field; or no such generation.
     """
     store = output_dir if isinstance(output_dir, Store) else Store(output_dir, storage_options)
     manifest, content = read_manifest(store)
+    if generation is not None:
+        manifest = as_of(manifest, generation)
+        content = manifest.to_json()
     return Metadata(content, store.url, manifest)
 
 
@@ -534,9 +631,10 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
     else:
         what = f"{len(labels)} labels" + (f" ({manifest.task})" if manifest.task else "")
     compression = manifest.compression or "none"
+    rejected = manifest.rejected + sum(g.get("rejected", 0) for g in manifest.generations or ())
     if image is None:
         lines = [f"{where}: {what}, no images, compression {compression},"
-                 f" {manifest.rejected} rejected"]
+                 f" {rejected} rejected"]
     else:
         if image.size:
             size = hxw(image.size)
@@ -545,13 +643,16 @@ def summary_text(manifest, where, max_labels=None, max_text=None):
         formats, more = first(image.formats.items(), "formats", "")
         formats = ", ".join(f"{short(fmt)} {n}" for fmt, n in formats) or "none"
         lines = [f"{where}: {what}, images {image.stored} ({size}), "
-                 f"compression {compression}, {manifest.rejected} rejected",
+                 f"compression {compression}, {rejected} rejected",
                  f"formats: {formats}" + (f" {more[0]}" if more else "")]
     if manifest.generations:  # an output appended to: what each generation added
         lines.append(f"{len(manifest.generations)} generations: " + "; ".join(
             f"{g['generation']}: " + (", ".join(f"{split} {n}" for split, n in
                                                 g.get("num_examples", {}).items()) or "none")
-            + (f" ({g['skipped']} already there)" if g.get("skipped") else "")
+            + (" (" + ", ".join(part for part in (
+                f"{g['skipped']} already there" if g.get("skipped") else "",
+                f"{g['rejected']} rejected" if g.get("rejected") else "") if part) + ")"
+               if g.get("skipped") or g.get("rejected") else "")
             for g in manifest.generations))
     counted = kind_of(manifest.task).counted
     unit = "" if counted == "records" else f" {counted}"

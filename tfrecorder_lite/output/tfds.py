@@ -11,10 +11,29 @@ import json
 
 from ..record.kinds import features_of
 from ..record.keys import ENCODED, LABEL
-from .layout import DATASET_INFO, SPLIT_FILE_TEMPLATE, TFDS_FEATURES, tfds_label_names
+from .layout import DATASET_INFO, SPLIT_FILE_TEMPLATE, TFDS_FEATURES, tfds_label_names, tfds_split
 
 VERSION = "1.0.0"
 _FEATURES_DICT = "tensorflow_datasets.core.features.features_dict.FeaturesDict"
+
+
+def _splits(manifest):
+    """dataset_info.json's splits: one per split (``train``, its files named by
+    ``{SPLIT}-{SHARD_X_OF_Y}``); in an appended output one per split and generation
+    (``train-g0000``, ``train-g0001``, ...: one name template cannot cover shards numbered
+    per generation), so that ``split="train"`` is refused rather than read in part."""
+    def entry(name, template, shards):
+        return {"name": name, "filepathTemplate": template,
+                "numBytes": str(sum(s.bytes for s in shards)),
+                "shardLengths": [str(s.num_examples) for s in shards]}
+
+    if not manifest.generations:
+        return [entry(split.lower(), SPLIT_FILE_TEMPLATE, info.shards)
+                for split, info in manifest.splits.items()]
+    return [entry(*tfds_split(split, generation),
+                  [s for s in info.shards if s.generation == generation])
+            for split, info in manifest.splits.items()
+            for generation in sorted({s.generation for s in info.shards})]
 
 
 def files(manifest):
@@ -36,10 +55,7 @@ def files(manifest):
         "description": f"Written by {manifest.created_by}; see metadata.json.",
         "version": VERSION,
         "moduleName": "tfrecorder_lite",
-        "splits": [{"name": split.lower(), "filepathTemplate": SPLIT_FILE_TEMPLATE,
-                    "numBytes": str(sum(s.bytes for s in entry.shards)),
-                    "shardLengths": [str(s.num_examples) for s in entry.shards]}
-                   for split, entry in manifest.splits.items()],
+        "splits": _splits(manifest),
         **supervised,
     }
     size = manifest.image.size if manifest.image is not None else None

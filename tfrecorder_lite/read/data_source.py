@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import SchemaError, VerifyError
 from ..output.layout import index_name
-from ..output.manifest import read_manifest, split_shards
+from ..output.manifest import as_of, read_manifest, split_shards
 from ..record.encoding import decode_example
 from ..record.kinds import features_of
 from ..formats.tfrecord import TFRECORD
@@ -76,7 +76,7 @@ def data_source(output_dir, split, *, storage_options=None, decode_image=False, 
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise SchemaError(f"{name} must be a positive number of bytes, not {value!r}")
     store = Store(output_dir, storage_options)
-    manifest, _ = read_manifest(store)
+    manifest = as_of(read_manifest(store)[0], generation, strict=False)
     split = pick(split, manifest.splits)
     check_uncompressed(store, manifest)
     return DataSource(store, split, split_shards(manifest, split, generation),

@@ -14,7 +14,7 @@ from . import shard_cache, verification
 from . import data_source, indexed
 from ..errors import SchemaError
 from ..options import LoadOptions
-from ..output.manifest import read_manifest, split_shards
+from ..output.manifest import as_of, read_manifest, split_shards
 from ..record.features import ImageFeature, parse_spec
 from ..record.kinds import features_of
 from ..table.splits import pick
@@ -88,7 +88,8 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
                               shuffle_buffer, drop_remainder, channels, dct_method, label,
                               multi_hot, box_format)
     store = Store(output_dir, storage_options)
-    manifest, _ = read_manifest(store)
+    # as it was after the generation: its labels (multi_hot's width), its images' sizes
+    manifest = as_of(read_manifest(store)[0], generation, strict=False)
     by_index = None
     if indexed.by_index_wanted(shuffle, start, epochs, num_hosts, host_index, input_context):
         by_index = functools.partial(indexed.input_position, shuffle=shuffle, seed=seed,

@@ -25,7 +25,7 @@ from PIL import Image, ImageDraw, ImageFont, ImageOps
 
 from .. import redaction
 from ..output.layout import REJECTED
-from ..output.manifest import hxw, read_manifest, summary_text
+from ..output.manifest import as_of, hxw, read_manifest, summary_text
 from ..record import encoding as example
 from ..record import keys
 from ..record.kinds import features_of
@@ -104,7 +104,7 @@ class Report:
         return f"Report({self.title!r}, {self.num_images} images)"
 
 
-def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
+def inspect(output_dir, split=None, num=64, out=None, storage_options=None, generation=None):
     """Build an HTML report of an output folder: a look at what was written, before training.
 
     Args:
@@ -114,20 +114,22 @@ def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
             records of the split(s), spread evenly over splits and shards.
         out: when given, the report is also saved to this file (a path or any fsspec URL).
         storage_options: fsspec options for a remote folder and a remote ``out``.
+        generation: the output as it was after this generation (0: the first conversion;
+            None: as it is, every generation).
 
     Returns:
         A :class:`Report` (shown inline in a notebook; ``.html``, ``.save(path)``,
         ``.summary``).
 
     Raises:
-        ManifestError: ``output_dir`` holds no finished output.
+        ManifestError: ``output_dir`` holds no finished output, or no such generation.
         SchemaError: ``split`` is not in the output.
     """
     if num < 0:
         raise ValueError(f"num must be 0 or more, not {num}")
     started = time.perf_counter()
     store = Store(output_dir, storage_options)
-    manifest, _ = read_manifest(store)
+    manifest = as_of(read_manifest(store)[0], generation)
     splits = list(manifest.splits) if split is None else [pick(split, manifest.splits)]
     infos = [manifest.splits[name] for name in splits]
     summary = summary_text(manifest, store.url, max_labels=ROWS_SHOWN, max_text=TEXT_SHOWN)
@@ -155,7 +157,9 @@ def inspect(output_dir, split=None, num=64, out=None, storage_options=None):
         _labels_table(manifest, splits),
         _images_section(manifest, samples) if manifest.image is not None else "",
         *(part for section in sections for part in section),
-        _rejected_section(store, manifest),
+        _rejected_section(store, REJECTED, manifest.rejected),
+        *(_rejected_section(store, g["rejected_file"], g.get("rejected", 0), g["generation"])
+          for g in manifest.generations or () if g.get("rejected_file")),
         "</div>"]
     report = Report(store.url, summary, parts, len(samples))
     if out is not None:
@@ -508,13 +512,15 @@ def _split_section(manifest, name, info, samples, number):
     return parts
 
 
-def _rejected_section(store, manifest):
-    count = manifest.rejected
-    head = f"<h2>Rejected rows: {count}</h2>"
+def _rejected_section(store, name, count, generation=0):
+    """The rows of a rejected rows' file (``rejected.csv``, an append's
+    ``rejected-g0001.csv``)."""
+    head = f"<h2>Rejected rows{f' of generation {generation}' if generation else ''}: " \
+        f"{count}</h2>"
     if not count:
         return head
     try:
-        with store.open_read(REJECTED) as f:
+        with store.open_read(name) as f:
             start = f.read(REJECTED_BYTES + 1)
         if len(start) > REJECTED_BYTES:  # whole lines only
             start = start[:start.rfind(b"\n", 0, REJECTED_BYTES) + 1]
@@ -523,7 +529,7 @@ def _rejected_section(store, manifest):
         table = pd.read_csv(io.BytesIO(start), dtype=str, keep_default_na=False,
                             nrows=REJECTED_SHOWN)
     except (OSError, ValueError) as exc:
-        return f'{head}\n<p class="problem">cannot read {_e(store.path(REJECTED))}: ' \
+        return f'{head}\n<p class="problem">cannot read {_e(store.path(name))}: ' \
                f"{_e(_clip(exc))}</p>"
     columns = ""
     if len(table.columns) > REJECTED_COLUMNS:

@@ -4,7 +4,7 @@ from collections import Counter
 
 from ..errors import ManifestError, VerifyError
 from ..output.layout import index_name, label_files, label_problem, tfds_label_names
-from ..output.manifest import hxw, label_counts, read_manifest
+from ..output.manifest import as_of, hxw, label_counts, read_manifest
 from ..record import encoding as example
 from ..record import keys
 from ..record.kinds import features_of, kind_of
@@ -313,7 +313,23 @@ def _tf_decoder():
 _PROBLEMS_SHOWN = 100  # lines of a VerifyError's message (exc.problems has them all)
 
 
-def verify(output_dir, decode=False, *, storage_options=None):
+def _generation_problems(manifest):
+    """How metadata.json's ``generations`` differ from its shards: the records each lists per
+    split against those of its shards."""
+    problems = []
+    for g in manifest.generations or ():
+        listed = {split: n for split, n in _items(g.get("num_examples")) if n}
+        found = {split: sum(s.num_examples for s in info.shards
+                            if s.generation == g["generation"])
+                 for split, info in manifest.splits.items()}
+        found = {split: n for split, n in found.items() if n}
+        if listed != found:
+            problems.append(f"metadata.json: generations[{g['generation']}].num_examples is "
+                            f"{_clip(listed)}, its shards hold {found}")
+    return problems
+
+
+def verify(output_dir, decode=False, *, storage_options=None, generation=None):
     """Read every record of every shard and check it against ``metadata.json``.
 
     ``output_dir`` is a local path or any fsspec URL; remote shards are streamed, not copied,
@@ -326,18 +342,21 @@ def verify(output_dir, decode=False, *, storage_options=None):
     of one length, relative and ordered). Then what metadata.json sums up: each split's
     ``label_counts`` (per label: records, or what the record kind counts, e.g. boxes), the
     image sizes, channels and formats, and the label files (``labels.txt``,
-    ``labels-<level>.txt``, the kind's own such as ``label_map.pbtxt``). With ``decode`` also decodes every image with TensorFlow and checks
-    its height and width.
+    ``labels-<level>.txt``, the kind's own such as ``label_map.pbtxt``), and in an output
+    appended to, the records each generation lists. With ``decode`` also decodes every image
+    with TensorFlow and checks its height and width. With ``generation=k`` checks the output
+    as it was after generation ``k``: its shards, and what metadata.json records of it then.
 
     Returns:
         A one-line summary, e.g. "OK: 3 splits, 5 shards, 3000 records verified".
 
     Raises:
-        ManifestError: no finished output in ``output_dir``.
+        ManifestError: no finished output in ``output_dir``, or no such generation.
         VerifyError: naming each damaged shard file and record index (``exc.problems``).
     """
     store = Store(output_dir, storage_options)
-    manifest, _ = read_manifest(store)
+    latest, _ = read_manifest(store)
+    manifest = as_of(latest, generation)
     decode_image = _tf_decoder() if decode else None
     feature_set = features_of(manifest)
     labels = [_Label(feature) for feature in feature_set.labels]
@@ -362,7 +381,8 @@ def verify(output_dir, decode=False, *, storage_options=None):
     if whole and kind.fields:  # the kind's own fields (e.g. boxes) against the records
         counted = {split: labels[0].label_counts(split) for split in manifest.splits}
         problems += kind.manifest_problems(manifest, feature_set, counted)
-    problems += _label_file_problems(store, manifest)
+    problems += _generation_problems(latest)
+    problems += _label_file_problems(store, latest)  # the files hold the latest labels
     if problems:
         shown = problems[:_PROBLEMS_SHOWN]
         more = [f"... and {len(problems) - len(shown)} more (exc.problems lists them all)"] \
@@ -370,4 +390,5 @@ def verify(output_dir, decode=False, *, storage_options=None):
         raise VerifyError(f"{len(problems)} problem(s) in {store.url}:\n  " +
                           "\n  ".join(shown + more), problems)
     what = "records verified" + (" and decoded" if decode else "")
-    return f"OK: {len(manifest.splits)} split(s), {shards} shard(s), {records} {what}"
+    when = "" if generation is None else f" (the output as it was after generation {generation})"
+    return f"OK: {len(manifest.splits)} split(s), {shards} shard(s), {records} {what}{when}"

@@ -15,7 +15,7 @@ from dataclasses import replace
 import pandas as pd
 
 from ..output.layout import hashes_name
-from ..output.manifest import ImageSummary, SplitEntry
+from ..output.manifest import SplitEntry
 from ..table.splits import SPLITS
 
 SKIPPED = "already in the output"  # the reason of a skipped row (never written to a file)
@@ -56,22 +56,11 @@ def decide(records, before):
             out[position] = f"already in {old.split}: the same image as {where}"
         elif old.label != label:
             out[position] = (f"label changed from {old.label!r} to {label!r}: the same image "
-                             f"as {where}; relabelling is not an append")
+                             f"as {where}; relabelling is not an append: convert the "
+                             "corrected table again (docs/generations.md)")
         else:
             out[position] = SKIPPED
     return out
-
-
-def _summary(old, new):
-    """The ImageSummary of two generations' images."""
-    if old is None or new is None:
-        return old or new
-    max_size = tuple(max(a, b) for a, b in zip(old.max_size or (0, 0), new.max_size or (0, 0)))
-    formats = Counter(old.formats)
-    formats.update(new.formats)
-    return ImageSummary(old.stored, old.size if old.size == new.size else None, max_size,
-                        old.channels if old.channels == new.channels else None,
-                        dict(sorted(formats.items())))
 
 
 def _counts(labels, old, new):
@@ -79,6 +68,15 @@ def _counts(labels, old, new):
     total = Counter(old)
     total.update(new)
     return {text: total[text] for text in labels if total[text]}
+
+
+def _held(labels, splits, image):
+    """What a generation's entry records of what it wrote, so that readers can sum the output
+    up as it was after it (``manifest.as_of``): the labels known then, its label counts per
+    split, its images' summary."""
+    return {"labels": len(labels),
+            "label_counts": {split: dict(e.label_counts) for split, e in splits.items()},
+            "image": None if image is None else image.to_json()}
 
 
 def merged(previous, splits, receipts_summary, plan, entry, near):
@@ -105,8 +103,9 @@ def merged(previous, splits, receipts_summary, plan, entry, near):
     generations = list(previous.generations or [{
         "generation": 0, "fingerprint": previous.fingerprint,
         "num_examples": {s: e.num_examples for s, e in previous.splits.items()},
-        "hashes": hashes_name(0)}])
+        "hashes": hashes_name(0), **_held(previous.labels, previous.splits, previous.image)}])
+    entry = {**entry, **_held(plan.labels, splits, receipts_summary)}
     return replace(previous, labels=plan.labels, splits=out,
-                   image=_summary(previous.image, receipts_summary),
+                   image=previous.image.merged(receipts_summary),
                    fingerprint=plan.fingerprint, near_duplicates=near or previous.near_duplicates,
                    generations=generations + [entry])

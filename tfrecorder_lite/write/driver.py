@@ -22,7 +22,7 @@ from ..errors import InvalidRowError, SchemaError, row_repr
 from ..output import state as output_state
 from ..output import tfds
 from ..output.layout import (
-    DATASET_INFO, REJECTED, STATE_DIR, hashes_name, index_name, label_files, level_files,
+    REJECTED, STATE_DIR, hashes_name, index_name, label_files, level_files,
     near_duplicates_name, rejected_name)
 from ..output.lock import FolderLock
 from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
@@ -356,10 +356,11 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises):
                       [*plan.rejected, *(r for receipt in receipts.values() for r in receipt.rejected)]
                       if position not in skipped for row in plan.table_rows(position))
     rejected_df = _rejected_frame(df, rejected)
-    for name in [n for n, r in receipts.items() if not r.shard.num_examples]:
-        store.remove(name)  # a shard whose every row was already there
-        store.remove(index_name(name))
-        del receipts[name]
+    written = {split_of[n] for n, r in receipts.items() if r.shard.num_examples}
+    for name in [n for n in receipts if split_of[n] not in written]:
+        store.remove(name)  # a split whose every row was already there; a split with new
+        store.remove(index_name(name))  # records keeps its empty shards, as a conversion
+        del receipts[name]  # does, so that its shards stay numbered 0 to n - 1
     if not receipts:
         store.remove(STATE_DIR)
         logger.info("%s already holds every row of this append; nothing was changed",
@@ -389,8 +390,7 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises):
                                                            receipts.values()),
                                 plan, entry, near)
     for name, text in tfds.files(manifest).items():
-        if name != DATASET_INFO:  # its one name template cannot cover a generation's shards:
-            store.write_atomic(name, text)  # tensorflow_datasets reads generation 0 only
+        store.write_atomic(name, text)
     write_manifest(store, manifest)
     store.remove(STATE_DIR)
     logger.info("appended generation %d to %s: %s (%d already there, %d rejected)",

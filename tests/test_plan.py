@@ -151,3 +151,16 @@ def test_a_table_planned_in_chunks_is_planned_as_in_one(images, monkeypatch, lab
     assert _plan_facts(chunked, df.index) == _plan_facts(whole, df.index)
     assert {0, 3, 5, 7, 10, 11} <= dict(chunked.rejected).keys()  # gone*.png, NOPE splits
     assert chunked.paths[0].endswith("gone0.png") and chunked.paths[1].endswith("1.png")
+
+
+def test_a_text_column_gives_each_row_across_its_chunks_as_a_take_does():
+    import numpy
+
+    from tfrecorder_lite.table.row_columns import TextColumn
+
+    chunks = [[f"/x/{i}.jpg" if i % 5 else None for i in range(start, start + 7)]
+              for start in range(0, 21, 7)]
+    column = TextColumn([TextColumn.compact(c) for c in chunks])
+    everything = [text for chunk in chunks for text in chunk]
+    assert [column[p] for p in range(21)] == column.take(range(21)) == everything
+    assert column[numpy.int64(10)] is None and column[13] == "/x/13.jpg"

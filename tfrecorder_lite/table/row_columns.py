@@ -36,7 +36,10 @@ class TextColumn:
         return len(self._values)
 
     def __getitem__(self, position):
-        return self.take([position])[0]
+        """The text (None for a missing one) at ``position``: found in its chunk, where a
+        ``take`` of one would cost time in proportion to the whole column."""
+        value = self._values[int(position)]
+        return None if value is None or pd.isna(value) else value
 
     def take(self, positions):
         """The texts (None for a missing one) at ``positions``, as a list."""

@@ -260,6 +260,7 @@ def test_ignore_neither_hashes_nor_reports_and_writes_the_same_shards(tmp_path):
     ignored = df.tfrecord.to_tfrecord(tmp_path / "ignored", progress=False, leakage="ignore")
     warned = df.tfrecord.to_tfrecord(tmp_path / "warned", progress=False)
     assert ignored.problems.empty and "near_duplicates" not in ignored.metadata
+    assert set(warned.problems.row) == set(copies)  # the same table, looked at
     assert not (tmp_path / "ignored" / layout.hashes_name(0)).exists()
     for entry in ignored.metadata["splits"].values():
         for shard in entry["shards"]:

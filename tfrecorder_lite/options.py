@@ -134,7 +134,7 @@ class WriteOptions:
     overwrite: bool = False
     n_jobs: int = -1
     progress: bool = True
-    leakage: str = "warn"
+    leakage: str = None  # chosen by the check: leakage_for
 
     def __post_init__(self):
         one_of("on_error", self.on_error, ON_ERROR)

@@ -28,6 +28,7 @@ from ..output.lock import FolderLock
 from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
 from ..redaction import redact_frame
 from ..images.phash import BITS, MAX_DISTANCE, describe
+from ..options import leakage_for
 from ..table.schema import problems_frame
 from . import append as appending
 from . import leakage as leaks
@@ -146,7 +147,9 @@ def write_plan(plan, df, store, write, *, runner=None, previous=None):
         _write_shards(plan, df, store, receipts, on_error, runner or JoblibRunner(write.n_jobs),
                       write.progress, lock)
         lock.check()  # and metadata.json's write checks the lease itself (lock.store)
-        return _finish(plan, df, store, receipts, write.leakage, previous, write.raises)
+        leakage = "ignore" if plan.image is None else leakage_for(
+            write.leakage, plan.image.check, plan.image.size, previous is not None)
+        return _finish(plan, df, store, receipts, leakage, previous, write.raises)
 
 
 def _write_shards(plan, df, store, receipts, on_error, runner, progress, lock):

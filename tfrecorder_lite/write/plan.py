@@ -247,7 +247,7 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
         "image": None if image is None else
         {k: v for k, v in dataclasses.asdict(image).items() if k not in ("max_bytes", "phash")},
         # the default of the check keeps the fingerprint of outputs written before it existed
-        **({"leakage": write.leakage} if image is not None and
+        **({"leakage": write.leakage} if image is not None and write.leakage is not None and
            write.leakage != leakage_for(None, image.check, image.size) else {}),
         "compression": compression, "extra_kinds": tuple(
             (c.name, c.kind) + ((c.shape,) if c.shape else ()) for c in extra),

@@ -164,3 +164,18 @@ def test_a_text_column_gives_each_row_across_its_chunks_as_a_take_does():
     everything = [text for chunk in chunks for text in chunk]
     assert [column[p] for p in range(21)] == column.take(range(21)) == everything
     assert column[numpy.int64(10)] is None and column[13] == "/x/13.jpg"
+
+
+@pytest.mark.parametrize("check", ["decode", "header"])
+def test_a_plan_has_the_fingerprint_of_the_conversion_it_plans(images, tmp_path, check):
+    # the near-duplicate mode a conversion takes by default depends on its check
+    from tfrecorder_lite import options
+
+    df = table(["TRAIN"] * 4 + ["TEST"] * 2)
+    result = df.tfrecord.to_tfrecord(tmp_path / "out", base_dir=str(images), check=check,
+                                     progress=False)
+    image = options.image_options(check, leakage=options.leakage_for(None, check))
+    planned = plan_table(df, **COLUMNS, base_dir=str(images), image=image)
+    assert planned.fingerprint == result.metadata["fingerprint"]
+    assert plan_table(df, **COLUMNS, base_dir=str(images), leakage="reject",
+                      image=options.image_options(check)).fingerprint != planned.fingerprint

@@ -275,17 +275,12 @@ def _write_one(tfrecorder_lite, images_dir, out_dir, name, call, options):
         source.write_text(json.dumps(document))
         tfrecorder_lite.convert(str(source), target, split="TRAIN", image_dir=images_dir,
                                 **options)
-    elif call == "convert_yolo":
-        root = Path(images_dir).parent / "yolo" / name  # one folder for both trees
+    elif call in ("convert_yolo", "convert_voc"):  # a folder of files, one for both trees
+        folder = call[len("convert_"):]
+        root = Path(images_dir).parent / folder / name
         paths = options.pop("paths")
         if not root.exists():
-            _write_yolo(root, paths)
-        tfrecorder_lite.convert(str(root), target, **options)
-    elif call == "convert_voc":
-        root = Path(images_dir).parent / "voc" / name  # one folder for both trees
-        paths = options.pop("paths")
-        if not root.exists():
-            _write_voc(root, paths)
+            {"yolo": _write_yolo, "voc": _write_voc}[folder](root, paths)
         tfrecorder_lite.convert(str(root), target, **options)
     else:
         tfrecorder_lite.to_tfrecord(df, target, **options)

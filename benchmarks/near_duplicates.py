@@ -137,7 +137,8 @@ def _hashes(data):
     """The hashes a conversion with check="decode" takes of a file."""
     from tfrecorder_lite.images.normalize import ImageOptions, prepare_image
 
-    return prepare_image(data, ImageOptions(phash=True)).phash
+    grid = prepare_image(data, ImageOptions(phash=True)).luminance
+    return tuple(phash.hash_grids([grid])[0].tolist())
 
 
 def quality(args):

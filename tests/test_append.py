@@ -165,6 +165,34 @@ def test_a_near_duplicate_of_an_earlier_generation_is_found(tmp_path):
     assert pairs.other_row.tolist() == [0]
 
 
+def test_hashes_of_an_earlier_hash_version_are_still_compared_and_the_user_is_told(
+        tmp_path, caplog):
+    from PIL import Image
+
+    df = _table(tmp_path / "images", n=6)
+    out = tmp_path / "out"
+    df.tfrecord.to_tfrecord(out, progress=False)
+    metadata = json.loads((out / layout.METADATA).read_text())
+    metadata["near_duplicates"]["hash"] = "64-bit DCT perceptual hash of the luminance"
+    (out / layout.METADATA).write_text(json.dumps(metadata))  # as an earlier version wrote it
+    copy = tmp_path / "images" / "copy.png"
+    Image.open(df.image_uri[0]).save(copy)
+    new = pd.DataFrame([("TRAIN", str(copy), "cat")], columns=df.columns)
+    with caplog.at_level("WARNING", logger="tfrecorder_lite"):
+        result = new.tfrecord.to_tfrecord(out, progress=False, append=True)
+    assert "hashed by another version (64-bit DCT perceptual hash of the luminance)" in \
+        caplog.text
+    assert result.problems.problem[0].startswith(
+        "near-duplicate across splits: looks like row '0'")
+    kept = json.loads((out / layout.METADATA).read_text())["near_duplicates"]["hash"]
+    assert kept == "64-bit DCT perceptual hash of the luminance"  # the earlier generations'
+    caplog.clear()  # an output this version hashed: no word of versions
+    df.tfrecord.to_tfrecord(tmp_path / "fresh", progress=False)
+    with caplog.at_level("WARNING", logger="tfrecorder_lite"):
+        again = new.tfrecord.to_tfrecord(tmp_path / "fresh", progress=False, append=True)
+    assert len(again.problems) == 1 and "another version" not in caplog.text
+
+
 # A real append that stops for good before committing the shard that follows its first
 # argv[4] shard commits, once it has written the file argv[3] (then it is killed).
 APPEND_SCRIPT = textwrap.dedent("""

@@ -12,6 +12,7 @@ from PIL import Image, ImageEnhance
 
 import tfrecorder_lite
 from tfrecorder_lite.images import phash
+from tfrecorder_lite.images.normalize import ImageOptions, prepare_image
 from tfrecorder_lite.output import layout
 
 from imagegen import exif_bytes, rich_photo, sideways
@@ -225,6 +226,28 @@ def test_to_tfrecord_warns_writes_every_row_and_lists_the_pairs_beside_the_manif
     again = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
     assert again.problems.equals(result.problems)
     assert tfrecorder_lite.verify(tmp_path / "out").startswith("OK")
+
+
+def test_the_hashes_file_keeps_each_images_hashes_and_neutralizes_the_tables_text(tmp_path):
+    df, _ = _leaky_table(tmp_path / "images", distinct=4)
+    df["label"] = ["=1+1", "@SUM(A1)", "-2", "cat"] * (len(df) // 4) + ["cat"] * (len(df) % 4)
+    df.index = [f"=row{i}" if i % 2 else i for i in range(len(df))]
+    df.tfrecord.to_tfrecord(tmp_path / "out", progress=False, check="decode")
+    hashes = pd.read_csv(tmp_path / "out" / layout.hashes_name(0), dtype=str,
+                         keep_default_na=False)
+    assert sorted(hashes.row) == sorted(f"'{i}" if str(i).startswith("=") else str(i)
+                                        for i in df.index)
+    by_row = hashes.set_index("row")
+    for position, (row, cells) in enumerate(df.iterrows()):
+        written = by_row.loc[f"'{row}" if str(row).startswith("=") else str(row)]
+        assert written.label == {"=1+1": "'=1+1", "@SUM(A1)": "'@SUM(A1)"}.get(
+            cells.label, cells.label)
+        assert written.split == cells.split and written.image_uri == cells.image_uri
+        with open(cells.image_uri, "rb") as f:
+            data = f.read()
+        # the writer hashes a chunk of images at once; one image alone hashes the same
+        alone = phash.hash_grids([prepare_image(data, ImageOptions(phash=True)).luminance])
+        assert written.phash + written.crops == "".join(f"{v:016x}" for v in alone[0]), position
 
 
 def test_reject_rejects_the_later_row_of_each_pair_and_writes_the_rest_as_without_it(tmp_path):

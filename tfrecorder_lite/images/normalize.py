@@ -42,8 +42,9 @@ class ImageOptions:
         quality: JPEG quality of resized images.
         max_pixels: images with more pixels are rejected as decompression bombs.
         max_bytes: image files larger than this are rejected without being read.
-        phash: also take each image's perceptual hashes (``phash.perceptual_hashes``), from
-            the pixels decoded anyway; with ``check="header"``, from a reduced-scale decode.
+        phash: also take what each image's perceptual hashes are made from (its
+            ``phash.luminance_grid``; ``phash.hash_grids`` hashes many at once), from the
+            pixels decoded anyway; with ``check="header"``, from a reduced-scale decode.
     """
 
     check: str = "decode"
@@ -65,7 +66,7 @@ class StoredImage:
     width: int
     channels: int
     source_size: tuple = None  # (height, width) before a resize (upright), when resized
-    phash: tuple = None  # the perceptual hashes of the image as displayed, when asked for
+    luminance: bytes = None  # the image's phash.luminance_grid as displayed, when asked for
 
 
 class ImageRejected(Exception):
@@ -233,7 +234,8 @@ def prepare_image(data, options):
 
     Returns:
         A StoredImage whose ``encoded`` bytes decode with ``tf.io.decode_image`` upright (with
-        its perceptual hash when ``options.phash``).
+        its luminance grid when ``options.phash``; None when a header-checked image does not
+        decode).
 
     Raises:
         ImageRejected: with a human reason ("not an image", "truncated JPEG", ...).
@@ -242,10 +244,11 @@ def prepare_image(data, options):
     if not options.phash:
         return stored
     if image is None:  # the pixels were not decoded: a reduced-scale decode of the original
-        value = phash.hash_encoded(data)
+        grid = phash.encoded_luminance_grid(data)
     else:
-        value = phash.perceptual_hashes(image)
-    return replace(stored, phash=value)
+        grid = phash.luminance_grid(image)
+    return StoredImage(stored.encoded, stored.format, stored.height, stored.width,
+                       stored.channels, stored.source_size, grid)
 
 
 def _prepare(data, options):

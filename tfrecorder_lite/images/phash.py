@@ -1,7 +1,8 @@
 """Perceptual hashes of images, and the pairs of near-identical ones across splits.
 
 A hash is 64 bits: the signs, against their median, of the 63 lowest-frequency DCT
-coefficients of the image's luminance shrunk to 32x32 (the DC term left out). The same photo
+coefficients of the image's luminance shrunk to 32x32 (the DC term left out; the luminance is
+first shrunk to a 32x32 grid by Pillow, and the image's crops taken from that). The same photo
 resized, re-encoded (JPEG at another quality, PNG), brightened or darkened a little keeps
 nearly the same bits; two different photos differ in about half of them. The distance is the
 number of differing bits (Hamming).
@@ -26,10 +27,13 @@ from PIL import Image, ImageOps
 BITS = 64
 MAX_DISTANCE = 6  # at most this many differing bits is a near-duplicate (a distance is even)
 KIND = "near-duplicate across splits"  # the problem's name, as validate() reports it
-_SIDE = 32  # the image is shrunk to _SIDE x _SIDE before the DCT
+GRID = 32  # an image's luminance is first shrunk (or grown) to GRID x GRID pixels
+_SIDE = 32  # then each crop of the grid is shrunk to _SIDE x _SIDE before the DCT
 _LOW = 8  # coefficients kept: the _LOW x _LOW lowest frequencies, DC left out
+_GRID_FILTER = Image.BILINEAR  # how the luminance is resized to the grid
+# The hash's name, as metadata.json keeps it: hashes of other versions are a few bits apart.
+METHOD = f"{BITS}-bit DCT perceptual hash of the luminance, crops of a {GRID}x{GRID} grid"
 DRAFT_SIZE = (16, 16)  # a JPEG is decoded at the smallest scale at least this large
-_WORK = 64  # a larger decoded image is first reduced to _WORK to 2 * _WORK pixels a side
 # The crops hashed beside the whole image, as fractions cut off (left, top, right, bottom):
 # 5% off two sides at each corner, and 2.5% off every side.
 CROPS = ((0.05, 0.05, 0, 0), (0, 0, 0.05, 0.05), (0.05, 0, 0, 0.05), (0, 0.05, 0.05, 0),
@@ -61,6 +65,55 @@ def _upright_rgb_or_gray(image):
     return image.convert("RGB")
 
 
+def luminance_grid(image):
+    """What the hashes of a Pillow image are taken from: its luminance shrunk (or grown) to
+    ``GRID`` x ``GRID`` pixels by area, as ``GRID * GRID`` bytes.
+
+    Only Pillow's own operations run here, so threads preparing images side by side hardly
+    wait on one another; :func:`hash_grids` then hashes many grids at once.
+
+    Args:
+        image: a loaded Pillow image of any mode and size, as displayed (rotate it upright
+            first).
+    """
+    gray = _upright_rgb_or_gray(image)
+    factor = min(gray.size) // GRID
+    if factor > 1:  # a large decode: first a box filter by a whole factor (one cheap pass)
+        gray = gray.reduce(factor)
+    gray = gray if gray.mode == "L" else gray.convert("L")
+    return gray.resize((GRID, GRID), _GRID_FILTER).tobytes()
+
+
+def hash_grids(grids):
+    """The perceptual hashes of many luminance grids (:func:`luminance_grid`) at once.
+
+    Each crop of ``_FRACTIONS`` is shrunk to _SIDE x _SIDE by area and its lowest DCT terms
+    taken, as two small matrix products a grid; the bits of every grid are then taken
+    together.
+
+    Args:
+        grids: a sequence of ``GRID * GRID``-byte grids.
+
+    Returns:
+        A uint64 array, a row per grid: the whole image's hash, then its crops' (in
+        ``[0, 2**63)``).
+    """
+    count = len(grids)
+    pixels = np.frombuffer(b"".join(grids), dtype=np.uint8).reshape(count, GRID, GRID)
+    low = np.empty((count, len(_FRACTIONS), _LOW, _LOW))
+    for i, grid in enumerate(pixels.astype(np.float64)):
+        # a product of one grid at a time: small enough for BLAS to keep to the calling
+        # thread (OpenBLAS spreads larger ones over threads that then spin, taking the
+        # cores from the threads preparing images)
+        columns = (grid @ _COLUMNS).reshape(GRID, len(_FRACTIONS), _LOW).transpose(1, 0, 2)
+        np.matmul(_ROWS, columns, out=low[i])
+    low = low.reshape(count, len(_FRACTIONS), _LOW * _LOW)[:, :, 1:]  # the DC term left out
+    median = np.partition(low, 31, axis=2)[:, :, 31:32]  # the 32nd of 63 AC terms
+    bits = np.zeros((count, len(_FRACTIONS), BITS), dtype=bool)
+    bits[:, :, 1:] = low > median  # the top bit stays 0
+    return np.packbits(bits, axis=2).view(">u8")[:, :, 0].astype(np.uint64)
+
+
 def perceptual_hashes(image):
     """The perceptual hashes of a Pillow image (as displayed: rotate it upright first): of
     the whole image, then of its crops in ``CROPS``.
@@ -74,19 +127,7 @@ def perceptual_hashes(image):
     Returns:
         A tuple of ``1 + len(CROPS)`` ints in ``[0, 2**63)``.
     """
-    gray = _upright_rgb_or_gray(image)
-    gray = gray if gray.mode == "L" else gray.convert("L")
-    factor = max(1, min(gray.size) // _WORK)
-    if factor > 1:  # a large decode: a box filter down to _WORK to 2 * _WORK pixels a side
-        gray = gray.reduce(factor)
-    width, height = gray.size
-    pixels = np.asarray(gray, dtype=np.float64)
-    # each crop shrunk to _SIDE x _SIDE by area and its low DCT terms, as two products
-    low = (_rows(height) @ pixels @ _columns(width)).reshape(len(_FRACTIONS), -1)[:, 1:]
-    median = np.partition(low, 31, axis=1)[:, 31:32]  # the 32nd of 63 AC terms
-    bits = np.zeros((len(_FRACTIONS), BITS), dtype=bool)
-    bits[:, 1:] = low > median  # the top bit stays 0
-    return tuple(int.from_bytes(row, "big") for row in np.packbits(bits, axis=1))
+    return tuple(hash_grids([luminance_grid(image)])[0].tolist())
 
 
 def _area_weights(start, stop, size):
@@ -99,18 +140,17 @@ def _area_weights(start, stop, size):
     return covered / covered.sum(axis=1, keepdims=True)
 
 
-@functools.lru_cache(maxsize=1024)
-def _rows(height):
-    """Per crop, its rows' shrink folded into the DCT: ``(crops, _LOW, height)``."""
-    return np.stack([_DCT @ _area_weights(top, 1 - bottom, height)
+def _matrices(grid):
+    """Per crop, its rows' shrink folded into the DCT, ``(crops, _LOW, grid)``; and its
+    columns' likewise, side by side, ``(grid, crops * _LOW)``."""
+    rows = np.stack([_DCT @ _area_weights(top, 1 - bottom, grid)
                      for _, top, _, bottom in _FRACTIONS])
+    columns = np.concatenate([(_DCT @ _area_weights(left, 1 - right, grid)).T
+                              for left, _, right, _ in _FRACTIONS], axis=1)
+    return rows, columns
 
 
-@functools.lru_cache(maxsize=1024)
-def _columns(width):
-    """Per crop, its columns' shrink folded into the DCT: ``(crops, width, _LOW)``."""
-    return np.stack([(_DCT @ _area_weights(left, 1 - right, width)).T
-                     for left, _, right, _ in _FRACTIONS])
+_ROWS, _COLUMNS = _matrices(GRID)
 
 
 def perceptual_hash(image):
@@ -118,14 +158,16 @@ def perceptual_hash(image):
     return perceptual_hashes(image)[0]
 
 
-def hash_encoded(data):
-    """The perceptual hashes of encoded image bytes, decoding as little as the format allows.
+def encoded_luminance_grid(data):
+    """The luminance grid (:func:`luminance_grid`) of encoded image bytes, decoding as little
+    as the format allows.
 
-    A JPEG is decoded at a reduced scale (libjpeg's 1/2 to 1/8, still at least 32 pixels a
-    side); other formats are decoded whole. The EXIF orientation is applied.
+    A JPEG is decoded at a reduced scale (libjpeg's 1/2 to 1/8, still at least
+    ``DRAFT_SIZE``) as grayscale; other formats are decoded whole. The EXIF orientation is
+    applied.
 
     Returns:
-        The hashes (:func:`perceptual_hashes`), or None when the bytes do not decode.
+        The grid, or None when the bytes do not decode.
     """
     try:
         with warnings.catch_warnings():
@@ -134,15 +176,24 @@ def hash_encoded(data):
             if image.format in ("JPEG", "MPO"):
                 image.draft("L", DRAFT_SIZE)  # the hash needs only the luminance
             image.load()
-            image = ImageOps.exif_transpose(image)
-            return perceptual_hashes(image)
+            return luminance_grid(ImageOps.exif_transpose(image))
     except Exception:  # an image that does not decode has no hash; its check says why
         return None
 
 
-def to_hex(values):
-    """Hashes as text: 16 hex digits each, side by side."""
-    return "".join(f"{value:016x}" for value in values)
+def hash_encoded(data):
+    """The perceptual hashes of encoded image bytes (see :func:`encoded_luminance_grid`), or
+    None when they do not decode."""
+    grid = encoded_luminance_grid(data)
+    return None if grid is None else tuple(hash_grids([grid])[0].tolist())
+
+
+def to_hex_rows(hashes):
+    """Rows of hashes (a uint64 array, as :func:`hash_grids` gives them) as text, one string
+    a row: 16 hex digits a hash, side by side."""
+    width = 16 * hashes.shape[1] if hashes.ndim == 2 else 0
+    text = hashes.astype(">u8").tobytes().hex()
+    return [text[i:i + width] for i in range(0, len(text), width)] if width else []
 
 
 def from_hex(text):

@@ -16,7 +16,7 @@ from ..options import LEAKAGE, TableOptions, one_of
 from ..images.normalize import (
     DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images,
     unreadable_reason)
-from ..images.phash import describe, near_pairs
+from ..images.phash import describe, hash_grids, near_pairs
 from ..record.boxes import declared_size_problem
 from ..record.features import RecordRejected
 
@@ -28,7 +28,7 @@ def inspect_images(items, options, storage_options=None, declared=None):
     """Check images (a joblib task): ``items`` are (position, path); ``declared``: ``{position:
     (height, width)}`` an annotation file declares; return (position, sha256 of the bytes or
     None, problem, perceptual hash or None)."""
-    out, declared = [], declared or {}
+    out, grids, declared = [], [], declared or {}
     contents = read_images([path for _, path in items], options, storage_options)
     for (position, _), content in zip(items, contents):
         try:
@@ -37,7 +37,12 @@ def inspect_images(items, options, storage_options=None, declared=None):
             out.append((position, None, str(exc), None))  # no digest: bytes not compared
         else:
             out.append((position, hashlib.sha256(content).digest(),
-                        declared_size_problem(declared.get(position), stored), stored.phash))
+                        declared_size_problem(declared.get(position), stored), None))
+            if stored.luminance is not None:
+                grids.append((len(out) - 1, stored.luminance))
+    hashes = hash_grids([grid for _, grid in grids]).tolist()
+    for (i, _), value in zip(grids, hashes):
+        out[i] = out[i][:3] + (tuple(value),)
     return out
 
 

@@ -27,7 +27,7 @@ from ..output.layout import (
 from ..output.lock import FolderLock
 from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
 from ..redaction import redact_frame
-from ..images.phash import BITS, MAX_DISTANCE, describe
+from ..images.phash import MAX_DISTANCE, METHOD, describe
 from ..options import leakage_for
 from ..table.schema import problems_frame
 from . import append as appending
@@ -227,10 +227,13 @@ def _index_label(index):
     return index.name or "row"
 
 
-def _safe_csv(frame, index_label, header=True):
-    """The CSV text of a frame bound for a file: redacted, spreadsheet-safe."""
-    safe = redact_frame(frame).map(_spreadsheet_safe)
-    safe.index = safe.index.map(_spreadsheet_safe)
+def _safe_csv(frame, index_label, header=True, trusted=()):
+    """The CSV text of a frame bound for a file: redacted, spreadsheet-safe (but for the
+    ``trusted`` columns, whose text the library made: hex digits, split names)."""
+    checked = [column for column in frame.columns if column not in trusted]
+    safe = frame.copy()
+    safe[checked] = redact_frame(frame[checked]).map(_spreadsheet_safe)
+    safe.index = frame.index.map(redaction.redact).map(_spreadsheet_safe)
     return safe.to_csv(index_label=index_label, header=header)
 
 
@@ -241,6 +244,7 @@ def _label_texts(plan, positions):
 
 
 _HASHES_CHUNK = 50_000  # rows of the hashes file made into text at once
+_MADE_HERE = ("split", "sha256", "phash", "crops")  # the hashes file's columns of our text
 
 
 def _write_hashes(store, name, plan, labels, hashes, splits):
@@ -258,7 +262,8 @@ def _write_hashes(store, name, plan, labels, hashes, splits):
                 "label": _label_texts(plan, positions),
                 "phash": [value[:16] for value in perceptual],
                 "crops": [value[16:] for value in perceptual]}, columns=leaks.HASH_COLUMNS)
-            pending.write(_safe_csv(frame.set_index("row"), "row", header=start == 0).encode())
+            pending.write(_safe_csv(frame.set_index("row"), "row", header=start == 0,
+                                    trusted=_MADE_HERE).encode())
     except BaseException:
         pending.discard()
         raise
@@ -322,7 +327,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
     if written:
         _write_hashes(store, hashes_name(generation), plan, labels, new, splits)
     return problems, {
-        "hash": f"{BITS}-bit DCT perceptual hash of the luminance",
+        "hash": METHOD,
         "max_distance": MAX_DISTANCE, "leakage": leakage, "pairs": found,
         "hashes": [hashes_name(generation)] if written else [],
         "file": near_duplicates_name(generation) if pairs else None}
@@ -353,6 +358,12 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises):
         mine = {h[0]: fate[h[0]] for h in receipt.hashes if h[0] in fate}
         if mine:
             receipts[name] = leaks.without_rows(store, receipt, plan, mine)
+    hashed_by = (previous.near_duplicates or {}).get("hash", METHOD)
+    if leakage != "ignore" and len(before) and hashed_by != METHOD:
+        logger.warning("%s: the earlier generations' images were hashed by another version "
+                       "(%s); this generation's are compared with those hashes, which are a "
+                       "few bits from this version's: a near-duplicate may be missed",
+                       store.url, hashed_by)
     problems, near = _near_duplicates(plan, df, store, receipts, leakage, generation, before)
     skipped = {p for p, reason in fate.items() if reason == appending.SKIPPED}
     rejected = sorted((row, reason) for position, reason in

@@ -168,8 +168,7 @@ def prepare_records(rows, image_options, features, storage_options=None, file_co
             image = (stored, storage.basename(path))
             info = (stored.format, stored.height, stored.width, stored.channels)
             if image_options.phash:
-                hashes = (hashlib.sha256(content).hexdigest(),
-                          None if stored.phash is None else phash.to_hex(stored.phash))
+                hashes = (hashlib.sha256(content).hexdigest(), stored.luminance)
         try:
             record = features.encode(image, values, files)
         except RecordRejected as exc:
@@ -177,6 +176,21 @@ def prepare_records(rows, image_options, features, storage_options=None, file_co
             continue
         info += (tuple(label.counted(record) for label in labels), hashes)  # counts: see counted
         out.append((example.encode_example_chunks(record, kinds), info))
+    return _hashed(out) if image_options is not None and image_options.phash else out
+
+
+def _hashed(prepared):
+    """``prepared`` with each record's luminance grid replaced by its perceptual hashes (as
+    hex), hashed all at once."""
+    grids = [info[-1][1] for record, info in prepared
+             if record is not None and info[-1][1] is not None]
+    texts = iter(phash.to_hex_rows(phash.hash_grids(grids)))
+    out = []
+    for record, info in prepared:
+        if record is not None:
+            digest, grid = info[-1]
+            info = info[:-1] + ((digest, None if grid is None else next(texts)),)
+        out.append((record, info))
     return out
 
 

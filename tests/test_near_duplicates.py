@@ -168,6 +168,18 @@ def test_the_bands_find_exactly_the_pairs_that_comparing_all_pairs_finds(bits):
         assert not {(i, n - 1 - i) for i in range(0, n // 2, 50)} & {(a, b) for a, b, _ in want}
 
 
+def test_buckets_compared_a_few_hashes_at_a_time_give_the_same_pairs(monkeypatch):
+    # hashes that look alike crowd a few buckets: their candidates are compared in pieces
+    hashes, groups = _planted(3000, 63, seed=5)
+    hashes[::7] &= np.uint64(0xFFFFFF)  # a seventh of them share their high bits
+    want = _all_pairs(_smallest_distances(hashes), groups, 6)
+    whole = phash.near_pairs(hashes, groups, 6)
+    monkeypatch.setattr(phash, "_CANDIDATES", 5)
+    pieces = phash.near_pairs(hashes, groups, 6)
+    assert set(zip(*(a.tolist() for a in pieces))) == want
+    assert all((a == b).all() for a, b in zip(whole, pieces)) and len(want) > 30
+
+
 def test_few_hashes_are_compared_all_pairs_and_give_the_same_pairs():
     hashes, groups = _planted(200, 63, seed=3)
     assert phash._bands(200, 60 * 6, 63, 6) is None

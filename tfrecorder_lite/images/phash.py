@@ -238,7 +238,8 @@ _PROBE, _LARGE_TABLE, _HIT, _CANDIDATE, _SLOT, _SORTED = 3.5, 1.3, 3.0, 8.0, 8.0
 _ROUND, _PAIR = 30_000.0, 2.6
 _CACHED_WIDTH = 21  # a table of up to 2**21 slots stays in the caches
 _CACHED_HASHES = 17  # and up to 2**17 hashes
-_MAX_WIDTH = 24  # a band's table has 2**width slots
+_MAX_WIDTH = 22  # a band's table has 2**width slots (5 bytes each, 13 while built)
+_CANDIDATES = 1 << 20  # hashes compared at once (about 40 bytes each while compared)
 
 
 @functools.lru_cache(maxsize=None)
@@ -337,26 +338,37 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17):
     """
     hashes = np.asarray(hashes, dtype=np.uint64)
     hashes = hashes[:, None] if hashes.ndim == 1 else hashes
-    groups = np.asarray(groups, dtype=np.int64)
     if not 0 <= max_distance < BITS:
         raise ValueError(f"max_distance must be 0 to {BITS - 1}, not {max_distance!r}")
     empty = np.zeros(0, dtype=np.int64)
-    names, sizes = np.unique(groups, return_counts=True)
-    if len(names) < 2:
+    _, groups, sizes = np.unique(np.asarray(groups, dtype=np.int64), return_inverse=True,
+                                 return_counts=True)
+    if len(sizes) < 2:
         return empty, empty, empty
+    groups = groups.astype(np.int8 if len(sizes) < 128 else np.int32)  # a byte per image
     images, per_image = hashes.shape
-    askers = np.flatnonzero(groups != names[np.argmax(sizes)])
-    largest = np.flatnonzero(groups == names[np.argmax(sizes)])
-    searches = [  # (index: image of each hash, its hashes; queries: likewise)
-        (np.arange(images), hashes[:, 0], np.repeat(askers, per_image), hashes[askers].ravel()),
-        (np.repeat(largest, per_image - 1), hashes[largest, 1:].ravel(), askers,
-         hashes[askers, 0])]
-    found = [_search(groups, *search, max_distance, chunk) for search in searches
-             if len(search[1]) and len(search[3])]
+    position = np.int32 if images * per_image < 2 ** 31 else np.int64
+    askers = np.flatnonzero(groups != np.argmax(sizes)).astype(position)
+    largest = np.flatnonzero(groups == np.argmax(sizes)).astype(position)
+
+    def whole_images():  # (index: image of each hash, its hashes; queries: likewise)
+        return (np.arange(images, dtype=position), hashes[:, 0],
+                np.repeat(askers, per_image), hashes[askers].ravel())
+
+    def crops():
+        return (np.repeat(largest, per_image - 1), hashes[largest, 1:].ravel(), askers,
+                hashes[askers, 0])
+
+    found = []
+    for search in (whole_images, crops):  # made one at a time: they are large
+        search = search()
+        if len(search[1]) and len(search[3]):
+            found.append(_search(groups, *search, max_distance, chunk))
+        del search
     if not found:
         return empty, empty, empty
-    first = np.concatenate([f[0] for f in found])
-    second = np.concatenate([f[1] for f in found])
+    first = np.concatenate([f[0] for f in found]).astype(np.int64)
+    second = np.concatenate([f[1] for f in found]).astype(np.int64)
     distance = np.concatenate([f[2] for f in found])
     first, second = np.minimum(first, second), np.maximum(first, second)
     order = np.lexsort((distance, first, second))  # by pair, its smallest distance first
@@ -400,9 +412,22 @@ def _all_pairs(index, queries, max_distance, chunk, index_groups, query_groups):
     return np.concatenate(out_query), np.concatenate(out_index)
 
 
+def _keys(hashes, shift, width):
+    """The ``width`` bits of each hash above its lowest ``shift``, as int64."""
+    keys = hashes >> np.uint64(shift)
+    keys &= np.uint64((1 << width) - 1)
+    return keys.view(np.int64)
+
+
 def _by_key(keys):
-    """The positions of ``keys`` (int64, below 2**31) in order of key, ties by position."""
-    return np.sort((keys << 32) | np.arange(len(keys))) & 0xFFFFFFFF
+    """The positions of ``keys`` (int64, below 2**31; their array is used up) in order of
+    key, ties by position, as int32 (or int64 beyond 2**31 keys)."""
+    keys <<= 32
+    for begin in range(0, len(keys), 1 << 20):  # no second array of the keys' size
+        keys[begin:begin + (1 << 20)] |= np.arange(begin, min(len(keys), begin + (1 << 20)))
+    keys.sort()
+    keys &= 0xFFFFFFFF
+    return keys.astype(np.int32 if len(keys) < 2 ** 31 else np.int64)
 
 
 def _band_pairs(index, queries, shift, width, radius, max_distance, chunk, index_groups,
@@ -410,22 +435,23 @@ def _band_pairs(index, queries, shift, width, radius, max_distance, chunk, index
     """``(query, index hash)`` positions of the close pairs across groups found through one
     band: each query's key looked up with every flip of at most ``radius`` bits.
 
-    The queries are taken in order of key, ``chunk`` at a time, and one flip at a time, the
-    flips in order: the lookups walk the band's tables in order instead of jumping across
-    them, and flips that change the same high bits look at the same slots one after another.
+    The index's hashes are sorted by key, and a table of ``2**width + 1`` int32 holds where
+    each key's hashes start (and a byte a key whether it has any). The queries are taken in
+    order of key, ``chunk`` at a time, and one flip at a time, the flips in order: the lookups
+    walk the table in order instead of jumping across it, and flips that change the same high
+    bits look at the same slots one after another.
     """
-    mask = np.uint64((1 << width) - 1)
-    keys = ((index >> np.uint64(shift)) & mask).astype(np.int64)
-    order = _by_key(keys)
-    in_order = index[order]  # a bucket's hashes side by side
+    keys = _keys(index, shift, width)
     counts = np.bincount(keys, minlength=1 << width)
     occupied = counts > 0
-    buckets = np.cumsum(counts) - counts  # a bucket's start << 32 | its count
-    buckets <<= 32
-    buckets |= counts
+    starts = np.zeros((1 << width) + 1, dtype=np.int32)  # bucket k: starts[k]:starts[k + 1]
+    np.cumsum(counts, out=starts[1:], dtype=np.int32)
     del counts
-    query_keys = ((queries >> np.uint64(shift)) & mask).astype(np.int64)
-    by_key = _by_key(query_keys)
+    order = _by_key(keys)
+    del keys
+    in_order = index[order]  # a bucket's hashes side by side
+    query_keys = _keys(queries, shift, width)
+    by_key = _by_key(query_keys.copy())
     out_query, out_index = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
     for begin in range(0, len(queries), chunk):
         asking = by_key[begin:begin + chunk]
@@ -437,18 +463,33 @@ def _band_pairs(index, queries, shift, width, radius, max_distance, chunk, index
             hit = np.flatnonzero(hits)
             if not len(hit):
                 continue
-            bucket = buckets[probe[hit]]
-            found = bucket & 0xFFFFFFFF
-            # position in ``order`` of every hash found: its bucket's start plus its rank there
-            skip = (bucket >> 32) - (np.cumsum(found) - found)
-            positions = np.arange(int(found.sum())) + np.repeat(skip, found)
-            who = np.repeat(hit, found)
-            close = np.flatnonzero(_popcount(in_order[positions] ^ mine[who]) <= max_distance)
-            other, who = order[positions[close]], asking[who[close]]
-            keep = index_groups[other] != query_groups[who]
-            out_query.append(who[keep])
-            out_index.append(other[keep])
+            slots = probe[hit]
+            start = starts[slots].astype(np.int64)
+            for who, positions in _candidates(hit, start, starts[slots + 1] - start,
+                                              _CANDIDATES):
+                close = np.flatnonzero(_popcount(in_order[positions] ^ mine[who]) <=
+                                       max_distance)
+                other, who = order[positions[close]], asking[who[close]]
+                keep = index_groups[other] != query_groups[who]
+                out_query.append(who[keep])
+                out_index.append(other[keep])
     return np.concatenate(out_query), np.concatenate(out_index)
+
+
+def _candidates(hit, start, found, most):
+    """``(query, position in the sorted index)`` of every hash in the buckets found, in pieces
+    of about ``most`` (a piece holds whole buckets: hashes that look alike crowd a few)."""
+    ends = np.cumsum(found)
+    first = 0
+    while first < len(hit):
+        done = int(ends[first - 1]) if first else 0
+        last = max(first + 1, int(np.searchsorted(ends, done + most, side="right")))
+        piece = found[first:last]
+        # a bucket's start plus the rank of each of its hashes
+        skip = start[first:last] - (np.cumsum(piece) - piece)
+        yield (np.repeat(hit[first:last], piece),
+               np.arange(int(ends[last - 1]) - done) + np.repeat(skip, piece))
+        first = last
 
 
 def describe(other, distance):

@@ -147,8 +147,11 @@ def _near_pairs(perceptual, hashed, splits):
     positions = np.flatnonzero(hashed)
     if not len(positions):
         return []
-    groups = pd.factorize(np.asarray(splits, dtype=object)[positions])[0]
-    first, second, distance = near_pairs(perceptual[positions], groups)
+    groups = pd.factorize(np.asarray(splits, dtype=object))[0]
+    if len(positions) == len(perceptual):  # every row: no copy of the hashes
+        first, second, distance = near_pairs(perceptual, groups)
+    else:
+        first, second, distance = near_pairs(perceptual[positions], groups[positions])
     return zip(positions[second].tolist(), positions[first].tolist(), distance.tolist())
 
 

@@ -10,7 +10,7 @@ receipt comes back. The bytes of a shard depend only on its rows, never on what 
 import io
 from html import escape
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ from ..output.layout import (
     near_duplicates_name, rejected_name)
 from ..output.lock import FolderLock
 from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
+from ..output.record_hashes import RecordHashes
 from ..redaction import redact_frame
 from ..images.phash import MAX_DISTANCE, METHOD, describe
 from ..options import leakage_for
@@ -287,6 +288,9 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
     split_of = {s.name: s.split for s in plan.shards}
     labels = plan.planned_labels(df.index)
     new, splits = leaks.in_table_order(receipts, split_of)
+    if leakage != "reject":  # the receipts' own copies are not needed again: let them go
+        for name, receipt in receipts.items():
+            receipts[name] = replace(receipt, hashes=RecordHashes())
 
     def where(key):
         if isinstance(key, tuple):  # an earlier generation's image

@@ -90,11 +90,10 @@ def in_table_order(receipts, split_of):
     parts = [(receipt.hashes, split_of[name]) for name, receipt in receipts.items()]
     if not parts:
         return RecordHashes(), np.zeros(0, dtype=object)
-    joined = RecordHashes.joined([hashes for hashes, _ in parts])
+    order = np.argsort(np.concatenate([hashes.positions for hashes, _ in parts]), kind="stable")
     splits = np.repeat(np.array([split for _, split in parts], dtype=object),
                        [len(hashes) for hashes, _ in parts])
-    order = np.argsort(joined.positions, kind="stable")
-    return joined.take(order), splits[order]
+    return RecordHashes.joined([hashes for hashes, _ in parts], order), splits[order]
 
 
 def new_pairs(before, new, splits):
@@ -114,9 +113,10 @@ def new_pairs(before, new, splits):
     old_rows = np.zeros(0, dtype=np.int64) if before is None or not len(before) else \
         np.flatnonzero((before.phash != "").to_numpy())
     old = rows_from_hex([before.phash.iat[i] + before.crops.iat[i] for i in old_rows])
-    width = min(old.shape[1], new.perceptual.shape[1]) if len(old) else new.perceptual.shape[1]
-    hashes = np.concatenate([old[:, :width].reshape(len(old), width),
-                             new.perceptual[new.hashed, :width]])
+    hashes = new.perceptual if new.hashed.all() else new.perceptual[new.hashed]
+    if len(old):  # else no copy of the new hashes
+        width = min(old.shape[1], hashes.shape[1])
+        hashes = np.concatenate([old[:, :width], hashes[:, :width]])
     names = np.concatenate([before.split.to_numpy(dtype=object)[old_rows] if len(old_rows) else
                             np.zeros(0, dtype=object), splits[new.hashed]])
     first, second, distance = near_pairs(hashes, pd.factorize(names)[0])

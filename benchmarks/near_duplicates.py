@@ -8,7 +8,9 @@ Three parts (all by default):
   wall seconds, medians and the per-round ratio.
 - ``search``: ``phash.near_pairs`` over 100,000 and 1,000,000 images (random hashes of 63
   bits as ``perceptual_hashes`` gives them, or 64 with ``--bits 64``; six per image as the
-  writer keeps them: the whole image and five crops; splits 80/10/10), wall and CPU seconds.
+  writer keeps them: the whole image and five crops; splits 80/10/10), wall and CPU seconds,
+  and the memory the search allocates at its peak beside the hashes (tracemalloc, a second
+  untimed call).
 - ``quality``: the 3,000 distinct images hashed as a conversion hashes them: the pairs found
   among them (none should be), and for every 10th image, made into a copy each way (50%
   resize, JPEG q50, PNG, 5% crop at a corner, 2.5% crop all round, +10% brightness), whether
@@ -27,6 +29,7 @@ import shutil
 import statistics
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -83,8 +86,8 @@ def search(args):
           f"max distance {phash.MAX_DISTANCE}, random hashes of {args.bits} bits "
           f"(load average {os.getloadavg()[0]:.1f})\n")
     print("| images | hashes | bands: whole images' index; TRAIN crops' index | wall s | CPU s "
-          "| pairs |")
-    print("|---|---|---|---|---|---|")
+          "| peak MB beside the hashes | pairs |")
+    print("|---|---|---|---|---|---|---|")
     for n in args.sizes:
         rng = np.random.default_rng(n)
         hashes = rng.integers(0, 2 ** args.bits - 1, (n, 1 + len(phash.CROPS)), dtype=np.uint64,
@@ -96,8 +99,12 @@ def search(args):
         wall, cpu = time.perf_counter(), time.process_time()
         first, _, _ = phash.near_pairs(hashes, groups)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        tracemalloc.start()  # again, for the memory the search holds at its peak (numpy's
+        phash.near_pairs(hashes, groups)  # arrays are traced), untimed
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
         print(f"| {n:,} | {hashes.size:,} | {'; '.join(bands)} | {wall:.2f} | {cpu:.2f} "
-              f"| {len(first)} |")
+              f"| {peak / 2**20:.0f} | {len(first)} |")
 
 
 def _bands(count, queries, bits):

@@ -11,6 +11,8 @@ Three parts (all by default):
   writer keeps them: the whole image and five crops; splits 80/10/10), wall and CPU seconds,
   and the memory the search allocates at its peak beside the hashes (tracemalloc, a second
   untimed call).
+- ``photos`` (with ``--photos FOLDER``): real photos, each against its copies made each way
+  (as ``quality`` makes them) and against the other photos.
 - ``quality``: the 3,000 distinct images hashed as a conversion hashes them: the pairs found
   among them (none should be), and for every 10th image, made into a copy each way (50%
   resize, JPEG q50, PNG, 5% crop at a corner, 2.5% crop all round, +10% brightness), whether
@@ -20,6 +22,7 @@ Usage:
     python benchmarks/near_duplicates.py                   # every part
     python benchmarks/near_duplicates.py --part search --sizes 100000 1000000
     python benchmarks/near_duplicates.py --part convert --cpu --repeats 5
+    python benchmarks/near_duplicates.py --part photos --photos FOLDER  # real photos
 """
 
 import argparse
@@ -179,10 +182,39 @@ def quality(args):
               f"{', '.join(f'{d}: {n}' for d, n in counts.items())} |")
 
 
+def photos(args):
+    """Each photo of ``args.photos`` (a folder) against its copies made each way, and against
+    the other photos."""
+    paths = sorted(p for p in Path(args.photos).iterdir()
+                   if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+    datas = [p.read_bytes() for p in paths]
+    hashes = np.array([_hashes(data) for data in datas], dtype=np.uint64)
+    first, second, distance = phash.near_pairs(hashes, np.arange(len(paths)), 16)
+    close = [(paths[a].name, paths[b].name, int(d)) for a, b, d in zip(first, second, distance)]
+    print(f"\n## {len(paths)} photos of {args.photos}: pairs of distinct photos within "
+          f"{phash.MAX_DISTANCE} bits: "
+          f"{[c for c in close if c[2] <= phash.MAX_DISTANCE] or 'none'}; within 16: "
+          f"{close or 'none'}\n")
+    print("| copy | found | largest distance | distances | missed |")
+    print("|---|---|---|---|---|")
+    for how, make in COPIES.items():
+        distances = []
+        for path, original in zip(paths, hashes):
+            copy = _hashes(make(Image.open(path).convert("RGB")))
+            pair = phash.near_pairs(np.array([original, copy], dtype=np.uint64), [0, 1], 63)
+            distances.append(int(pair[2][0]))
+        missed = [f"{p.name} ({d})" for p, d in zip(paths, distances) if d > phash.MAX_DISTANCE]
+        counts = pd.Series(distances).value_counts().sort_index()
+        print(f"| {how} | {len(paths) - len(missed)}/{len(paths)} | {max(distances)} | "
+              f"{', '.join(f'{d}: {n}' for d, n in counts.items())} | "
+              f"{', '.join(missed) or 'none'} |")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--part", choices=["convert", "search", "quality", "all"],
+    parser.add_argument("--part", choices=["convert", "search", "quality", "photos", "all"],
                         default="all")
+    parser.add_argument("--photos", help="photos: a folder of real photos (JPEG, PNG)")
     parser.add_argument("--images", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
@@ -194,8 +226,11 @@ def main(argv=None):
                         help="convert: time the CPU of one process (n_jobs=1) instead of the "
                              "wall time of the default parallelism (steadier on a busy machine)")
     args = parser.parse_args(argv)
-    for part, run in (("quality", quality), ("search", search), ("convert", convert)):
-        if args.part in (part, "all"):
+    if args.part == "photos" and not args.photos:
+        parser.error("--part photos needs --photos FOLDER")
+    for part, run in (("quality", quality), ("photos", photos), ("search", search),
+                      ("convert", convert)):
+        if args.part in (part, "all") and (part != "photos" or args.photos):
             run(args)
 
 

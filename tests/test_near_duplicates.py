@@ -168,13 +168,15 @@ def test_the_bands_find_exactly_the_pairs_that_comparing_all_pairs_finds(bits):
         assert not {(i, n - 1 - i) for i in range(0, n // 2, 50)} & {(a, b) for a, b, _ in want}
 
 
-def test_buckets_compared_a_few_hashes_at_a_time_give_the_same_pairs(monkeypatch):
-    # hashes that look alike crowd a few buckets: their candidates are compared in pieces
+@pytest.mark.parametrize("limit", ["_CANDIDATES", "_INDEX_PART"])
+def test_a_search_made_a_piece_at_a_time_gives_the_same_pairs(monkeypatch, limit):
+    # hashes that look alike crowd a few buckets: their candidates are compared in pieces;
+    # and the largest group's crops are indexed a part of its images at a time
     hashes, groups = _planted(3000, 63, seed=5)
     hashes[::7] &= np.uint64(0xFFFFFF)  # a seventh of them share their high bits
     want = _all_pairs(_smallest_distances(hashes), groups, 6)
     whole = phash.near_pairs(hashes, groups, 6)
-    monkeypatch.setattr(phash, "_CANDIDATES", 5)
+    monkeypatch.setattr(phash, limit, 5 if limit == "_CANDIDATES" else 1000)
     pieces = phash.near_pairs(hashes, groups, 6)
     assert set(zip(*(a.tolist() for a in pieces))) == want
     assert all((a == b).all() for a, b in zip(whole, pieces)) and len(want) > 30
@@ -223,6 +225,8 @@ def test_to_tfrecord_warns_writes_every_row_and_lists_the_pairs_beside_the_manif
     assert {(r, o) for r, o in zip(pairs.row, pairs.other_row)} == \
         {(row, original) for row, (original, _) in copies.items()}
     assert set(pairs.split) == {"TRAIN"} and set(pairs.other_split) == {"TEST"}
+    # shards are written shuffled; the pairs still come in table order of their later row
+    assert pairs.row.tolist() == sorted(pairs.row) == result.problems.row.tolist()
     assert (pairs.distance <= phash.MAX_DISTANCE).all()
     near = result.metadata["near_duplicates"]
     assert near["pairs"] == len(copies) and near["file"] == layout.NEAR_DUPLICATES

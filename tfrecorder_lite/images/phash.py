@@ -240,6 +240,7 @@ _CACHED_WIDTH = 21  # a table of up to 2**21 slots stays in the caches
 _CACHED_HASHES = 17  # and up to 2**17 hashes
 _MAX_WIDTH = 22  # a band's table has 2**width slots (5 bytes each, 13 while built)
 _CANDIDATES = 1 << 20  # hashes compared at once (about 40 bytes each while compared)
+_INDEX_PART = 1 << 21  # crops indexed at once (about 30 bytes each while indexed)
 
 
 @functools.lru_cache(maxsize=None)
@@ -355,12 +356,15 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17):
         return (np.arange(images, dtype=position), hashes[:, 0],
                 np.repeat(askers, per_image), hashes[askers].ravel())
 
-    def crops():
-        return (np.repeat(largest, per_image - 1), hashes[largest, 1:].ravel(), askers,
+    def crops(part):  # a part of the largest group's images at a time (the most hashes)
+        return (np.repeat(part, per_image - 1), hashes[part, 1:].ravel(), askers,
                 hashes[askers, 0])
 
+    step = max(1, _INDEX_PART // max(1, per_image - 1))
+    searches = [whole_images] + [functools.partial(crops, largest[i:i + step])
+                                 for i in range(0, len(largest), step)]
     found = []
-    for search in (whole_images, crops):  # made one at a time: they are large
+    for search in searches:  # made one at a time: they are large
         search = search()
         if len(search[1]) and len(search[3]):
             found.append(_search(groups, *search, max_distance, chunk))

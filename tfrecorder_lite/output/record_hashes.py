@@ -40,30 +40,23 @@ class RecordHashes:
         self._sizes = np.array([e[4:7] for e in entries], dtype=np.int32).reshape(count, 3)
 
     @classmethod
-    def joined(cls, parts, order=None):
-        """One RecordHashes of the records of several, one after another, or in ``order``
-        (positions in that sequence) when given; made a column at a time, so that a copy of
-        the whole is never held twice."""
+    def joined(cls, parts):
+        """One RecordHashes of the records of several, one after another."""
         parts = [p for p in parts if len(p)]
         if not parts:
             return cls()
-
-        def column(arrays):
-            whole = np.concatenate(arrays)
-            return whole if order is None else whole[order]
-
         width = min(p.perceptual.shape[1] for p in parts)  # equal but for an older version's
         joined = cls()
         joined._formats = tuple(dict.fromkeys(f for p in parts for f in p._formats))
-        joined.positions = column([p.positions for p in parts])
-        joined.digest_bytes = column([p.digest_bytes for p in parts])
-        joined.hashed = column([p.hashed for p in parts])
-        joined.perceptual = column([p.perceptual[:, :width] for p in parts])
-        joined._format_codes = column([
+        joined.positions = np.concatenate([p.positions for p in parts])
+        joined.digest_bytes = np.concatenate([p.digest_bytes for p in parts])
+        joined.hashed = np.concatenate([p.hashed for p in parts])
+        joined.perceptual = np.concatenate([p.perceptual[:, :width] for p in parts])
+        joined._format_codes = np.concatenate([
             np.array([joined._formats.index(f) for f in p._formats],
                      dtype=np.uint8)[p._format_codes] if p._formats else p._format_codes
             for p in parts])
-        joined._sizes = column([p._sizes for p in parts])
+        joined._sizes = np.concatenate([p._sizes for p in parts])
         return joined
 
     def take(self, order):

@@ -7,6 +7,7 @@ Each task reads its own images and writes its own file through the storage layer
 receipt comes back. The bytes of a shard depend only on its rows, never on what ran it.
 """
 
+import ctypes
 import io
 from html import escape
 import re
@@ -248,17 +249,19 @@ _HASHES_CHUNK = 50_000  # rows of the hashes file made into text at once
 _MADE_HERE = ("split", "sha256", "phash", "crops")  # the hashes file's columns of our text
 
 
-def _write_hashes(store, name, plan, labels, hashes, splits):
-    """Write the hashes file ``name``: a row per record of ``hashes`` (a RecordHashes in table
-    order, ``splits`` the split of each), made into text a chunk at a time."""
+def _write_hashes(store, name, plan, labels, hashes, splits, order):
+    """Write the hashes file ``name``: a row per record of ``hashes`` (a RecordHashes,
+    ``splits`` the split of each), in table order (``order``), made into text a chunk at a
+    time."""
     pending = store.open_for_commit(name)
     try:
-        for start in range(0, len(hashes), _HASHES_CHUNK):
-            part = hashes.take(slice(start, start + _HASHES_CHUNK))
+        for start in range(0, len(order), _HASHES_CHUNK):
+            rows = order[start:start + _HASHES_CHUNK]
+            part = hashes.take(rows)
             positions = part.positions.tolist()
             perceptual = [value or "" for value in part.perceptual_hex()]
             frame = pd.DataFrame({
-                "row": labels.take(positions), "split": splits[start:start + len(part)],
+                "row": labels.take(positions), "split": splits[rows],
                 "image_uri": plan.paths.take(positions), "sha256": part.digests(),
                 "label": _label_texts(plan, positions),
                 "phash": [value[:16] for value in perceptual],
@@ -287,10 +290,12 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         return None, None
     split_of = {s.name: s.split for s in plan.shards}
     labels = plan.planned_labels(df.index)
-    new, splits = leaks.in_table_order(receipts, split_of)
+    new, splits, order = leaks.joined(receipts, split_of)
     if leakage != "reject":  # the receipts' own copies are not needed again: let them go
         for name, receipt in receipts.items():
             receipts[name] = replace(receipt, hashes=RecordHashes())
+        _give_back_freed_memory()
+    table_positions = new.positions[order]  # sorted
 
     def where(key):
         if isinstance(key, tuple):  # an earlier generation's image
@@ -306,7 +311,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         return labels[key], split_of_row(key), plan.paths[key]
 
     def split_of_row(position):
-        return splits[np.searchsorted(new.positions, position)]
+        return splits[order[np.searchsorted(table_positions, position)]]
 
     pairs = leaks.new_pairs(before, new, splits)
     found = len(pairs)
@@ -318,7 +323,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
             mine = {p: drop[p] for p in receipt.hashes.positions.tolist() if p in drop}
             if mine:
                 receipts[name] = leaks.without_rows(store, receipt, plan, mine)
-        new, splits = leaks.in_table_order(receipts, split_of)
+        new, splits, order = leaks.joined(receipts, split_of)
         pairs = []
     elif pairs:
         problems = problems_frame([
@@ -329,12 +334,22 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
                            _safe_csv(frame.set_index("row"), "row"))
     written = len(new)
     if written:
-        _write_hashes(store, hashes_name(generation), plan, labels, new, splits)
+        _write_hashes(store, hashes_name(generation), plan, labels, new, splits, order)
     return problems, {
         "hash": METHOD,
         "max_distance": MAX_DISTANCE, "leakage": leakage, "pairs": found,
         "hashes": [hashes_name(generation)] if written else [],
         "file": near_duplicates_name(generation) if pairs else None}
+
+
+def _give_back_freed_memory():
+    """Return the heap memory freed so far to the system where the C library can (glibc's
+    ``malloc_trim``): else the many small arrays just let go stay part of the process, and the
+    search that follows grows it further."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (AttributeError, OSError):  # not glibc
+        pass
 
 
 def recorded_image_options(image):

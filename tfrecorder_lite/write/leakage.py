@@ -80,20 +80,24 @@ def pairs_frame(pairs, describe_row):
     return pd.DataFrame(rows, columns=PAIR_COLUMNS)
 
 
-def in_table_order(receipts, split_of):
-    """``(RecordHashes of every record of ``receipts``, the split of each)``, in table order.
+def joined(receipts, split_of):
+    """Every record of ``receipts``, in the receipts' order (no copy in table order is made).
 
     Args:
         receipts: shard name -> Receipt.
         split_of: shard name -> its split.
+
+    Returns:
+        ``(RecordHashes of the records, the split of each, the order that puts them in table
+        order)``.
     """
     parts = [(receipt.hashes, split_of[name]) for name, receipt in receipts.items()]
     if not parts:
-        return RecordHashes(), np.zeros(0, dtype=object)
-    order = np.argsort(np.concatenate([hashes.positions for hashes, _ in parts]), kind="stable")
+        return RecordHashes(), np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64)
+    hashes = RecordHashes.joined([hashes for hashes, _ in parts])
     splits = np.repeat(np.array([split for _, split in parts], dtype=object),
                        [len(hashes) for hashes, _ in parts])
-    return RecordHashes.joined([hashes for hashes, _ in parts], order), splits[order]
+    return hashes, splits, np.argsort(hashes.positions, kind="stable")
 
 
 def new_pairs(before, new, splits):
@@ -101,11 +105,12 @@ def new_pairs(before, new, splits):
 
     Args:
         before: the earlier generations' images (``append.written_before``), or None.
-        new: the new records' RecordHashes, in table order.
+        new: the new records' RecordHashes, in any order.
         splits: the split of each new record.
 
     Returns:
-        ``(later key, earlier key, distance)`` per pair, in order of the later record; a key
+        ``(later key, earlier key, distance)`` per pair, in order of the later record (its
+        partners in ``before`` first, in their order, then the new ones by position); a key
         is a new record's table position, or ``(0, i)`` for row ``i`` of ``before``.
     """
     if not new.hashed.any():
@@ -125,6 +130,16 @@ def new_pairs(before, new, splits):
     def key(i):
         return (0, int(old_rows[i])) if i < count else int(positions[i - count])
 
-    return [(key(b), key(a), d) for a, b, d in
-            zip(first.tolist(), second.tolist(), distance.tolist()) if b >= count]
+    pairs = []
+    for a, b, d in zip(first.tolist(), second.tolist(), distance.tolist()):
+        if b >= count:  # not two earlier images
+            earlier, later = sorted((key(a), key(b)), key=_table_order_key)
+            pairs.append((later, earlier, d))
+    return sorted(pairs, key=lambda pair: (pair[0], _table_order_key(pair[1])))
+
+
+def _table_order_key(key):
+    """A sort key that puts earlier generations' images first, then new records by
+    position."""
+    return (0, key[1]) if isinstance(key, tuple) else (1, key)
 

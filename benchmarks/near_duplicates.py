@@ -97,8 +97,11 @@ def search(args):
                               endpoint=True)
         groups = rng.choice(3, n, p=[0.8, 0.1, 0.1])
         asking = int((groups != 0).sum())
-        bands = [_bands(*size, args.bits) for size in
-                 ((n, asking * hashes.shape[1]), ((n - asking) * len(phash.CROPS), asking))]
+        crops = (n - asking) * len(phash.CROPS)  # indexed a part at a time
+        bands = [_bands(n, asking * hashes.shape[1], args.bits),
+                 _bands(min(crops, phash._INDEX_PART), asking, args.bits) +
+                 (f" ({-(-crops // phash._INDEX_PART)} parts)" if crops > phash._INDEX_PART
+                  else "")]
         wall, cpu = time.perf_counter(), time.process_time()
         first, _, _ = phash.near_pairs(hashes, groups)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu

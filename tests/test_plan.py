@@ -130,6 +130,22 @@ def test_a_task_carries_its_shard_rows_only(images):
     assert task.features is plan.features and task.image == plan.image
 
 
+def test_task_rows_kept_as_columns_give_every_row_back_whole_after_pickling():
+    import pickle
+
+    from tfrecorder_lite.write.task import TaskRows
+
+    paths = ["a/1.jpg", "b/ü2.png", "", "gs://c/3 4.jpg", "d\n5.jpg"]
+    values = [((i, f"l{i}"),) for i in range(5)]
+    rows = TaskRows([10, 11, 12, 13, 14], None, paths, values, [()] * 5)
+    again = pickle.loads(pickle.dumps(rows))
+    want = [(10 + i, 10 + i, paths[i], values[i], ()) for i in range(5)]
+    assert len(again) == 5 and list(again) == want and again == rows
+    assert again[1:3] == want[1:3] and again[4:] == want[4:] and again[5:] == []
+    labelled = TaskRows([0, 1], ["x", ("m", 2)], [None, None], [(), ()], [("f",), ("g",)])
+    assert labelled[:] == [(0, "x", None, (), ("f",)), (1, ("m", 2), None, (), ("g",))]
+
+
 def _plan_facts(plan, index):
     return (plan.fingerprint,
             [(s.name, s.positions.tolist(), s.source_bytes) for s in plan.shards],

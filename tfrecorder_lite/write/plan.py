@@ -23,7 +23,7 @@ from ..output.manifest import FORMAT_VERSION
 from ..record import keys
 from ..record.features import FeatureSet
 from ..table.row_columns import LabelColumns, TextColumn
-from .task import ShardTask
+from .task import ShardTask, TaskRows
 from ..options import leakage_for, table_and_write
 from ..table.files import stat_files
 from ..table.kinds import prepare
@@ -142,10 +142,10 @@ class WritePlan:
             [self.files[p] for p in positions]
         by_position = isinstance(row_labels, pd.RangeIndex) and row_labels.start == 0 and \
             row_labels.step == 1  # each row's label is its position: one int for both
-        rows = tuple((p, p if by_position else row_labels[p], path,
-                      (*labels_, *more) if more else labels_, other)
-                     for p, path, labels_, more, other in zip(
-                         positions, self.paths.take(positions), values, extras, files))
+        rows = TaskRows(positions, None if by_position else row_labels[positions].tolist(),
+                        self.paths.take(positions),
+                        [(*labels_, *more) if more else labels_
+                         for labels_, more in zip(values, extras)], files)
         return ShardTask(shard.name, rows, self.image, self.compression, self.features,
                          self.sha256, threads, self.file_columns, self.file_format.name)
 

@@ -13,6 +13,8 @@ from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numpy as np
+
 from .. import storage
 from ..errors import row_repr
 from ..images import phash
@@ -29,16 +31,77 @@ from ..record.framing import file_digest
 _MAX_CHUNK = 64  # rows read and prepared together (bounds memory; one batch of requests)
 
 
+class TaskRows:
+    """A shard task's rows, kept as columns: ``len()``, and a slice gives the rows' tuples
+    ``(table position, row label, path, values, files)``.
+
+    A task waits in the driver with all its rows until a worker takes it (a few are made ahead
+    and queued); as a tuple of Python objects a row, a million rows' tasks held there cost
+    hundreds of megabytes, as columns about a third.
+
+    Args:
+        positions: the rows' table positions.
+        labels: their row labels, or None when each row's label is its position.
+        paths: their image paths or URLs (None without images).
+        values: their values (see ShardTask).
+        files: their other files' paths (see ShardTask).
+    """
+
+    def __init__(self, positions, labels, paths, values, files):
+        self._positions = np.asarray(positions, dtype=np.int64)
+        self._labels = None if labels is None else list(labels)
+        paths = list(paths)
+        if any(path is None for path in paths):
+            self._paths, self._ends = paths, None
+        else:  # one text, cut at each path's end
+            self._paths = "".join(paths)
+            self._ends = np.cumsum([len(path) for path in paths], dtype=np.int64)
+        self._values = list(values)
+        self._files = list(files)
+
+    def __len__(self):
+        return len(self._positions)
+
+    def __getitem__(self, rows):
+        if not isinstance(rows, slice) or rows.step not in (None, 1):
+            raise TypeError("TaskRows are taken a slice at a time")
+        start, stop, _ = rows.indices(len(self))
+        stop = max(start, stop)
+        positions = self._positions[start:stop].tolist()
+        if self._ends is None:
+            paths = self._paths[start:stop]
+        else:
+            ends = self._ends[start:stop].tolist()
+            begin = int(self._ends[start - 1]) if start else 0
+            paths = []
+            for end in ends:
+                paths.append(self._paths[begin:end])
+                begin = end
+        labels = positions if self._labels is None else self._labels[start:stop]
+        return list(zip(positions, labels, paths, self._values[start:stop],
+                        self._files[start:stop]))
+
+    def __iter__(self):
+        return iter(self[:])
+
+    def __eq__(self, other):
+        return isinstance(other, TaskRows) and self[:] == other[:]
+
+    def __repr__(self):
+        return f"TaskRows({len(self)} rows)"
+
+
 @dataclass(frozen=True)
 class ShardTask:
     """Everything one worker needs to write one shard, and nothing more.
 
     Attributes:
         name: the shard's file name.
-        rows: one tuple per record, in writing order: (table position, row label, image path
-            or URL (None without images), values (one per row feature of ``features``: each
-            label field's (id, text), with tuples for multi-label; each extra column's value),
-            files (the paths or URLs of the row's other files, one per ``file_columns``)).
+        rows: TaskRows (or a sequence of tuples): one per record, in writing order: (table
+            position, row label, image path or URL (None without images), values (one per row
+            feature of ``features``: each label field's (id, text), with tuples for
+            multi-label; each extra column's value), files (the paths or URLs of the row's
+            other files, one per ``file_columns``)).
         image: ImageOptions, or None for a table without images.
         compression: None, "GZIP" or "ZLIB".
         features: the FeatureSet of the records.

@@ -238,9 +238,9 @@ _PROBE, _LARGE_TABLE, _HIT, _CANDIDATE, _SLOT, _SORTED = 3.5, 1.3, 3.0, 8.0, 8.0
 _ROUND, _PAIR = 30_000.0, 2.6
 _CACHED_WIDTH = 21  # a table of up to 2**21 slots stays in the caches
 _CACHED_HASHES = 17  # and up to 2**17 hashes
-_MAX_WIDTH = 22  # a band's table has 2**width slots (5 bytes each, 13 while built)
-_CANDIDATES = 1 << 20  # hashes compared at once (about 40 bytes each while compared)
-_INDEX_PART = 1 << 21  # crops indexed at once (about 30 bytes each while indexed)
+_MAX_WIDTH = 21  # a band's table has 2**width slots (5 bytes each, 13 while built)
+_CANDIDATES = 1 << 19  # hashes compared at once (about 40 bytes each while compared)
+_INDEX_PART = 1 << 20  # crops indexed at once (about 30 bytes each while indexed)
 
 
 @functools.lru_cache(maxsize=None)

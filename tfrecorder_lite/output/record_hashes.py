@@ -7,6 +7,8 @@ kept as arrays about a hundred bytes a record.
 
 import numpy as np
 
+from ..memory import give_back_freed_memory
+
 _DIGEST_BYTES = 32  # sha256
 
 
@@ -40,23 +42,31 @@ class RecordHashes:
         self._sizes = np.array([e[4:7] for e in entries], dtype=np.int32).reshape(count, 3)
 
     @classmethod
-    def joined(cls, parts):
-        """One RecordHashes of the records of several, one after another."""
+    def joined(cls, parts, consume=False):
+        """One RecordHashes of the records of several, one after another; with ``consume``,
+        each column of the parts is emptied as soon as it is joined (so that the whole is
+        never held twice)."""
         parts = [p for p in parts if len(p)]
         if not parts:
             return cls()
         width = min(p.perceptual.shape[1] for p in parts)  # equal but for an older version's
         joined = cls()
         joined._formats = tuple(dict.fromkeys(f for p in parts for f in p._formats))
-        joined.positions = np.concatenate([p.positions for p in parts])
-        joined.digest_bytes = np.concatenate([p.digest_bytes for p in parts])
-        joined.hashed = np.concatenate([p.hashed for p in parts])
-        joined.perceptual = np.concatenate([p.perceptual[:, :width] for p in parts])
-        joined._format_codes = np.concatenate([
-            np.array([joined._formats.index(f) for f in p._formats],
-                     dtype=np.uint8)[p._format_codes] if p._formats else p._format_codes
-            for p in parts])
-        joined._sizes = np.concatenate([p._sizes for p in parts])
+        codes = [np.array([joined._formats.index(f) for f in p._formats],
+                          dtype=np.uint8) for p in parts]
+        for name, column in (
+                ("positions", lambda p, _: p.positions),
+                ("digest_bytes", lambda p, _: p.digest_bytes),
+                ("hashed", lambda p, _: p.hashed),
+                ("perceptual", lambda p, _: p.perceptual[:, :width]),
+                ("_format_codes", lambda p, i: codes[i][p._format_codes] if p._formats
+                 else p._format_codes),
+                ("_sizes", lambda p, _: p._sizes)):
+            setattr(joined, name, np.concatenate([column(p, i) for i, p in enumerate(parts)]))
+            if consume:
+                for p in parts:
+                    setattr(p, name, getattr(p, name)[:0])
+                give_back_freed_memory()
         return joined
 
     def take(self, order):

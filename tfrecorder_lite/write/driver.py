@@ -7,7 +7,6 @@ Each task reads its own images and writes its own file through the storage layer
 receipt comes back. The bytes of a shard depend only on its rows, never on what ran it.
 """
 
-import ctypes
 import io
 from html import escape
 import re
@@ -20,6 +19,7 @@ from tqdm.auto import tqdm
 from .. import redaction
 from .._version import __version__
 from ..errors import InvalidRowError, SchemaError, row_repr
+from ..memory import give_back_freed_memory
 from ..output import state as output_state
 from ..output import tfds
 from ..output.layout import (
@@ -245,7 +245,7 @@ def _label_texts(plan, positions):
     return ["|".join(v[0][1]) if isinstance(v[0][1], tuple) else v[0][1] for v in values]
 
 
-_HASHES_CHUNK = 50_000  # rows of the hashes file made into text at once
+_HASHES_CHUNK = 10_000  # rows of the hashes file made into text at once
 _MADE_HERE = ("split", "sha256", "phash", "crops")  # the hashes file's columns of our text
 
 
@@ -290,12 +290,15 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         return None, None
     split_of = {s.name: s.split for s in plan.shards}
     labels = plan.planned_labels(df.index)
-    new, splits, order = leaks.joined(receipts, split_of)
-    if leakage != "reject":  # the receipts' own copies are not needed again: let them go
+    new, splits, order = leaks.joined(receipts, split_of, consume=leakage != "reject")
+    written = len(new)
+    if leakage != "reject":  # the hashes file first; then the search keeps what it reads only
         for name, receipt in receipts.items():
             receipts[name] = replace(receipt, hashes=RecordHashes())
-        _give_back_freed_memory()
-    table_positions = new.positions[order]  # sorted
+        if written:
+            _write_hashes(store, hashes_name(generation), plan, labels, new, splits, order)
+        new = leaks.Searched(new.positions, new.perceptual, new.hashed)
+        give_back_freed_memory()
 
     def where(key):
         if isinstance(key, tuple):  # an earlier generation's image
@@ -311,7 +314,11 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         return labels[key], split_of_row(key), plan.paths[key]
 
     def split_of_row(position):
-        return splits[order[np.searchsorted(table_positions, position)]]
+        if "positions" not in in_table_order:  # made for the first pair described
+            in_table_order["positions"] = new.positions[order]
+        return splits[order[np.searchsorted(in_table_order["positions"], position)]]
+
+    in_table_order = {}
 
     pairs = leaks.new_pairs(before, new, splits)
     found = len(pairs)
@@ -324,6 +331,9 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
             if mine:
                 receipts[name] = leaks.without_rows(store, receipt, plan, mine)
         new, splits, order = leaks.joined(receipts, split_of)
+        written = len(new)
+        if written:
+            _write_hashes(store, hashes_name(generation), plan, labels, new, splits, order)
         pairs = []
     elif pairs:
         problems = problems_frame([
@@ -332,24 +342,11 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         frame = leaks.pairs_frame(pairs, described)
         store.write_atomic(near_duplicates_name(generation),
                            _safe_csv(frame.set_index("row"), "row"))
-    written = len(new)
-    if written:
-        _write_hashes(store, hashes_name(generation), plan, labels, new, splits, order)
     return problems, {
         "hash": METHOD,
         "max_distance": MAX_DISTANCE, "leakage": leakage, "pairs": found,
         "hashes": [hashes_name(generation)] if written else [],
         "file": near_duplicates_name(generation) if pairs else None}
-
-
-def _give_back_freed_memory():
-    """Return the heap memory freed so far to the system where the C library can (glibc's
-    ``malloc_trim``): else the many small arrays just let go stay part of the process, and the
-    search that follows grows it further."""
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (AttributeError, OSError):  # not glibc
-        pass
 
 
 def recorded_image_options(image):

@@ -8,6 +8,8 @@ written again without it, from the shard's own records, never from the source im
 skips all of it (``"ignore"``).
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -80,12 +82,13 @@ def pairs_frame(pairs, describe_row):
     return pd.DataFrame(rows, columns=PAIR_COLUMNS)
 
 
-def joined(receipts, split_of):
+def joined(receipts, split_of, consume=False):
     """Every record of ``receipts``, in the receipts' order (no copy in table order is made).
 
     Args:
         receipts: shard name -> Receipt.
         split_of: shard name -> its split.
+        consume: empty the receipts' hashes as they are joined (they are not needed again).
 
     Returns:
         ``(RecordHashes of the records, the split of each, the order that puts them in table
@@ -94,10 +97,20 @@ def joined(receipts, split_of):
     parts = [(receipt.hashes, split_of[name]) for name, receipt in receipts.items()]
     if not parts:
         return RecordHashes(), np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64)
-    hashes = RecordHashes.joined([hashes for hashes, _ in parts])
     splits = np.repeat(np.array([split for _, split in parts], dtype=object),
                        [len(hashes) for hashes, _ in parts])
+    hashes = RecordHashes.joined([hashes for hashes, _ in parts], consume)
     return hashes, splits, np.argsort(hashes.positions, kind="stable")
+
+
+@dataclass(frozen=True)
+class Searched:
+    """What the search reads of the new records' hashes: their positions, perceptual hashes
+    (a row each) and whether each was hashed."""
+
+    positions: np.ndarray
+    perceptual: np.ndarray
+    hashed: np.ndarray
 
 
 def new_pairs(before, new, splits):
@@ -105,7 +118,7 @@ def new_pairs(before, new, splits):
 
     Args:
         before: the earlier generations' images (``append.written_before``), or None.
-        new: the new records' RecordHashes, in any order.
+        new: the new records' RecordHashes (or their Searched columns), in any order.
         splits: the split of each new record.
 
     Returns:

@@ -176,6 +176,11 @@ def test_a_receipts_hashes_are_columns_that_read_and_write_back_as_they_were_giv
     assert list(joined.take([1, 2, 0])) == [entries[1], entries[2], entries[0]]
     assert joined.perceptual[2].tolist() == [2**64 - 1] * 6 and not joined.hashed[1]
     assert "hashes" not in Receipt(shard).to_json() and not Receipt(shard).hashes
+    parts = [RecordHashes(entries[:1]), RecordHashes(), RecordHashes(entries[1:])]
+    consumed = RecordHashes.joined(parts, consume=True)  # the parts are let go as it goes
+    assert list(consumed) == list(joined) == entries
+    assert all(len(p) == 0 and p.digest_bytes.base is None and p.perceptual.base is None
+               for p in (parts[0], parts[2]))  # empty arrays of their own, not views
 
 
 @pytest.mark.parametrize("change, message", [

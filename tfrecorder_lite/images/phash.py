@@ -66,8 +66,9 @@ def _upright_rgb_or_gray(image):
 
 
 def luminance_grid(image):
-    """What the hashes of a Pillow image are taken from: its luminance shrunk (or grown) to
-    ``GRID`` x ``GRID`` pixels by area, as ``GRID * GRID`` bytes.
+    """What the hashes of a Pillow image are taken from: its luminance resized to ``GRID`` x
+    ``GRID`` pixels (Pillow's bilinear filter, which averages as it shrinks), as
+    ``GRID * GRID`` bytes.
 
     Only Pillow's own operations run here, so threads preparing images side by side hardly
     wait on one another; :func:`hash_grids` then hashes many grids at once.

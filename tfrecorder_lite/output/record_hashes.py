@@ -63,9 +63,10 @@ class RecordHashes:
                  else p._format_codes),
                 ("_sizes", lambda p, _: p._sizes)):
             setattr(joined, name, np.concatenate([column(p, i) for i, p in enumerate(parts)]))
-            if consume:
+            if consume:  # an empty array of its own (a slice would keep the memory)
                 for p in parts:
-                    setattr(p, name, getattr(p, name)[:0])
+                    held = getattr(p, name)
+                    setattr(p, name, np.empty((0, *held.shape[1:]), dtype=held.dtype))
                 give_back_freed_memory()
         return joined
 

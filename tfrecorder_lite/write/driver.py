@@ -7,6 +7,7 @@ Each task reads its own images and writes its own file through the storage layer
 receipt comes back. The bytes of a shard depend only on its rows, never on what ran it.
 """
 
+import functools
 import io
 from html import escape
 import re
@@ -313,12 +314,12 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
             return row["row"], row["split"], row["image_uri"]
         return labels[key], split_of_row(key), plan.paths[key]
 
-    def split_of_row(position):
-        if "positions" not in in_table_order:  # made for the first pair described
-            in_table_order["positions"] = new.positions[order]
-        return splits[order[np.searchsorted(in_table_order["positions"], position)]]
+    @functools.cache
+    def table_positions():  # made for the first pair described
+        return new.positions[order]
 
-    in_table_order = {}
+    def split_of_row(position):
+        return splits[order[np.searchsorted(table_positions(), position)]]
 
     pairs = leaks.new_pairs(before, new, splits)
     found = len(pairs)

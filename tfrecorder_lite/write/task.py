@@ -36,8 +36,8 @@ class TaskRows:
     ``(table position, row label, path, values, files)``.
 
     A task waits in the driver with all its rows until a worker takes it (a few are made ahead
-    and queued); as a tuple of Python objects a row, a million rows' tasks held there cost
-    hundreds of megabytes, as columns about a third.
+    and queued): kept as columns, its rows cost a fraction of what a tuple of Python objects
+    a row costs.
 
     Args:
         positions: the rows' table positions.

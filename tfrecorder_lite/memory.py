@@ -9,5 +9,5 @@ def give_back_freed_memory():
     part of the process, and what is allocated next grows it further."""
     try:
         ctypes.CDLL(None).malloc_trim(0)
-    except (AttributeError, OSError):  # not glibc
+    except (AttributeError, OSError, TypeError):  # not glibc (Windows: no CDLL(None))
         pass

@@ -1,8 +1,8 @@
 """Perceptual hashes of images, and the pairs of near-identical ones across splits.
 
 A hash is 64 bits: the signs, against their median, of the 63 lowest-frequency DCT
-coefficients of the image's luminance shrunk to 32x32 (the DC term left out; the luminance is
-first shrunk to a 32x32 grid by Pillow, and the image's crops taken from that). The same photo
+coefficients of the image's luminance (the DC term left out), resized to a 32x32 grid by Pillow;
+the hashes of the image's crops are taken from the same grid. The same photo
 resized, re-encoded (JPEG at another quality, PNG), brightened or darkened a little keeps
 nearly the same bits; two different photos differ in about half of them. The distance is the
 number of differing bits (Hamming).
@@ -152,11 +152,6 @@ def _matrices(grid):
 
 
 _ROWS, _COLUMNS = _matrices(GRID)
-
-
-def perceptual_hash(image):
-    """The perceptual hash of the whole of a Pillow image (see :func:`perceptual_hashes`)."""
-    return perceptual_hashes(image)[0]
 
 
 def encoded_luminance_grid(data):

@@ -11,7 +11,7 @@ import functools
 import io
 from html import escape
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -28,7 +28,6 @@ from ..output.layout import (
     near_duplicates_name, rejected_name)
 from ..output.lock import FolderLock
 from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
-from ..output.record_hashes import RecordHashes
 from ..redaction import redact_frame
 from ..images.phash import MAX_DISTANCE, METHOD, describe
 from ..options import leakage_for
@@ -294,9 +293,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
     new, splits, order = leaks.joined(receipts, split_of, consume=leakage != "reject")
     written = len(new)
     if leakage != "reject":  # the hashes file first; then the search keeps what it reads only
-        for name, receipt in receipts.items():
-            receipts[name] = replace(receipt, hashes=RecordHashes())
-        if written:
+        if written:  # (the receipts' own hashes were emptied as they were joined)
             _write_hashes(store, hashes_name(generation), plan, labels, new, splits, order)
         new = leaks.Searched(new.positions, new.perceptual, new.hashed)
         give_back_freed_memory()
@@ -365,14 +362,15 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises):
     generation = plan.shards[0].generation
     split_of = {s.name: s.split for s in plan.shards}
     before = appending.written_before(store, previous)
-    new = [(h[0], split_of[name], h[1]) for name, r in receipts.items() for h in r.hashes]
+    new = [(position, split_of[name], digest) for name, r in receipts.items()
+           for position, digest in zip(r.hashes.positions.tolist(), r.hashes.digests())]
     fate = appending.decide([(*row, text) for row, text in
                              zip(new, _label_texts(plan, [row[0] for row in new]))], before)
     refused = [(p, reason) for p, reason in fate.items() if reason != appending.SKIPPED]
     if raises:
         _raise_first(plan, df, refused)
     for name, receipt in list(receipts.items()):
-        mine = {h[0]: fate[h[0]] for h in receipt.hashes if h[0] in fate}
+        mine = {p: fate[p] for p in receipt.hashes.positions.tolist() if p in fate}
         if mine:
             receipts[name] = leaks.without_rows(store, receipt, plan, mine)
     hashed_by = (previous.near_duplicates or {}).get("hash", METHOD)

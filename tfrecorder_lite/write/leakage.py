@@ -53,7 +53,7 @@ def without_rows(store, receipt, plan, drop):
                      plan.file_format)
     for position, reason in receipt.rejected:
         sink.add(position, None, reason)
-    values = label_values(plan, [entry[0] for entry in receipt.hashes])
+    values = label_values(plan, receipt.hashes.positions.tolist())
     with store.open_read(receipt.name) as f:
         records = plan.file_format.records(f, plan.compression)
         for entry, record, labels in zip(receipt.hashes, records, values):

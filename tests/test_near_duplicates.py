@@ -246,8 +246,8 @@ def test_to_tfrecord_warns_writes_every_row_and_lists_the_pairs_beside_the_manif
 
 def test_the_hashes_file_keeps_each_images_hashes_and_neutralizes_the_tables_text(tmp_path):
     df, _ = _leaky_table(tmp_path / "images", distinct=4)
-    df["label"] = ["=1+1", "@SUM(A1)", "-2", "cat"] * (len(df) // 4) + ["cat"] * (len(df) % 4)
-    df.index = [f"=row{i}" if i % 2 else i for i in range(len(df))]
+    df["label"] = ["=1+1", "@SUM(A1)", "-2", 'c,"at'] * (len(df) // 4) + ["cat"] * (len(df) % 4)
+    df.index = [f"=row{i}" if i % 2 else f"r,{i}" if i % 3 else i for i in range(len(df))]
     df.tfrecord.to_tfrecord(tmp_path / "out", progress=False, check="decode")
     hashes = pd.read_csv(tmp_path / "out" / layout.hashes_name(0), dtype=str,
                          keep_default_na=False)

@@ -58,10 +58,16 @@ def _storable(value):
     return value
 
 
+def redact_cell(value):
+    """A cell bound for a file: redacted, and text that is no valid Unicode escaped (so that
+    it can be written as UTF-8)."""
+    return redact(_storable(value))
+
+
 def redact_frame(frame):
-    """A copy of a DataFrame with every text cell, column name and index label redacted (and
-    text that is no valid Unicode escaped, so that the copy can be written as UTF-8)."""
-    frame = frame.map(lambda value: redact(_storable(value)))
+    """A copy of a DataFrame with every text cell (:func:`redact_cell`), column name and
+    index label redacted."""
+    frame = frame.map(redact_cell)
     frame.index = frame.index.map(redact)
     frame.columns = frame.columns.map(redact)
     return frame

@@ -7,6 +7,7 @@ Each task reads its own images and writes its own file through the storage layer
 receipt comes back. The bytes of a shard depend only on its rows, never on what ran it.
 """
 
+import csv
 import functools
 import io
 from html import escape
@@ -229,14 +230,25 @@ def _index_label(index):
     return index.name or "row"
 
 
-def _safe_csv(frame, index_label, header=True, trusted=()):
-    """The CSV text of a frame bound for a file: redacted, spreadsheet-safe (but for the
-    ``trusted`` columns, whose text the library made: hex digits, split names)."""
-    checked = [column for column in frame.columns if column not in trusted]
-    safe = frame.copy()
-    safe[checked] = redact_frame(frame[checked]).map(_spreadsheet_safe)
-    safe.index = frame.index.map(redaction.redact).map(_spreadsheet_safe)
-    return safe.to_csv(index_label=index_label, header=header)
+def _safe_cells(values):
+    """``values`` as cells bound for a file, as :func:`_safe_csv` makes them (plain ASCII
+    text that is no URL and no formula is kept as it is without a call)."""
+    return [value if type(value) is str and value.isascii() and "://" not in value
+            and not value.startswith(_FORMULA_START)
+            else "" if _missing(value)  # as pandas writes it
+            else _spreadsheet_safe(redaction.redact_cell(value)) for value in values]
+
+
+def _missing(value):
+    """True for None, NaN and pd.NA."""
+    return value is None or value is pd.NA or isinstance(value, float) and value != value
+
+
+def _safe_csv(frame, index_label):
+    """The CSV text of a frame bound for a file: redacted and spreadsheet-safe."""
+    safe = redact_frame(frame).map(_spreadsheet_safe)
+    safe.index = safe.index.map(_spreadsheet_safe)
+    return safe.to_csv(index_label=index_label)
 
 
 def _label_texts(plan, positions):
@@ -246,13 +258,12 @@ def _label_texts(plan, positions):
 
 
 _HASHES_CHUNK = 10_000  # rows of the hashes file made into text at once
-_MADE_HERE = ("split", "sha256", "phash", "crops")  # the hashes file's columns of our text
 
 
 def _write_hashes(store, name, plan, labels, hashes, splits, order):
     """Write the hashes file ``name``: a row per record of ``hashes`` (a RecordHashes,
     ``splits`` the split of each), in table order (``order``), made into text a chunk at a
-    time."""
+    time (the table's text redacted and spreadsheet-safe, as in ``rejected.csv``)."""
     pending = store.open_for_commit(name)
     try:
         for start in range(0, len(order), _HASHES_CHUNK):
@@ -260,14 +271,20 @@ def _write_hashes(store, name, plan, labels, hashes, splits, order):
             part = hashes.take(rows)
             positions = part.positions.tolist()
             perceptual = [value or "" for value in part.perceptual_hex()]
-            frame = pd.DataFrame({
-                "row": labels.take(positions), "split": splits[rows],
-                "image_uri": plan.paths.take(positions), "sha256": part.digests(),
-                "label": _label_texts(plan, positions),
+            columns = {
+                "row": _safe_cells(labels.take(positions)),
+                "split": splits[rows].tolist(),
+                "image_uri": _safe_cells(plan.paths.take(positions)),
+                "sha256": part.digests(),
+                "label": _safe_cells(_label_texts(plan, positions)),
                 "phash": [value[:16] for value in perceptual],
-                "crops": [value[16:] for value in perceptual]}, columns=leaks.HASH_COLUMNS)
-            pending.write(_safe_csv(frame.set_index("row"), "row", header=start == 0,
-                                    trusted=_MADE_HERE).encode())
+                "crops": [value[16:] for value in perceptual]}
+            text = io.StringIO()
+            writer = csv.writer(text, lineterminator="\n")  # as pandas' to_csv writes
+            if start == 0:
+                writer.writerow(leaks.HASH_COLUMNS)
+            writer.writerows(zip(*(columns[column] for column in leaks.HASH_COLUMNS)))
+            pending.write(text.getvalue().encode())
     except BaseException:
         pending.discard()
         raise

@@ -287,6 +287,23 @@ def test_an_image_list_that_is_not_utf8_is_named(tmp_path):
     assert "line 2 is not UTF-8 text: byte 0xff at offset 8" in message
 
 
+def test_a_voc_annotation_or_list_past_the_size_bound_is_refused_before_it_is_read(tmp_path):
+    root = voc_folder(tmp_path / "VOC", ["car", "dog"])
+    annotation = root / "Annotations" / "img1.xml"
+    size = annotation.stat().st_size
+    annotation.write_bytes(annotation.read_bytes() + b" " * 200)  # XML allows trailing space
+    with pytest.raises(SchemaError, match=rf"img1.xml is {size + 200} bytes; annotation files "
+                                          rf"are read whole, up to {size + 100} bytes "
+                                          rf"\(max_annotation_bytes={size + 100}\)"):
+        read_voc(root, max_annotation_bytes=size + 100)
+    listed = root / "ImageSets" / "Main" / "train.txt"
+    with pytest.raises(SchemaError, match=r"train.txt is \d+ bytes; annotation files"):
+        read_voc(root, max_annotation_bytes=listed.stat().st_size - 1)
+    assert len(read_voc(root, max_annotation_bytes=size + 200)) == 2
+    with pytest.raises(SchemaError, match=r"img1.xml is \d+ bytes"):  # the bound of every door
+        sources.read_source(str(root), max_annotation_bytes=size + 100)
+
+
 # ----------------------------------------------------------------------------- 7. surrogates
 
 def test_a_coco_category_with_a_lone_surrogate_is_refused_before_anything_is_written(

@@ -465,7 +465,8 @@ def is_voc_folder(path, storage_options=None):
                for sub in ("Annotations", "JPEGImages"))
 
 
-def read_voc(folder, storage_options=None, *, allow_outside_paths=False):
+def read_voc(folder, storage_options=None, *, allow_outside_paths=False,
+             max_annotation_bytes=MAX_ANNOTATION_BYTES):
     """The per-box table of a Pascal VOC folder (``VOCdevkit/VOC2012``).
 
     Images and splits come from ``ImageSets/Main/{train,val,test}.txt`` (TRAIN, VALIDATION,
@@ -478,16 +479,18 @@ def read_voc(folder, storage_options=None, *, allow_outside_paths=False):
     absent). Images are ``JPEGImages/<filename>``; a ``<filename>`` outside ``JPEGImages/``
     (``../``, an absolute path, a URL) refuses its image unless ``allow_outside_paths``. The
     size the boxes were divided by is compared with the image's own when it is written.
+    Each annotation and image list is refused past ``max_annotation_bytes`` before it is read.
 
     Raises:
         SchemaError: an image list names an annotation that does not exist, an image is in two
-            lists, or an annotation file is unreadable, unsafe XML, or has no usable size.
+            lists, or an annotation file or list is too large, unreadable, unsafe XML, or has
+            no usable size.
     """
     root = storage.resolve(folder)
     found = {parts[0][:-4]: path for parts, path in
              storage.walk_files(storage.resolve("Annotations", base=root), storage_options)
              if len(parts) == 1 and parts[0].lower().endswith(".xml")}
-    listed = _voc_image_sets(root, storage_options)
+    listed = _voc_image_sets(root, storage_options, max_annotation_bytes)
     if listed is None:
         logger.info("%s has no ImageSets/Main/{train,val,trainval,test}.txt: its %d "
                     "annotation(s) are read as UNASSIGNED", root, len(found))
@@ -503,10 +506,9 @@ def read_voc(folder, storage_options=None, *, allow_outside_paths=False):
     paths = [found[i] for i in listed]
     image_dir = storage.resolve("JPEGImages", base=root)
     rows, problems, sizes = [], {}, {}
-    for (image_id, split), path, data in zip(listed.items(), paths,
-                                             storage.read_many(paths, storage_options)):
-        if isinstance(data, Exception):
-            raise SchemaError(f"cannot read {path}: {data}")
+    contents = storage.read_many(paths, storage_options, max_bytes=max_annotation_bytes)
+    for (image_id, split), path, data in zip(listed.items(), paths, contents):
+        _refuse_unread(path, data, max_annotation_bytes)
         annotation = parse_xml(data, path)
         filename = (annotation.findtext("filename") or "").strip() or f"{image_id}.jpg"
         uri, problem = annotation_files.image_path(filename, image_dir, allow_outside_paths,
@@ -527,11 +529,20 @@ def read_voc(folder, storage_options=None, *, allow_outside_paths=False):
     return table
 
 
-def _voc_image_sets(root, storage_options):
+def _refuse_unread(path, data, max_bytes):
+    """Raise the SchemaError of a VOC file that ``read_many`` gave as an error, if it did."""
+    if isinstance(data, storage.FileTooLarge):
+        raise annotation_files.too_large(path, data.size, max_bytes)
+    if isinstance(data, Exception):
+        raise SchemaError(f"cannot read {path}: {data}")
+
+
+def _voc_image_sets(root, storage_options, max_bytes):
     """``{image id: split}`` from ``ImageSets/Main``, in the lists' order; None without lists."""
     main = storage.resolve(posixpath.join("ImageSets", "Main"), base=root)
     paths = {name: storage.resolve(f"{name}.txt", base=main) for name in _VOC_SETS}
-    texts = dict(zip(paths, storage.read_many(list(paths.values()), storage_options)))
+    texts = dict(zip(paths, storage.read_many(list(paths.values()), storage_options,
+                                              max_bytes=max_bytes)))
     texts = {n: t for n, t in texts.items() if not isinstance(t, FileNotFoundError)}
     if "train" in texts or "val" in texts:
         texts.pop("trainval", None)
@@ -539,8 +550,7 @@ def _voc_image_sets(root, storage_options):
         return None
     listed, source = {}, {}
     for name, text in texts.items():
-        if isinstance(text, Exception):
-            raise SchemaError(f"cannot read {paths[name]}: {text}")
+        _refuse_unread(paths[name], text, max_bytes)
         text = annotation_files.decode_text(text, paths[name])
         for image_id in (line.split()[0] for line in text.splitlines() if line.strip()):
             if listed.setdefault(image_id, _VOC_SETS[name]) != _VOC_SETS[name]:

@@ -44,7 +44,8 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
         allow_outside_paths: of an annotation file (COCO, Pascal VOC, Vertex AI, YOLO): read
             images it names outside the folder given too (see ``table.paths``).
         max_annotation_bytes: the largest annotation file read (COCO, Vertex AI, YOLO label
-            files, AutoML detection CSVs; see ``table.annotation_files``).
+            files, Pascal VOC annotations and image lists, AutoML detection CSVs; see
+            ``table.annotation_files``).
     """
     if task not in (None, *TASKS):
         raise SchemaError(f"task must be one of {TASKS} or None, not {task!r}")
@@ -84,7 +85,8 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
         if detection_sources.is_voc_folder(path, storage_options):
             _refuse_options("a Pascal VOC folder", task=classification)
             table = detection_sources.read_voc(path, storage_options,
-                                               allow_outside_paths=allow_outside_paths)
+                                               allow_outside_paths=allow_outside_paths,
+                                               max_annotation_bytes=max_annotation_bytes)
             return _named(table, split_col, image_col, label_col), path
         _refuse_options("an image folder", task=task if task == "detection" else None,
                         allow_outside_paths=allow_outside_paths or None)

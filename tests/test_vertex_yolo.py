@@ -632,6 +632,49 @@ def test_a_vertex_polyline_refuses_its_image_naming_the_line_and_a_polygon_outsi
         "it has no instance mask", "box 1 of 1: xmax 1.25 is outside [0, 1]"]
 
 
+def test_the_rest_apis_segmentation_union_reads_as_its_member(folder):
+    """``segmentationAnnotation: {maskAnnotation | polygonAnnotation | polylineAnnotation}``
+    (Vertex AI's ImageSegmentationAnnotation) gives what the member alone gives."""
+    colors = [{"color": {"red": 1.0}, "displayName": "road"}]
+    mask = {"maskGcsUri": "masks/im0.png", "annotationSpecColors": colors}
+    (folder / "flat.jsonl").write_text(line("images/im0.jpg", "training",
+                                            segmentationAnnotation=mask) + "\n")
+    (folder / "union.jsonl").write_text(line("images/im0.jpg", "training",
+                                             segmentationAnnotation={"maskAnnotation": mask}))
+    flat, union = (tfrecorder_lite.read_vertex(folder / f"{n}.jsonl") for n in ("flat", "union"))
+    assert union.equals(flat) and union.attrs["mask_colors"] == {(255, 0, 0): "road"}
+    assert union.attrs["task"] == flat.attrs["task"] == "segmentation"
+    assert union.mask_uri.tolist() == [str(folder / "masks" / "im0.png")]
+    square = [{"x": 0.1, "y": 0.1}, {"x": 0.5, "y": 0.1}, {"x": 0.5, "y": 0.5}]
+    polygon = {"displayName": "car", "vertexes": square}
+    (folder / "flat.jsonl").write_text(line("images/im0.jpg", "training",
+                                            polygonAnnotation=polygon))
+    (folder / "union.jsonl").write_text(line(
+        "images/im0.jpg", "training", segmentationAnnotation={"polygonAnnotation": polygon}))
+    flat, union = (tfrecorder_lite.read_vertex(folder / f"{n}.jsonl") for n in ("flat", "union"))
+    assert union.equals(flat) and union.label.tolist() == ["car"]
+    assert union["mask"][0] == {"relative_polygons": [[0.1, 0.1, 0.5, 0.1, 0.5, 0.5]]}
+    (folder / "union.jsonl").write_text("\n".join([
+        line("images/im0.jpg", "training", segmentationAnnotation={
+            "polylineAnnotation": {"displayName": "crack", "vertexes": square[:2]}}),
+        line("images/im1.jpg", "training", segmentationAnnotation={
+            "polygonAnnotation": {"displayName": "car", "vertexes": square[:2]}}),
+        line("images/im2.jpg", "training", segmentationAnnotation={
+            "maskAnnotation": mask, "maskGcsUri": "masks/im2.png"})]))
+    with pytest.raises(SchemaError) as caught:
+        tfrecorder_lite.read_vertex(folder / "union.jsonl")
+    assert "line 2: segmentationAnnotation.polygonAnnotation.vertexes: " in str(caught.value)
+    assert ("line 3: segmentationAnnotation: holds both maskAnnotation and maskGcsUri: one "
+            "annotation") in str(caught.value)
+    (folder / "union.jsonl").write_text(line("images/im0.jpg", "training",
+                                             segmentationAnnotation={"polylineAnnotation": {
+                                                 "displayName": "crack",
+                                                 "vertexes": square[:2]}}))
+    problems = tfrecorder_lite.read_vertex(folder / "union.jsonl").tfrecord.validate()
+    assert problems.problem.tolist()[0].startswith(
+        "line 1: segmentationAnnotation.polylineAnnotation (crack): a polyline is an open line")
+
+
 # ----------------------------------------------------------------------------- told by content
 
 def test_a_vertex_jsonl_named_json_is_read_as_vertex_and_a_json_of_neither_is_named(

@@ -14,6 +14,9 @@ JSON Lines hold one image a line: ``imageGcsUri``, its annotations, and its spli
   with ``annotationSpecColors``): ``split, image_uri, mask_uri``, with
   ``table.attrs["mask_colors"] = {(r, g, b): label}``, marked ``table.attrs["task"] =
   "segmentation"``: a table of masks, whose masks are read through those colours;
+- ``segmentationAnnotation`` as the REST API's ``ImageSegmentationAnnotation`` union, holding
+  ``maskAnnotation``, ``polygonAnnotation`` or ``polylineAnnotation``: read as that member
+  (its fields named ``segmentationAnnotation.polygonAnnotation...``);
 - ``polygonAnnotation`` (one) / ``polygonAnnotations`` (a list; Google's samples write this),
   each ``{"displayName", "vertexes": [{"x", "y"}, ...]}`` relative to the image (a missing
   ``x`` or ``y`` is 0, as protobuf's JSON leaves zeros out): the per-box table with a ``mask``
@@ -57,6 +60,11 @@ _MASK_KEYS = ("segmentationAnnotation", "maskAnnotation")
 _MASK_URIS = ("maskGcsUri", "categoryMaskGcsUri")
 _POLYGON_KEYS = ("polygonAnnotation", "polygonAnnotations", "polylineAnnotation",
                  "polylineAnnotations")
+# ImageSegmentationAnnotation's union members, and the keys a line's are read under
+_UNION = ("maskAnnotation", "polygonAnnotation", "polylineAnnotation")
+_MASK_KEYS += ("segmentationAnnotation.maskAnnotation",)
+_POLYGON_KEYS += ("segmentationAnnotation.polygonAnnotation",
+                  "segmentationAnnotation.polylineAnnotation")
 _KINDS = {"classificationAnnotation": "classification",
           "classificationAnnotations": "multi-label",
           "boundingBoxAnnotations": "detection",
@@ -224,6 +232,7 @@ class _Lines:
             return None
         image = self._image(number, "imageGcsUri", item.get("imageGcsUri"))
         split = self._ml_use(number, item.get("dataItemResourceLabels"))
+        item = self._flat_union(number, item)
         found = [key for key in _KINDS if key in item]
         kinds = {_KINDS[key] for key in found}
         if kinds == {"classification", "multi-label"}:  # one label is a list of one
@@ -246,6 +255,21 @@ class _Lines:
             payload = [label for key in found
                        for label in self._labels(number, key, item[key], key.endswith("s"))]
         return split, image, kind, payload
+
+    def _flat_union(self, number, item):
+        """``item`` with a ``segmentationAnnotation`` that holds the REST union's members
+        replaced by them, each under ``segmentationAnnotation.<member>``."""
+        inner = item.get("segmentationAnnotation")
+        members = [key for key in _UNION if isinstance(inner, dict) and key in inner]
+        if not members:
+            return item
+        flat_fields = [key for key in _MASK_URIS if key in inner]
+        if flat_fields:
+            self._problem(number, "segmentationAnnotation",
+                          f"holds both {members[0]} and {flat_fields[0]}: one annotation")
+        flat = {key: value for key, value in item.items() if key != "segmentationAnnotation"}
+        flat.update((f"segmentationAnnotation.{key}", inner[key]) for key in members)
+        return flat
 
     def _image(self, number, field, value):
         if not isinstance(value, str) or not value.strip():
@@ -328,7 +352,7 @@ class _Lines:
         noted in ``self.refused`` (its image cannot be written)."""
         objects = []
         for key in keys:
-            polyline = key.startswith("polyline")
+            polyline = key.rpartition(".")[2].startswith("polyline")
             many, value = key.endswith("s"), item[key]
             if many and not isinstance(value, list):
                 self._problem(number, key, "not a list of annotations")

@@ -7,11 +7,9 @@ Each task reads its own images and writes its own file through the storage layer
 receipt comes back. The bytes of a shard depend only on its rows, never on what ran it.
 """
 
-import csv
 import functools
 import io
 from html import escape
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,12 +27,12 @@ from ..output.layout import (
     near_duplicates_name, rejected_name)
 from ..output.lock import FolderLock
 from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
-from ..redaction import redact_frame
 from ..images.phash import MAX_DISTANCE, METHOD, describe
 from ..options import leakage_for
 from ..table.schema import problems_frame
 from . import append as appending
 from . import leakage as leaks
+from .csv_files import index_label, safe_csv
 from .runners import JoblibRunner
 
 logger = redaction.logger(__name__)  # every record redacted
@@ -210,87 +208,6 @@ def _rejected_frame(df, rejected):
     return frame
 
 
-# Cells a spreadsheet would run as a formula (OWASP "CSV injection"); plain numbers are data.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-_PLAIN_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
-
-
-def _spreadsheet_safe(value):
-    """``value``, with a leading ``'`` when it is text that a spreadsheet would run as a formula."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START) and \
-            not _PLAIN_NUMBER.match(value):
-        return "'" + value
-    return value
-
-
-def _index_label(index):
-    """Column header(s) for the row labels in rejected.csv, one per index level."""
-    if isinstance(index, pd.MultiIndex):
-        return [name or f"level_{i}" for i, name in enumerate(index.names)]
-    return index.name or "row"
-
-
-def _safe_cells(values):
-    """``values`` as cells bound for a file, as :func:`_safe_csv` makes them (plain ASCII
-    text that is no URL and no formula is kept as it is without a call)."""
-    return [value if type(value) is str and value.isascii() and "://" not in value
-            and not value.startswith(_FORMULA_START)
-            else "" if _missing(value)  # as pandas writes it
-            else _spreadsheet_safe(redaction.redact_cell(value)) for value in values]
-
-
-def _missing(value):
-    """True for None, NaN and pd.NA."""
-    return value is None or value is pd.NA or isinstance(value, float) and value != value
-
-
-def _safe_csv(frame, index_label):
-    """The CSV text of a frame bound for a file: redacted and spreadsheet-safe."""
-    safe = redact_frame(frame).map(_spreadsheet_safe)
-    safe.index = safe.index.map(_spreadsheet_safe)
-    return safe.to_csv(index_label=index_label)
-
-
-def _label_texts(plan, positions):
-    """The label text of planned rows (several joined by "|"), as the hashes file keeps it."""
-    values = leaks.label_values(plan, positions)
-    return ["|".join(v[0][1]) if isinstance(v[0][1], tuple) else v[0][1] for v in values]
-
-
-_HASHES_CHUNK = 10_000  # rows of the hashes file made into text at once
-
-
-def _write_hashes(store, name, plan, labels, hashes, splits, order):
-    """Write the hashes file ``name``: a row per record of ``hashes`` (a RecordHashes,
-    ``splits`` the split of each), in table order (``order``), made into text a chunk at a
-    time (the table's text redacted and spreadsheet-safe, as in ``rejected.csv``)."""
-    pending = store.open_for_commit(name)
-    try:
-        for start in range(0, len(order), _HASHES_CHUNK):
-            rows = order[start:start + _HASHES_CHUNK]
-            part = hashes.take(rows)
-            positions = part.positions.tolist()
-            perceptual = [value or "" for value in part.perceptual_hex()]
-            columns = {
-                "row": _safe_cells(labels.take(positions)),
-                "split": splits[rows].tolist(),
-                "image_uri": _safe_cells(plan.paths.take(positions)),
-                "sha256": part.digests(),
-                "label": _safe_cells(_label_texts(plan, positions)),
-                "phash": [value[:16] for value in perceptual],
-                "crops": [value[16:] for value in perceptual]}
-            text = io.StringIO()
-            writer = csv.writer(text, lineterminator="\n")  # as pandas' to_csv writes
-            if start == 0:
-                writer.writerow(leaks.HASH_COLUMNS)
-            writer.writerows(zip(*(columns[column] for column in leaks.HASH_COLUMNS)))
-            pending.write(text.getvalue().encode())
-    except BaseException:
-        pending.discard()
-        raise
-    pending.commit()
-
-
 def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=None):
     """Find the near-duplicate images across splits among the records of ``receipts`` (and
     between them and the earlier generations' images in ``before``).
@@ -311,7 +228,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
     written = len(new)
     if leakage != "reject":  # the hashes file first; then the search keeps what it reads only
         if written:  # (the receipts' own hashes were emptied as they were joined)
-            _write_hashes(store, hashes_name(generation), plan, labels, new, splits, order)
+            leaks.write_hashes(store, hashes_name(generation), plan, labels, new, splits, order)
         new = leaks.Searched(new.positions, new.perceptual, new.hashed)
         give_back_freed_memory()
 
@@ -348,7 +265,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         new, splits, order = leaks.joined(receipts, split_of)
         written = len(new)
         if written:
-            _write_hashes(store, hashes_name(generation), plan, labels, new, splits, order)
+            leaks.write_hashes(store, hashes_name(generation), plan, labels, new, splits, order)
         pairs = []
     elif pairs:
         problems = problems_frame([
@@ -356,7 +273,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
             for later, earlier, distance in pairs])
         frame = leaks.pairs_frame(pairs, described)
         store.write_atomic(near_duplicates_name(generation),
-                           _safe_csv(frame.set_index("row"), "row"))
+                           safe_csv(frame.set_index("row"), "row"))
     return problems, {
         "hash": METHOD,
         "max_distance": MAX_DISTANCE, "leakage": leakage, "pairs": found,
@@ -382,7 +299,7 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises):
     new = [(position, split_of[name], digest) for name, r in receipts.items()
            for position, digest in zip(r.hashes.positions.tolist(), r.hashes.digests())]
     fate = appending.decide([(*row, text) for row, text in
-                             zip(new, _label_texts(plan, [row[0] for row in new]))], before)
+                             zip(new, leaks.label_texts(plan, [row[0] for row in new]))], before)
     refused = [(p, reason) for p, reason in fate.items() if reason != appending.SKIPPED]
     if raises:
         _raise_first(plan, df, refused)
@@ -417,7 +334,7 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises):
         store.write_atomic(name, "".join(f"{text}\n" for text in vocabulary))
     if rejected:
         store.write_atomic(rejected_name(generation),
-                           _safe_csv(rejected_df, _index_label(df.index)))
+                           safe_csv(rejected_df, index_label(df.index)))
     fields = [(field.level, field.vocabulary) for field in plan.label_fields]
     splits = {split: split_entry(mine, fields) for split in plan.splits
               if (mine := [receipts[s.name] for s in plan.shards
@@ -472,7 +389,7 @@ def _finish(plan, df, store, receipts, leakage="warn", previous=None, raises=Fal
     for name, text in kind.extra_files(labels).items():
         store.write_atomic(name, text)
     if rejected:
-        store.write_atomic(REJECTED, _safe_csv(rejected_df, _index_label(df.index)))
+        store.write_atomic(REJECTED, safe_csv(rejected_df, index_label(df.index)))
     for field in plan.label_fields:
         written = {label for entry in splits.values()
                    for label in (entry.label_counts if field.level is None

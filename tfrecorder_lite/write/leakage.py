@@ -5,9 +5,12 @@ Each shard task hashes the images it reads anyway (``images.prepare_image`` with
 the driver finds the pairs of near-identical images in different splits here, and either
 reports them (``leakage="warn"``), rejects the later row of each (``"reject"``: its shard is
 written again without it, from the shard's own records, never from the source images), or
-skips all of it (``"ignore"``).
+skips all of it (``"ignore"``). The generation's hashes file (:func:`write_hashes`) keeps every
+record's hashes, so that a later append compares its rows with them.
 """
 
+import csv
+import io
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +19,7 @@ import pandas as pd
 from ..images.phash import near_pairs, rows_from_hex
 from ..output.layout import STATE_DIR
 from ..output.record_hashes import RecordHashes
+from .csv_files import safe_cells
 from .task import ShardSink
 
 PAIR_COLUMNS = ["row", "split", "image_uri", "other_row", "other_split", "other_image_uri",
@@ -156,3 +160,42 @@ def _table_order_key(key):
     position."""
     return (0, key[1]) if isinstance(key, tuple) else (1, key)
 
+
+def label_texts(plan, positions):
+    """The label text of planned rows (several joined by "|"), as the hashes file keeps it."""
+    values = label_values(plan, positions)
+    return ["|".join(v[0][1]) if isinstance(v[0][1], tuple) else v[0][1] for v in values]
+
+
+_HASHES_CHUNK = 10_000  # rows of the hashes file made into text at once
+
+
+def write_hashes(store, name, plan, labels, hashes, splits, order):
+    """Write the hashes file ``name``: a row per record of ``hashes`` (a RecordHashes,
+    ``splits`` the split of each), in table order (``order``), made into text a chunk at a
+    time (the table's text redacted and spreadsheet-safe, as in ``rejected.csv``)."""
+    pending = store.open_for_commit(name)
+    try:
+        for start in range(0, len(order), _HASHES_CHUNK):
+            rows = order[start:start + _HASHES_CHUNK]
+            part = hashes.take(rows)
+            positions = part.positions.tolist()
+            perceptual = [value or "" for value in part.perceptual_hex()]
+            columns = {
+                "row": safe_cells(labels.take(positions)),
+                "split": splits[rows].tolist(),
+                "image_uri": safe_cells(plan.paths.take(positions)),
+                "sha256": part.digests(),
+                "label": safe_cells(label_texts(plan, positions)),
+                "phash": [value[:16] for value in perceptual],
+                "crops": [value[16:] for value in perceptual]}
+            text = io.StringIO()
+            writer = csv.writer(text, lineterminator="\n")  # as pandas' to_csv writes
+            if start == 0:
+                writer.writerow(HASH_COLUMNS)
+            writer.writerows(zip(*(columns[column] for column in HASH_COLUMNS)))
+            pending.write(text.getvalue().encode())
+    except BaseException:
+        pending.discard()
+        raise
+    pending.commit()

@@ -93,6 +93,23 @@ def _jpeg(image, quality=92):
     return out.getvalue()
 
 
+@pytest.mark.parametrize("mode", ["L", "RGB", "RGBA", "P", "LA", "I;16", "CMYK"])
+@pytest.mark.parametrize("size", [(20, 27), (32, 32), (95, 64), (641, 480)])
+def test_the_grid_is_what_pillows_own_operations_give(mode, size):
+    """luminance_grid calls Pillow's image core directly: it must give the bytes of reduce,
+    convert and resize, as Pillow's public Image methods do them."""
+    image = rich_photo(size[1], size[0], seed=sum(size)).convert("RGBA")
+    image.putalpha(Image.linear_gradient("L").resize(size))
+    image = image.convert(mode) if mode != "I;16" else image.convert("L").convert("I;16")
+    gray = phash._upright_rgb_or_gray(image)
+    factor = min(gray.size) // phash.GRID
+    if factor > 1:
+        gray = gray.reduce(factor)
+    gray = gray if gray.mode == "L" else gray.convert("L")
+    expected = gray.resize((phash.GRID, phash.GRID), Image.BILINEAR).tobytes()
+    assert phash.luminance_grid(image) == expected
+
+
 def test_distinct_photos_are_never_pairs():
     hashes = [phash.hash_encoded(_jpeg(rich_photo(240 + i % 5 * 16, 320 - i % 3 * 16, seed=i)))
               for i in range(150)]

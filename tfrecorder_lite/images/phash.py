@@ -70,19 +70,34 @@ def luminance_grid(image):
     ``GRID`` pixels (Pillow's bilinear filter, which averages as it shrinks), as
     ``GRID * GRID`` bytes.
 
-    Only Pillow's own operations run here, so threads preparing images side by side hardly
-    wait on one another; :func:`hash_grids` then hashes many grids at once.
+    Each step is one call of Pillow's image core (what ``Image.reduce``, ``convert`` and
+    ``resize`` call, without their per-call checks and copies of ``image.info``): threads
+    preparing images side by side spend little time holding the GIL here, and the C work
+    in between releases it. :func:`hash_grids` then hashes many grids at once.
 
     Args:
         image: a loaded Pillow image of any mode and size, as displayed (rotate it upright
             first).
     """
     gray = _upright_rgb_or_gray(image)
+    core = gray.im
+    box = (0, 0, *gray.size)
     factor = min(gray.size) // GRID
     if factor > 1:  # a large decode: first a box filter by a whole factor (one cheap pass)
-        gray = gray.reduce(factor)
-    gray = gray if gray.mode == "L" else gray.convert("L")
-    return gray.resize((GRID, GRID), _GRID_FILTER).tobytes()
+        core = core.reduce((factor, factor), box)
+        box = (0, 0, *core.size)
+    if core.mode != "L":
+        core = core.convert("L")
+    core = core.resize((GRID, GRID), _GRID_FILTER, box)
+    encoder = Image.core.raw_encoder("L", "L", 0, 1)  # the bytes, as Image.tobytes takes them
+    try:
+        encoder.setimage(core, (0, 0, GRID, GRID))
+        _, status, data = encoder.encode(GRID * GRID)
+    finally:
+        encoder.cleanup()
+    if status != 1 or len(data) != GRID * GRID:
+        raise RuntimeError(f"encoder status {status} taking the luminance grid's bytes")
+    return data
 
 
 def hash_grids(grids):

@@ -110,6 +110,13 @@ def test_the_grid_is_what_pillows_own_operations_give(mode, size):
     assert phash.luminance_grid(image) == expected
 
 
+def test_the_grid_of_an_image_not_yet_loaded_is_the_loaded_ones():
+    data = _jpeg(rich_photo(200, 300, seed=5))
+    loaded = Image.open(io.BytesIO(data))
+    loaded.load()
+    assert phash.luminance_grid(Image.open(io.BytesIO(data))) == phash.luminance_grid(loaded)
+
+
 def test_distinct_photos_are_never_pairs():
     hashes = [phash.hash_encoded(_jpeg(rich_photo(240 + i % 5 * 16, 320 - i % 3 * 16, seed=i)))
               for i in range(150)]

@@ -80,6 +80,7 @@ def luminance_grid(image):
             first).
     """
     gray = _upright_rgb_or_gray(image)
+    gray.load()  # a check, when it is loaded already
     core = gray.im
     box = (0, 0, *gray.size)
     factor = min(gray.size) // GRID

@@ -30,10 +30,10 @@ def index_label(index):
 
 
 def safe_cells(values):
-    """``values`` as cells bound for a file, as :func:`safe_csv` makes them (plain ASCII
-    text that is no URL and no formula is kept as it is without a call)."""
-    return [value if type(value) is str and value.isascii() and "://" not in value
-            and not value.startswith(_FORMULA_START)
+    """``values`` as cells bound for a file, as :func:`safe_csv` makes them (an int, and
+    plain ASCII text that is no URL and no formula, are kept as they are without a call)."""
+    return [value if type(value) is int or type(value) is str and value.isascii()
+            and "://" not in value and not value.startswith(_FORMULA_START)
             else "" if _missing(value)  # as pandas writes it
             else spreadsheet_safe(redaction.redact_cell(value)) for value in values]
 

@@ -804,3 +804,57 @@ def test_truncated_png_reason_says_truncated_png(tmp_path):
                                      progress=False)
     reason = result.rejected["reason"].iloc[0]
     assert reason == "truncated PNG", reason
+
+
+# ----------------------------------------------------------------------------- warning filters
+
+def test_silencing_pillow_is_one_block_at_a_time_and_leaves_the_filters_as_they_were():
+    import threading
+    import warnings
+
+    from tfrecorder_lite.images.quiet import silenced
+
+    before = list(warnings.filters)
+    inside, leave, second_in = threading.Event(), threading.Event(), threading.Event()
+
+    def first():
+        with silenced(Image.DecompressionBombWarning):
+            inside.set()
+            leave.wait(10)
+
+    def second():
+        with silenced():
+            second_in.set()
+
+    a, b = threading.Thread(target=first), threading.Thread(target=second)
+    a.start()
+    assert inside.wait(10)
+    b.start()
+    # catch_warnings swaps the process's filters: a second block inside at once would put
+    # back the first one's filter when it leaves
+    assert not second_in.wait(1)
+    leave.set()
+    a.join(10)
+    b.join(10)
+    assert second_in.is_set()
+    assert warnings.filters == before
+
+
+def test_a_conversion_in_threads_leaves_the_callers_warning_filters_alone(tmp_path):
+    """A header-checked write that hashes opens each image with Pillow in several threads (a
+    filter ignoring every warning was left behind, before ``quiet.silenced``)."""
+    import warnings
+
+    paths = []
+    for i in range(120):
+        path = tmp_path / "images" / f"im{i}.{'png' if i % 5 == 0 else 'jpg'}"
+        path.parent.mkdir(exist_ok=True)
+        ig.rich_photo(24 + i % 7, 32, seed=i).save(path)
+        paths.append(str(path))
+    df = pd.DataFrame({"split": ["TRAIN", "TEST"] * 60, "image_uri": paths,
+                       "label": ["a", "b", "c"] * 40})
+    before = list(warnings.filters)
+    for run in range(3):
+        df.tfrecord.to_tfrecord(tmp_path / f"out{run}", check="header", leakage="warn",
+                                progress=False, n_jobs=2, num_shards=2)
+        assert warnings.filters == before, run

@@ -8,7 +8,6 @@ With a target size, every image is decoded, resized and re-encoded.
 
 import io
 import re
-import warnings
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -18,6 +17,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from .. import storage
 from . import containers as structure
 from . import phash
+from .quiet import silenced
 from ..redaction import redact
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own default decompression-bomb limit
@@ -95,8 +95,7 @@ def _open(data, sniffed, options):
     if not data:
         raise ImageRejected("empty file")
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        with silenced(Image.DecompressionBombWarning):
             # naming the sniffed format spares Pillow from trying its other plugins first
             image = Image.open(io.BytesIO(data), formats=_PILLOW_FORMATS.get(sniffed))
     except Image.DecompressionBombError as exc:
@@ -386,8 +385,7 @@ def not_an_image(head):
     if sniff_format(head) is not None:
         return None
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with silenced():
             Image.open(io.BytesIO(head)).close()
     except UnidentifiedImageError:
         return "not an image"

@@ -19,10 +19,11 @@ import functools
 import io
 import itertools
 import math
-import warnings
 
 import numpy as np
 from PIL import Image, ImageOps
+
+from .quiet import silenced
 
 BITS = 64
 MAX_DISTANCE = 6  # at most this many differing bits is a near-duplicate (a distance is even)
@@ -182,13 +183,14 @@ def encoded_luminance_grid(data):
         The grid, or None when the bytes do not decode.
     """
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with silenced():  # Pillow's warnings about the header
             image = Image.open(io.BytesIO(data))
-            if image.format in ("JPEG", "MPO"):
-                image.draft("L", DRAFT_SIZE)  # the hash needs only the luminance
-            image.load()
-            return luminance_grid(ImageOps.exif_transpose(image))
+        if image.format in ("JPEG", "MPO"):
+            image.draft("L", DRAFT_SIZE)  # the hash needs only the luminance
+        image.load()  # outside the block, which threads take one at a time
+        with silenced():  # and about the EXIF block (read from the loaded image)
+            upright = ImageOps.exif_transpose(image)
+        return luminance_grid(upright)
     except Exception:  # an image that does not decode has no hash; its check says why
         return None
 

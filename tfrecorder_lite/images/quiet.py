@@ -1,0 +1,23 @@
+"""Pillow's warnings about the images being checked, kept from the user's process.
+
+``warnings.catch_warnings`` swaps the process's warning filters and puts them back on exit:
+two threads inside at once put back each other's filters, and a filter of the library (one
+ignoring every warning) could outlive the conversion. So every block of the library that
+silences Pillow goes through :func:`silenced`, one at a time.
+"""
+
+import contextlib
+import threading
+import warnings
+
+_ONE_AT_A_TIME = threading.Lock()
+
+
+@contextlib.contextmanager
+def silenced(*categories):
+    """Ignore the warnings of ``categories`` (every warning when none is given) inside the
+    block, leaving the process's warning filters as they were on exit."""
+    with _ONE_AT_A_TIME, warnings.catch_warnings():
+        for category in categories or (Warning,):
+            warnings.simplefilter("ignore", category)
+        yield

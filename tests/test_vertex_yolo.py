@@ -5,6 +5,7 @@ by line (or file) and field; paths inside them kept inside the folder the user n
 
 import io
 import json
+import logging
 import math
 import re
 import os
@@ -632,7 +633,7 @@ def test_a_vertex_polyline_refuses_its_image_naming_the_line_and_a_polygon_outsi
         "it has no instance mask", "box 1 of 1: xmax 1.25 is outside [0, 1]"]
 
 
-def test_the_rest_apis_segmentation_union_reads_as_its_member(folder):
+def test_the_rest_apis_segmentation_union_reads_as_its_member(folder, caplog):
     """``segmentationAnnotation: {maskAnnotation | polygonAnnotation | polylineAnnotation}``
     (Vertex AI's ImageSegmentationAnnotation) gives what the member alone gives."""
     colors = [{"color": {"red": 1.0}, "displayName": "road"}]
@@ -650,8 +651,12 @@ def test_the_rest_apis_segmentation_union_reads_as_its_member(folder):
     (folder / "flat.jsonl").write_text(line("images/im0.jpg", "training",
                                             polygonAnnotation=polygon))
     (folder / "union.jsonl").write_text(line(
-        "images/im0.jpg", "training", segmentationAnnotation={"polygonAnnotation": polygon}))
-    flat, union = (tfrecorder_lite.read_vertex(folder / f"{n}.jsonl") for n in ("flat", "union"))
+        "images/im0.jpg", "training", segmentationAnnotation={
+            "polygonAnnotation": polygon, "annotationResourceLabels": {"set": "a"}}))
+    with caplog.at_level(logging.INFO, logger="tfrecorder_lite"):
+        flat, union = (tfrecorder_lite.read_vertex(folder / f"{n}.jsonl")
+                       for n in ("flat", "union"))
+    assert "segmentationAnnotation.annotationResourceLabels" in caplog.text
     assert union.equals(flat) and union.label.tolist() == ["car"]
     assert union["mask"][0] == {"relative_polygons": [[0.1, 0.1, 0.5, 0.1, 0.5, 0.5]]}
     (folder / "union.jsonl").write_text("\n".join([

@@ -71,14 +71,15 @@ def luminance_grid(image):
     ``GRID`` pixels (Pillow's bilinear filter, which averages as it shrinks), as
     ``GRID * GRID`` bytes.
 
-    Each step is one call of Pillow's image core (what ``Image.reduce``, ``convert`` and
-    ``resize`` call, without their per-call checks and copies of ``image.info``): threads
-    preparing images side by side spend little time holding the GIL here, and the C work
-    in between releases it. :func:`hash_grids` then hashes many grids at once.
+    Each step is one call of Pillow's image core (``Image.core``, what ``Image.reduce``,
+    ``convert``, ``resize`` and ``tobytes`` call, without their per-call checks and copies
+    of ``image.info``; a test compares the bytes with theirs): threads preparing images side
+    by side spend little time holding the GIL here, and the C work in between releases it.
+    :func:`hash_grids` then hashes many grids at once.
 
     Args:
-        image: a loaded Pillow image of any mode and size, as displayed (rotate it upright
-            first).
+        image: a Pillow image of any mode and size, as displayed (rotate it upright first),
+            loaded here if it is not yet.
     """
     gray = _upright_rgb_or_gray(image)
     gray.load()  # a check, when it is loaded already
@@ -92,12 +93,16 @@ def luminance_grid(image):
         core = core.convert("L")
     core = core.resize((GRID, GRID), _GRID_FILTER, box)
     encoder = Image.core.raw_encoder("L", "L", 0, 1)  # the bytes, as Image.tobytes takes them
+    chunks, status = [], 0
     try:
         encoder.setimage(core, (0, 0, GRID, GRID))
-        _, status, data = encoder.encode(GRID * GRID)
+        while not status:
+            _, status, chunk = encoder.encode(1 << 16)
+            chunks.append(chunk)
     finally:
         encoder.cleanup()
-    if status != 1 or len(data) != GRID * GRID:
+    data = b"".join(chunks)
+    if status < 0 or len(data) != GRID * GRID:
         raise RuntimeError(f"encoder status {status} taking the luminance grid's bytes")
     return data
 

@@ -267,6 +267,9 @@ class _Lines:
         if flat_fields:
             self._problem(number, "segmentationAnnotation",
                           f"holds both {members[0]} and {flat_fields[0]}: one annotation")
+        # what else it holds (its annotationResourceLabels) is dropped, as elsewhere
+        self.dropped.update(f"segmentationAnnotation.{key}" for key in inner
+                            if key not in _UNION and key not in _MASK_URIS)
         flat = {key: value for key, value in item.items() if key != "segmentationAnnotation"}
         flat.update((f"segmentationAnnotation.{key}", inner[key]) for key in members)
         return flat

@@ -10,7 +10,7 @@ import contextlib
 import threading
 import warnings
 
-_ONE_AT_A_TIME = threading.Lock()
+_ONE_AT_A_TIME = threading.RLock()  # (a block inside another of the same thread goes on)
 
 
 @contextlib.contextmanager

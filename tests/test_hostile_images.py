@@ -858,3 +858,42 @@ def test_a_conversion_in_threads_leaves_the_callers_warning_filters_alone(tmp_pa
         df.tfrecord.to_tfrecord(tmp_path / f"out{run}", check="header", leakage="warn",
                                 progress=False, n_jobs=2, num_shards=2)
         assert warnings.filters == before, run
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_child_forked_while_a_thread_silences_pillow_can_silence_it_too():
+    import threading
+    import time
+
+    from tfrecorder_lite.images.quiet import silenced
+
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold():
+        with silenced():
+            inside.set()
+            leave.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert inside.wait(10)
+    pid = os.fork()
+    if pid == 0:  # the child: the thread holding the lock was not copied into it
+        with silenced():
+            pass
+        os._exit(0)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the child waited for a lock held by a thread it does not have")
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        leave.set()
+        holder.join(10)

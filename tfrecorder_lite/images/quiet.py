@@ -7,10 +7,22 @@ silences Pillow goes through :func:`silenced`, one at a time.
 """
 
 import contextlib
+import os
 import threading
 import warnings
 
 _ONE_AT_A_TIME = threading.RLock()  # (a block inside another of the same thread goes on)
+
+
+def _new_lock_after_fork():
+    """A forked child gets a lock of its own (the parent's may have been held by a thread
+    that the child does not have)."""
+    global _ONE_AT_A_TIME
+    _ONE_AT_A_TIME = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):  # (not on Windows, which does not fork)
+    os.register_at_fork(after_in_child=_new_lock_after_fork)
 
 
 @contextlib.contextmanager

@@ -150,8 +150,7 @@ def _hashes(data):
     """The hashes a conversion with check="decode" takes of a file."""
     from tfrecorder_lite.images.normalize import ImageOptions, prepare_image
 
-    grid = prepare_image(data, ImageOptions(phash=True)).luminance
-    return tuple(phash.hash_grids([grid])[0].tolist())
+    return phash.grid_hashes(prepare_image(data, ImageOptions(phash=True)).luminance)
 
 
 def quality(args):

@@ -246,8 +246,7 @@ def prepare_image(data, options):
         grid = phash.encoded_luminance_grid(data)
     else:
         grid = phash.luminance_grid(image)
-    return StoredImage(stored.encoded, stored.format, stored.height, stored.width,
-                       stored.channels, stored.source_size, grid)
+    return replace(stored, luminance=grid)
 
 
 def _prepare(data, options):

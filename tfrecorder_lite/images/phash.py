@@ -150,7 +150,13 @@ def perceptual_hashes(image):
     Returns:
         A tuple of ``1 + len(CROPS)`` ints in ``[0, 2**63)``.
     """
-    return tuple(hash_grids([luminance_grid(image)])[0].tolist())
+    return grid_hashes(luminance_grid(image))
+
+
+def grid_hashes(grid):
+    """The perceptual hashes of one luminance grid, as :func:`perceptual_hashes` gives them
+    (:func:`hash_grids` hashes many at once)."""
+    return tuple(hash_grids([grid])[0].tolist())
 
 
 def _area_weights(start, stop, size):
@@ -204,7 +210,7 @@ def hash_encoded(data):
     """The perceptual hashes of encoded image bytes (see :func:`encoded_luminance_grid`), or
     None when they do not decode."""
     grid = encoded_luminance_grid(data)
-    return None if grid is None else tuple(hash_grids([grid])[0].tolist())
+    return None if grid is None else grid_hashes(grid)
 
 
 def to_hex_rows(hashes):

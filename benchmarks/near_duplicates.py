@@ -1,11 +1,12 @@
 """Near-duplicates across splits: what hashing costs a conversion, how the search scales, and
 what it finds on the 3,000-image set.
 
-Three parts (all by default):
+Four parts (all by default; ``photos`` only with a folder):
 
-- ``convert``: the 3,000 set converted with ``leakage="warn"`` (every image hashed) and with
-  ``leakage="ignore"``, for ``check="decode"`` and ``check="header"``; interleaved rounds,
-  wall seconds, medians and the per-round ratio.
+- ``convert``: the 3,000 set (or, with ``--camera``, 12 MP phone-camera JPEGs) converted
+  with ``leakage="warn"`` (every image hashed) and with ``leakage="ignore"``, for
+  ``check="decode"`` and ``check="header"``; interleaved rounds, wall seconds, medians and
+  the per-round ratio.
 - ``search``: ``phash.near_pairs`` over 100,000 and 1,000,000 images (random hashes of 63
   bits as ``perceptual_hashes`` gives them, or 64 with ``--bits 64``; six per image as the
   writer keeps them: the whole image and five crops; splits 80/10/10), wall and CPU seconds,
@@ -22,6 +23,7 @@ Usage:
     python benchmarks/near_duplicates.py                   # every part
     python benchmarks/near_duplicates.py --part search --sizes 100000 1000000
     python benchmarks/near_duplicates.py --part convert --cpu --repeats 5
+    python benchmarks/near_duplicates.py --part convert --camera --images 200  # 12 MP photos
     python benchmarks/near_duplicates.py --part photos --photos FOLDER  # real photos
 """
 
@@ -49,7 +51,7 @@ from tfrecorder_lite.images import phash  # noqa: E402
 def convert(args):
     import tfrecorder_lite
 
-    csv = dataset.generate_dataset(args.images, Path(args.workdir))
+    csv = dataset.generate_dataset(args.images, Path(args.workdir), photos=args.camera)
     df = pd.read_csv(csv)
     dataset.warm_page_cache(df)
     out = Path(args.workdir) / "near_duplicates_out"
@@ -68,7 +70,8 @@ def convert(args):
             times[(check, leakage)].append(clock() - start)
     shutil.rmtree(out, ignore_errors=True)
     what = "CPU seconds of one process (n_jobs=1)" if args.cpu else "wall seconds"
-    print(f"\n## Conversion of the {len(df)}-image set, {args.repeats} rounds, {what} "
+    kind = f"{len(df)}-image" + (" 12 MP camera-size" if args.camera else "")
+    print(f"\n## Conversion of the {kind} set, {args.repeats} rounds, {what} "
           f"(load average {os.getloadavg()[0]:.1f})\n")
     print("| check | leakage | median s | min-max s | images/s |")
     print("|---|---|---|---|---|")
@@ -224,6 +227,9 @@ def main(argv=None):
                         help="search: random hashes of 63 bits (the top bit 0, as "
                              "perceptual_hashes gives them) or of all 64")
     parser.add_argument("--workdir", default=dataset.DEFAULT_WORKDIR)
+    parser.add_argument("--camera", action="store_true",
+                        help="convert: the 12 MP phone-camera JPEG set instead of the 160-640 px "
+                             "one (generated once, about a minute a hundred; use --images 200)")
     parser.add_argument("--cpu", action="store_true",
                         help="convert: time the CPU of one process (n_jobs=1) instead of the "
                              "wall time of the default parallelism (steadier on a busy machine)")

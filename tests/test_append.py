@@ -6,6 +6,7 @@ import os
 import sys
 import textwrap
 
+import google_crc32c
 import numpy as np
 import pandas as pd
 import pytest
@@ -146,6 +147,79 @@ def test_append_needs_a_finished_output_with_hashes(tmp_path):
     df.iloc[:2].tfrecord.to_tfrecord(tmp_path / "plain", progress=False, leakage="ignore")
     with pytest.raises(tfrecorder_lite.SchemaError, match="keeps no hashes of its images"):
         df.iloc[2:].tfrecord.to_tfrecord(tmp_path / "plain", progress=False, append=True)
+
+
+@pytest.mark.parametrize("damage", ["deleted", "truncated"])
+def test_a_missing_or_cut_hashes_file_refuses_an_append_before_anything_is_written(
+        tmp_path, damage):
+    df = _table(tmp_path / "images", n=8)
+    out = tmp_path / "out"
+    df.iloc[:5].tfrecord.to_tfrecord(out, progress=False)
+    hashes = out / layout.hashes_name(0)
+    if damage == "deleted":
+        hashes.unlink()
+    else:
+        hashes.write_bytes(hashes.read_bytes()[:-40])
+    before = _files(out)
+    message = "missing. metadata.json lists it" if damage == "deleted" else \
+        r"not the file this output wrote \(\d+ bytes; metadata.json records \d+ bytes\)"
+    with pytest.raises(tfrecorder_lite.ManifestError,
+                       match=rf"{layout.hashes_name(0)}: {message}.*convert the whole table"):
+        df.iloc[5:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    assert _files(out) == before  # not a file written, not a state folder left
+    with pytest.raises(tfrecorder_lite.VerifyError, match=layout.hashes_name(0)):
+        tfrecorder_lite.verify(out)
+
+
+def test_an_edited_hashes_file_is_refused_by_append_and_verify(tmp_path):
+    df = _table(tmp_path / "images", n=8)
+    out = tmp_path / "out"
+    df.iloc[:5].tfrecord.to_tfrecord(out, progress=False)
+    hashes = out / layout.hashes_name(0)
+    recorded = json.loads((out / layout.METADATA).read_text())["near_duplicates"]["checksums"]
+    data = hashes.read_bytes()
+    assert recorded == {layout.hashes_name(0): {
+        "bytes": len(data), "crc32c": f"{google_crc32c.value(data):08x}"}}
+    # the same size: row 0 moved from TEST to TRAIN and relabelled, as by hand
+    edited = data.replace(b",TEST,", b",TRAI,", 1)
+    assert edited != data and len(edited) == len(data)
+    hashes.write_bytes(edited)
+    with pytest.raises(tfrecorder_lite.ManifestError,
+                       match=r"not the file this output wrote \(\d+ bytes, CRC32C [0-9a-f]{8}; "
+                             r"metadata.json records \d+ bytes, CRC32C [0-9a-f]{8}\): edited"):
+        df.iloc[5:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    with pytest.raises(tfrecorder_lite.VerifyError, match="edited or damaged"):
+        tfrecorder_lite.verify(out)
+    hashes.write_bytes(data)  # restored: the append (resumed) finishes and verifies
+    result = df.iloc[5:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    assert sum(result.counts.values()) == 3
+    checksums = json.loads((out / layout.METADATA).read_text())["near_duplicates"]["checksums"]
+    assert sorted(checksums) == [layout.hashes_name(0), layout.hashes_name(1)]
+    assert tfrecorder_lite.verify(out).startswith("OK")
+
+
+def test_hashes_files_of_outputs_without_their_checksums_are_read_and_counted(tmp_path):
+    df = _table(tmp_path / "images", n=8)
+    out = tmp_path / "out"
+    df.iloc[:5].tfrecord.to_tfrecord(out, progress=False)
+    metadata = json.loads((out / layout.METADATA).read_text())
+    del metadata["near_duplicates"]["checksums"]  # as written before they were recorded
+    (out / layout.METADATA).write_text(json.dumps(metadata))
+    assert tfrecorder_lite.verify(out).startswith("OK")
+    hashes = out / layout.hashes_name(0)
+    data = hashes.read_bytes()
+    hashes.write_bytes(data[:data.rindex(b"\n", 0, -1) + 1])  # its last row gone
+    with pytest.raises(tfrecorder_lite.VerifyError,
+                       match=rf"{layout.hashes_name(0)}: lists 4 images, and generation 0's "
+                             "shards hold 5 records"):
+        tfrecorder_lite.verify(out)
+    hashes.write_text("not,a,hashes,file\n1,2,3,4\n")
+    with pytest.raises(tfrecorder_lite.ManifestError,
+                       match="not a hashes file .its columns are not, a, hashes, file"):
+        df.iloc[5:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    hashes.write_bytes(data)
+    result = df.iloc[5:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    assert sum(result.counts.values()) == 3 and tfrecorder_lite.verify(out).startswith("OK")
 
 
 def test_a_near_duplicate_of_an_earlier_generation_is_found(tmp_path):

@@ -4,6 +4,7 @@ import dataclasses
 
 from .errors import InvalidRowError, SchemaError
 from .images.normalize import DEFAULT_MAX_BYTES
+from .output.hashes_files import check_present
 from .output.manifest import read_manifest
 from .table import labels, schema
 from .table.cells import is_blank
@@ -163,7 +164,8 @@ def _appending(df, store, prepared, table, write, image):
     """``(the Manifest appended to, the table prepared with the output's label ids)``.
 
     Raises:
-        ManifestError: ``store`` holds no finished output.
+        ManifestError: ``store`` holds no finished output, or one whose hashes files are
+            missing or damaged.
         SchemaError: an append that cannot be (what it lacks, what differs), before anything
             is written.
     """
@@ -179,6 +181,7 @@ def _appending(df, store, prepared, table, write, image):
                           "leakage='ignore', with check='header' without leakage='warn', or "
                           "before they were kept), so an append cannot tell which rows it "
                           "already holds; convert it again first (with leakage='warn')")
+    check_present(store, previous.near_duplicates)  # an append reads them when it finishes
     if previous.task not in (None, "multi-label"):
         raise SchemaError(
             f"{store.url} is a {previous.task} output, and an append takes tables of one label "

@@ -404,6 +404,11 @@ class Manifest:
                         lambda v: isinstance(v, list) and all(
                             isinstance(n, str) and HASHES_NAME.match(n) for n in v),
                         "a list of hashes file names")
+            if "checksums" in near:  # written since the hashes files' checksums are recorded
+                check.field(near, "near_duplicates", "checksums", lambda v: _is_object(v) and all(
+                    n in near["hashes"] and _is_object(c) and _is_count(c.get("bytes")) and
+                    _is_hex(c.get("crc32c"), 8) for n, c in v.items()),
+                    "an object hashes file name -> its bytes and crc32c")
             check.field(near, "near_duplicates", "file",
                         lambda v: v is None or v == NEAR_DUPLICATES or (
                             isinstance(v, str) and NEAR_DUPLICATES_NAME.match(v)),
@@ -516,6 +521,8 @@ def as_of(manifest, generation=None, strict=True):
             image = summary if image is None else image.merged(summary)
     near = manifest.near_duplicates and {**manifest.near_duplicates, "hashes": [
         g["hashes"] for g in entries if g.get("hashes")]}
+    if near and "checksums" in near:
+        near["checksums"] = {n: c for n, c in near["checksums"].items() if n in near["hashes"]}
     return replace(manifest, labels=manifest.labels[:entries[-1]["labels"]], splits=splits,
                    image=image, fingerprint=entries[-1].get("fingerprint"),
                    near_duplicates=near, generations=entries if generation else None)

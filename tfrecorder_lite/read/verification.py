@@ -3,6 +3,7 @@
 from collections import Counter
 
 from ..errors import ManifestError, VerifyError
+from ..output.hashes_files import generation_of, read_hashes_file
 from ..output.layout import index_name, label_files, label_problem, tfds_label_names
 from ..output.manifest import as_of, hxw, label_counts, read_manifest
 from ..record import encoding as example
@@ -329,6 +330,27 @@ def _generation_problems(manifest):
     return problems
 
 
+def _hashes_file_problems(store, manifest):
+    """What is wrong with the hashes files metadata.json lists: missing, not the bytes it
+    records of them, no hashes file, or not a row per record of their generation."""
+    near = manifest.near_duplicates or {}
+    recorded = near.get("checksums", {})
+    problems = []
+    for name in near.get("hashes", ()):
+        try:
+            frame = read_hashes_file(store, name, recorded.get(name))
+        except ManifestError as exc:
+            problems.append(str(exc))
+            continue
+        generation = generation_of(name)
+        records = sum(shard.num_examples for info in manifest.splits.values()
+                      for shard in info.shards if shard.generation == generation)
+        if len(frame) != records:
+            problems.append(f"{store.path(name)}: lists {len(frame)} images, and generation "
+                            f"{generation}'s shards hold {records} records")
+    return problems
+
+
 def verify(output_dir, decode=False, *, storage_options=None, generation=None):
     """Read every record of every shard and check it against ``metadata.json``.
 
@@ -342,8 +364,9 @@ def verify(output_dir, decode=False, *, storage_options=None, generation=None):
     of one length, relative and ordered). Then what metadata.json sums up: each split's
     ``label_counts`` (per label: records, or what the record kind counts, e.g. boxes), the
     image sizes, channels and formats, and the label files (``labels.txt``,
-    ``labels-<level>.txt``, the kind's own such as ``label_map.pbtxt``), and in an output
-    appended to, the records each generation lists. With ``decode`` also decodes every image
+    ``labels-<level>.txt``, the kind's own such as ``label_map.pbtxt``), the hashes files
+    (present, the bytes metadata.json records, a row per record), and in an output appended
+    to, the records each generation lists. With ``decode`` also decodes every image
     with TensorFlow and checks its height and width. With ``generation=k`` checks the output
     as it was after generation ``k``: its shards, and what metadata.json records of it then.
 
@@ -382,6 +405,7 @@ def verify(output_dir, decode=False, *, storage_options=None, generation=None):
         counted = {split: labels[0].label_counts(split) for split in manifest.splits}
         problems += kind.manifest_problems(manifest, feature_set, counted)
     problems += _generation_problems(latest)
+    problems += _hashes_file_problems(store, latest)  # every generation's, as appends read them
     problems += _label_file_problems(store, latest)  # the files hold the latest labels
     if problems:
         shown = problems[:_PROBLEMS_SHOWN]

@@ -8,12 +8,12 @@ rejected naming both. Both are known from the earlier generations' hashes files,
 reading their images again.
 """
 
-import io
 from collections import Counter
 from dataclasses import replace
 
 import pandas as pd
 
+from ..output.hashes_files import generation_of, read_hashes_file
 from ..output.layout import hashes_name
 from ..output.manifest import SplitEntry
 from ..table.splits import SPLITS
@@ -23,12 +23,16 @@ SKIPPED = "already in the output"  # the reason of a skipped row (never written 
 
 def written_before(store, manifest):
     """Every image the output holds, from its hashes files: a DataFrame (generation, row,
-    split, image_uri, sha256, label, phash, crops), oldest first."""
-    frames = []
-    for name in (manifest.near_duplicates or {}).get("hashes", ()):
-        frame = pd.read_csv(io.BytesIO(store.read_bytes(name)), dtype=str,
-                            keep_default_na=False)
-        frames.append(frame.assign(generation=int(name[len("hashes-g"):-len(".csv")])))
+    split, image_uri, sha256, label, phash, crops), oldest first.
+
+    Raises:
+        ManifestError: a hashes file is missing, differs from what metadata.json records of
+            it, or is no hashes file (``hashes_files.read_hashes_file``).
+    """
+    near = manifest.near_duplicates or {}
+    recorded = near.get("checksums", {})
+    frames = [read_hashes_file(store, name, recorded.get(name)).assign(
+        generation=generation_of(name)) for name in near.get("hashes", ())]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

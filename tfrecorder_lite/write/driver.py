@@ -225,10 +225,11 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
     split_of = {s.name: s.split for s in plan.shards}
     labels = plan.planned_labels(df.index)
     new, splits, order = leaks.joined(receipts, split_of, consume=leakage != "reject")
-    written = len(new)
+    written, checksums = len(new), None
     if leakage != "reject":  # the hashes file first; then the search keeps what it reads only
         if written:  # (the receipts' own hashes were emptied as they were joined)
-            leaks.write_hashes(store, hashes_name(generation), plan, labels, new, splits, order)
+            checksums = leaks.write_hashes(store, hashes_name(generation), plan, labels, new,
+                                           splits, order)
         new = leaks.Searched(new.positions, new.perceptual, new.hashed)
         give_back_freed_memory()
 
@@ -265,7 +266,8 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         new, splits, order = leaks.joined(receipts, split_of)
         written = len(new)
         if written:
-            leaks.write_hashes(store, hashes_name(generation), plan, labels, new, splits, order)
+            checksums = leaks.write_hashes(store, hashes_name(generation), plan, labels, new,
+                                           splits, order)
         pairs = []
     elif pairs:
         problems = problems_frame([
@@ -278,6 +280,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         "hash": METHOD,
         "max_distance": MAX_DISTANCE, "leakage": leakage, "pairs": found,
         "hashes": [hashes_name(generation)] if written else [],
+        "checksums": {hashes_name(generation): checksums} if written else {},
         "file": near_duplicates_name(generation) if pairs else None}
 
 
@@ -347,7 +350,8 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises):
              "hashes": (near or {}).get("hashes", [None])[0],
              "near_duplicates": (near or {}).get("pairs", 0),
              "near_duplicates_file": (near or {}).get("file")}
-    near = near and {**earlier, "hashes": [*earlier.get("hashes", ()), *near["hashes"]]}
+    near = near and {**earlier, "hashes": [*earlier.get("hashes", ()), *near["hashes"]],
+                     "checksums": {**earlier.get("checksums", {}), **near["checksums"]}}
     manifest = appending.merged(previous, splits, None if plan.image is None else
                                 ImageSummary.from_receipts(previous.image.stored,
                                                            receipts.values()),

@@ -17,14 +17,15 @@ import numpy as np
 import pandas as pd
 
 from ..images.phash import near_pairs, rows_from_hex
+from ..output.hashes_files import HASH_COLUMNS
 from ..output.layout import STATE_DIR
 from ..output.record_hashes import RecordHashes
+from ..record.framing import FileDigest
 from .csv_files import safe_cells
 from .task import ShardSink
 
 PAIR_COLUMNS = ["row", "split", "image_uri", "other_row", "other_split", "other_image_uri",
                 "distance"]
-HASH_COLUMNS = ["row", "split", "image_uri", "sha256", "label", "phash", "crops"]
 
 
 def later_rows(pairs):
@@ -173,8 +174,13 @@ _HASHES_CHUNK = 10_000  # rows of the hashes file made into text at once
 def write_hashes(store, name, plan, labels, hashes, splits, order):
     """Write the hashes file ``name``: a row per record of ``hashes`` (a RecordHashes,
     ``splits`` the split of each), in table order (``order``), made into text a chunk at a
-    time (the table's text redacted and spreadsheet-safe, as in ``rejected.csv``)."""
+    time (the table's text redacted and spreadsheet-safe, as in ``rejected.csv``).
+
+    Returns:
+        Its size and CRC32C, as metadata.json records them (``hashes_files.checksums``).
+    """
     pending = store.open_for_commit(name)
+    digest, size = FileDigest(), 0
     try:
         for start in range(0, len(order), _HASHES_CHUNK):
             rows = order[start:start + _HASHES_CHUNK]
@@ -194,8 +200,12 @@ def write_hashes(store, name, plan, labels, hashes, splits, order):
             if start == 0:
                 writer.writerow(HASH_COLUMNS)
             writer.writerows(zip(*(columns[column] for column in HASH_COLUMNS)))
-            pending.write(text.getvalue().encode())
+            chunk = text.getvalue().encode()
+            digest.update(chunk)
+            size += len(chunk)
+            pending.write(chunk)
     except BaseException:
         pending.discard()
         raise
     pending.commit()
+    return {"bytes": size, "crc32c": digest.hexdigests()["crc32c"]}

@@ -149,6 +149,21 @@ def test_append_needs_a_finished_output_with_hashes(tmp_path):
         df.iloc[2:].tfrecord.to_tfrecord(tmp_path / "plain", progress=False, append=True)
 
 
+def test_an_append_that_would_not_hash_is_refused_before_anything_is_written(tmp_path):
+    df = _table(tmp_path / "images", n=8)
+    out = tmp_path / "out"
+    df.iloc[:5].tfrecord.to_tfrecord(out, progress=False)
+    before = _files(out)
+    with pytest.raises(tfrecorder_lite.SchemaError, match="leakage='ignore' cannot append"):
+        df.iloc[5:].tfrecord.to_tfrecord(out, progress=False, append=True, leakage="ignore")
+    assert _files(out) == before
+    # appends hash their images, so the same rows appended twice are written once
+    first = df.iloc[5:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    again = df.iloc[5:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    assert sum(first.counts.values()) == 3 and again.skipped == 3 and not again.counts
+    assert len(_records(out)) == len(df)
+
+
 @pytest.mark.parametrize("damage", ["deleted", "truncated"])
 def test_a_missing_or_cut_hashes_file_refuses_an_append_before_anything_is_written(
         tmp_path, damage):

@@ -48,9 +48,20 @@ def leakage_for(leakage, check="decode", size=None, append=False):
     """The near-duplicate mode a conversion runs with: ``leakage`` when given (one of
     LEAKAGE); else "warn" when the images' pixels are decoded anyway (``check="decode"``, a
     resize) or an append needs their hashes, and "ignore" for a ``check="header"`` write,
-    whose images are never decoded (hashing would decode every one)."""
+    whose images are never decoded (hashing would decode every one).
+
+    Raises:
+        SchemaError: a mode not in LEAKAGE; "ignore" for an append, whose images must be
+            hashed (the next append knows them only by their hashes).
+    """
     if leakage is not None:
-        return one_of("leakage", leakage, LEAKAGE)
+        one_of("leakage", leakage, LEAKAGE)
+        if append and leakage == "ignore":
+            raise SchemaError("leakage='ignore' cannot append: an append keeps the hashes of "
+                              "the images it writes, as the output does, or a later append "
+                              "would not know them and write them again; use 'warn' (the "
+                              "default) or 'reject'")
+        return leakage
     return "warn" if check == "decode" or size is not None or append else "ignore"
 
 

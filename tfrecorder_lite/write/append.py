@@ -47,8 +47,11 @@ def decide(records, before):
         ``{position: reason}``: :data:`SKIPPED` for the same image, label and split; else the
         reason it is rejected (``already in TEST``, ``label changed from 'cat' to 'dog'``).
     """
-    known = {}
-    for row in before.itertuples(index=False):
+    if not records or not len(before):
+        return {}
+    repeated = before[before.sha256.isin({digest for _, _, digest, _ in records})]
+    known = {}  # only the earlier images a new record repeats: the oldest of each
+    for row in repeated.itertuples(index=False):
         known.setdefault(row.sha256, row)
     out = {}
     for position, split, digest, label in records:

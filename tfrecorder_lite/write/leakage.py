@@ -135,7 +135,9 @@ def new_pairs(before, new, splits):
         return []
     old_rows = np.zeros(0, dtype=np.int64) if before is None or not len(before) else \
         np.flatnonzero((before.phash != "").to_numpy())
-    old = rows_from_hex([before.phash.iat[i] + before.crops.iat[i] for i in old_rows])
+    old = rows_from_hex((before.phash.to_numpy(dtype=object)[old_rows] +  # joined in C,
+                         before.crops.to_numpy(dtype=object)[old_rows]).tolist()) \
+        if len(old_rows) else rows_from_hex([])  # not a Python call per earlier image
     hashes = new.perceptual if new.hashed.all() else new.perceptual[new.hashed]
     if len(old):  # else no copy of the new hashes
         width = min(old.shape[1], hashes.shape[1])

@@ -13,7 +13,10 @@ a fresh interpreter that imports the library, reads the CSV with pandas, and the
 - ``load``: one epoch of ``load(out, "TRAIN", batch_size=256, image_size=(32, 32))``
   (per TRAIN row);
 - ``load_global``: the same with ``shuffle="global"``, a seed and ``epochs=1``, where the
-  library has it (a tree whose ``load()`` has no ``epochs`` reports that it has not).
+  library has it (a tree whose ``load()`` has no ``epochs`` reports that it has not);
+- ``append``: 1,000 new images (a folder beyond every table's) appended to the decode
+  path's output as a generation (``append=True``): what the next day costs as the output
+  grows (its us/row are per appended row; it runs last, after the reads).
 
 Each reports its seconds, the driver's resident memory after reading the table (VmRSS) and
 its high-water mark at the end (VmHWM of /proc/self/status, as the tests take it), and the
@@ -55,7 +58,8 @@ PER_FOLDER = 1000
 SIDE = 32
 CLASSES = ("airplane", "bicycle", "bird", "boat", "cat", "dog", "flower", "horse", "tree",
            "truck")
-PATHS = ("header", "decode", "load", "load_global", "validate")
+PATHS = ("header", "decode", "load", "load_global", "validate", "append")
+APPENDED = 1000  # the append path's new images: folder MAX_ROWS // PER_FOLDER
 MAX_ROWS = 1_000_000
 
 
@@ -110,6 +114,24 @@ def generate(rows, workdir):
             csv.with_suffix(".tmp"), index=False)
         os.replace(csv.with_suffix(".tmp"), csv)
     return csv
+
+
+def appended_table(workdir):
+    """The append path's table: ``APPENDED`` images no table of ``generate`` holds (made
+    once), with seeded splits and labels."""
+    import pandas as pd
+
+    number = MAX_ROWS // PER_FOLDER
+    if not (_folder(workdir, number) / ".done").exists():
+        _write_folder((str(workdir), number))
+    rng = np.random.default_rng([SEED, number])
+    first = number * PER_FOLDER
+    return pd.DataFrame({
+        "split": np.array(["TRAIN", "VALIDATION", "TEST"])[rng.choice(3, APPENDED,
+                                                                      p=[0.8, 0.1, 0.1])],
+        "image_uri": [str(_folder(workdir, number) / f"{i:07d}.jpg")
+                      for i in range(first, first + APPENDED)],
+        "label": np.array(CLASSES)[rng.integers(0, len(CLASSES), APPENDED)]})
 
 
 def image_bytes(rows, workdir):
@@ -199,6 +221,10 @@ def _run_path(path, table, out):
     if path == "validate":
         problems = table.tfrecord.validate()
         return len(table), f"{len(problems)} problems"
+    if path == "append":
+        new = appended_table(out.parent)
+        result = new.tfrecord.to_tfrecord(str(out), progress=False, append=True)
+        return len(new), f"{sum(result.counts.values()):,} records appended"
     options = {}
     if path == "load_global":
         import inspect
@@ -350,6 +376,8 @@ def main(argv=None):
         parser.error(f"at most {MAX_ROWS:,} rows")
     paths = [p for p in args.paths.split(",")]
     results, bytes_of = {}, {}
+    if "append" in paths:
+        appended_table(args.workdir)  # its images made before any run is timed
     print(f"`python benchmarks/scale.py {' '.join(argv if argv is not None else sys.argv[1:])}`"
           f", {os.cpu_count()} cores, load average before: "
           + ", ".join(f"{v:.2f}" for v in os.getloadavg()), flush=True)

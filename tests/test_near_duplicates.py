@@ -206,6 +206,24 @@ def test_a_search_made_a_piece_at_a_time_gives_the_same_pairs(monkeypatch, limit
     assert all((a == b).all() for a, b in zip(whole, pieces)) and len(want) > 30
 
 
+@pytest.mark.parametrize("which", ["one", "last 40", "last 400", "every 9th"])
+def test_a_search_for_the_pairs_of_some_images_finds_exactly_theirs(monkeypatch, which):
+    # an append's search: its new images (in every group) against all the others
+    n = 3000
+    hashes, groups = _planted(n, 63, seed=len(which))
+    hashes[::7] &= np.uint64(0xFFFFFF)  # crowded buckets too
+    involving = {"one": np.array([n - 26]), "last 40": np.arange(n - 40, n),
+                 "last 400": np.arange(n - 400, n), "every 9th": np.arange(0, n, 9)}[which]
+    everything = _all_pairs(_smallest_distances(hashes), groups, 6)
+    mine = set(involving.tolist())
+    want = {pair for pair in everything if pair[0] in mine or pair[1] in mine}
+    monkeypatch.setattr(phash, "_INDEX_PART", 2000)  # the others' crops looked up in parts
+    got = phash.near_pairs(hashes, groups, 6, involving=involving)
+    assert set(zip(*(a.tolist() for a in got))) == want
+    assert list(zip(got[1], got[0])) == sorted(zip(got[1], got[0]))
+    assert len(want) >= 1 and len(everything) > len(want)  # (n - 26 is image 25's copy)
+
+
 def test_few_hashes_are_compared_all_pairs_and_give_the_same_pairs():
     hashes, groups = _planted(200, 63, seed=3)
     assert phash._bands(200, 60 * 6, 63, 6) is None

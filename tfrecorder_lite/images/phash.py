@@ -341,7 +341,7 @@ def _flips(width, radius):
     return sorted(masks)  # flips of the same high bits one after another: the same slots
 
 
-def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17):
+def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involving=None):
     """Every pair of images within ``max_distance`` bits whose groups differ.
 
     Two images are that close when the hash of one whole image is within ``max_distance``
@@ -357,6 +357,9 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17):
             are left out.
         max_distance: the largest distance of a pair, 0 to 63.
         chunk: lookups made at once (bounds memory).
+        involving: indexes of the images every pair must have one of (an append's new
+            images), or None for every pair. Then only they look others up, and the others'
+            crops are looked up among their whole images: few hashes are indexed.
 
     Returns:
         ``(first, second, distance)``: int64 arrays of the pairs' image indexes (first <
@@ -374,20 +377,27 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17):
     groups = groups.astype(np.int8 if len(sizes) < 128 else np.int32)  # a byte per image
     images, per_image = hashes.shape
     position = np.int32 if images * per_image < 2 ** 31 else np.int64
-    askers = np.flatnonzero(groups != np.argmax(sizes)).astype(position)
-    largest = np.flatnonzero(groups == np.argmax(sizes)).astype(position)
+    if involving is None:
+        asking = groups != np.argmax(sizes)
+    else:
+        asking = np.zeros(images, dtype=bool)
+        asking[np.asarray(involving, dtype=np.int64)] = True
+    askers = np.flatnonzero(asking).astype(position)
+    others = np.flatnonzero(~asking).astype(position)  # the largest group, or the rest
 
     def whole_images():  # (index: image of each hash, its hashes; queries: likewise)
         return (np.arange(images, dtype=position), hashes[:, 0],
                 np.repeat(askers, per_image), hashes[askers].ravel())
 
-    def crops(part):  # a part of the largest group's images at a time (the most hashes)
-        return (np.repeat(part, per_image - 1), hashes[part, 1:].ravel(), askers,
-                hashes[askers, 0])
+    def crops(part):  # a part of the others' images at a time (the most hashes)
+        crop_images, crop_hashes = np.repeat(part, per_image - 1), hashes[part, 1:].ravel()
+        if involving is not None:  # the askers' whole images indexed, the crops looked up
+            return askers, hashes[askers, 0], crop_images, crop_hashes
+        return crop_images, crop_hashes, askers, hashes[askers, 0]
 
     step = max(1, _INDEX_PART // max(1, per_image - 1))
-    searches = [whole_images] + [functools.partial(crops, largest[i:i + step])
-                                 for i in range(0, len(largest), step)]
+    searches = [whole_images] + [functools.partial(crops, others[i:i + step])
+                                 for i in range(0, len(others), step)]
     found = []
     for search in searches:  # made one at a time: they are large
         search = search()

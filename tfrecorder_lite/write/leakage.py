@@ -144,17 +144,18 @@ def new_pairs(before, new, splits):
         hashes = np.concatenate([old[:, :width], hashes[:, :width]])
     names = np.concatenate([before.split.to_numpy(dtype=object)[old_rows] if len(old_rows) else
                             np.zeros(0, dtype=object), splits[new.hashed]])
-    first, second, distance = near_pairs(hashes, pd.factorize(names)[0])
-    positions, count = new.positions[new.hashed], len(old_rows)
+    count = len(old_rows)
+    first, second, distance = near_pairs(  # with earlier images: the pairs of a new one only
+        hashes, pd.factorize(names)[0], involving=np.arange(count, len(hashes)) if count else None)
+    positions = new.positions[new.hashed]
 
     def key(i):
         return (0, int(old_rows[i])) if i < count else int(positions[i - count])
 
     pairs = []
     for a, b, d in zip(first.tolist(), second.tolist(), distance.tolist()):
-        if b >= count:  # not two earlier images
-            earlier, later = sorted((key(a), key(b)), key=_table_order_key)
-            pairs.append((later, earlier, d))
+        earlier, later = sorted((key(a), key(b)), key=_table_order_key)
+        pairs.append((later, earlier, d))
     return sorted(pairs, key=lambda pair: (pair[0], _table_order_key(pair[1])))
 
 

@@ -63,14 +63,15 @@ def check_present(store, near):
                                                                    f"{expected} bytes"))
 
 
-def read_hashes_file(store, name, recorded=None):
-    """The hashes file ``name`` of the output in ``store``, as text columns (HASH_COLUMNS).
+def read_hashes_file(store, name, recorded=None, columns=HASH_COLUMNS):
+    """The hashes file ``name`` of the output in ``store``, as text columns.
 
     Args:
         store: the output's Store.
         name: the file name, as metadata.json lists it.
         recorded: its ``{"bytes", "crc32c"}`` in metadata.json, or None (outputs written
             before they were recorded): the file's bytes must match them.
+        columns: the columns to read (of HASH_COLUMNS; the file must have them all).
 
     Raises:
         ManifestError: the file is missing, cannot be read, differs from what metadata.json
@@ -90,11 +91,12 @@ def read_hashes_file(store, name, recorded=None):
                 f"{found['bytes']} bytes, CRC32C {found['crc32c']}",
                 f"{recorded.get('bytes')} bytes, CRC32C {recorded.get('crc32c')}"))
     try:
-        frame = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
+        header = list(pd.read_csv(io.BytesIO(data), nrows=0).columns)
+        if header == HASH_COLUMNS:
+            return pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False,
+                               usecols=list(columns))[list(columns)]
     except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError is a ValueError
         raise ManifestError(f"{where}: not a hashes file ({exc}); {_RESTORE}") from None
-    if list(frame.columns) != HASH_COLUMNS:
-        raise ManifestError(f"{where}: not a hashes file (its columns are "
-                            f"{', '.join(map(str, frame.columns))}, not "
-                            f"{', '.join(HASH_COLUMNS)}); {_RESTORE}")
-    return frame
+    raise ManifestError(f"{where}: not a hashes file (its columns are "
+                        f"{', '.join(map(str, header))}, not {', '.join(HASH_COLUMNS)}); "
+                        f"{_RESTORE}")

@@ -338,7 +338,7 @@ def _hashes_file_problems(store, manifest):
     problems = []
     for name in near.get("hashes", ()):
         try:
-            frame = read_hashes_file(store, name, recorded.get(name))
+            frame = read_hashes_file(store, name, recorded.get(name), columns=["row"])
         except ManifestError as exc:
             problems.append(str(exc))
             continue

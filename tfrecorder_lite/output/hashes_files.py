@@ -19,9 +19,9 @@ _RESTORE = ("restore it from a copy of the output, or convert the whole table ag
             "(overwrite=True)")
 
 
-def checksums(data):
-    """What ``metadata.json`` records of a hashes file's bytes: ``{"bytes", "crc32c"}``."""
-    return {"bytes": len(data), "crc32c": file_digest(data)["crc32c"]}
+def checksums(size, crc32c):
+    """What ``metadata.json`` records of a hashes file: its size and CRC32C (hex)."""
+    return {"bytes": size, "crc32c": crc32c}
 
 
 def generation_of(name):
@@ -85,7 +85,7 @@ def read_hashes_file(store, name, recorded=None, columns=HASH_COLUMNS):
     except OSError as exc:
         raise ManifestError(f"{where}: could not be read ({exc})") from exc
     if recorded is not None:
-        found = checksums(data)
+        found = checksums(len(data), file_digest(data)["crc32c"])
         if found != {"bytes": recorded.get("bytes"), "crc32c": recorded.get("crc32c")}:
             raise ManifestError(f"{where}: " + _differs(
                 f"{found['bytes']} bytes, CRC32C {found['crc32c']}",

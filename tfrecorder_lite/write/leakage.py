@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..images.phash import near_pairs, rows_from_hex
-from ..output.hashes_files import HASH_COLUMNS
+from ..output.hashes_files import HASH_COLUMNS, checksums
 from ..output.layout import STATE_DIR
 from ..output.record_hashes import RecordHashes
 from ..record.framing import FileDigest
@@ -211,4 +211,4 @@ def write_hashes(store, name, plan, labels, hashes, splits, order):
         pending.discard()
         raise
     pending.commit()
-    return {"bytes": size, "crc32c": digest.hexdigests()["crc32c"]}
+    return checksums(size, digest.hexdigests()["crc32c"])

@@ -13,6 +13,7 @@ import pandas as pd
 
 from ..errors import ManifestError
 from ..record.framing import file_digest
+from .layout import hashes_generation
 
 HASH_COLUMNS = ["row", "split", "image_uri", "sha256", "label", "phash", "crops"]
 _RESTORE = ("restore it from a copy of the output, or convert the whole table again "
@@ -24,15 +25,10 @@ def checksums(size, crc32c):
     return {"bytes": size, "crc32c": crc32c}
 
 
-def generation_of(name):
-    """The generation whose hashes file is ``name`` (``hashes-g0003.csv`` -> 3)."""
-    return int(name[len("hashes-g"):-len(".csv")])
-
-
 def _missing(store, name):
     return ManifestError(
         f"{store.path(name)}: missing. metadata.json lists it: the images generation "
-        f"{generation_of(name)} wrote, which an append compares its rows with; {_RESTORE}")
+        f"{hashes_generation(name)} wrote, which an append compares its rows with; {_RESTORE}")
 
 
 def _differs(found, recorded):
@@ -86,7 +82,7 @@ def read_hashes_file(store, name, recorded=None, columns=HASH_COLUMNS):
         raise ManifestError(f"{where}: could not be read ({exc})") from exc
     if recorded is not None:
         found = checksums(len(data), file_digest(data)["crc32c"])
-        if found != {"bytes": recorded.get("bytes"), "crc32c": recorded.get("crc32c")}:
+        if found != checksums(recorded.get("bytes"), recorded.get("crc32c")):
             raise ManifestError(f"{where}: " + _differs(
                 f"{found['bytes']} bytes, CRC32C {found['crc32c']}",
                 f"{recorded.get('bytes')} bytes, CRC32C {recorded.get('crc32c')}"))

@@ -97,6 +97,11 @@ def hashes_name(generation):
     return f"hashes-g{generation:04d}.csv"
 
 
+def hashes_generation(name):
+    """The generation whose hashes file is ``name`` (``hashes-g0003.csv`` -> 3)."""
+    return int(name[len("hashes-g"):-len(".csv")])
+
+
 def index_name(shard):
     """The index file of a shard: ``train-00000-of-00002.tfrecord`` -> ``....tfindex``."""
     return _SHARD_SUFFIX.sub("", shard) + INDEX_SUFFIX

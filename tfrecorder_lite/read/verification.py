@@ -3,8 +3,8 @@
 from collections import Counter
 
 from ..errors import ManifestError, VerifyError
-from ..output.hashes_files import generation_of, read_hashes_file
-from ..output.layout import index_name, label_files, label_problem, tfds_label_names
+from ..output.hashes_files import read_hashes_file
+from ..output.layout import hashes_generation, index_name, label_files, label_problem, tfds_label_names
 from ..output.manifest import as_of, hxw, label_counts, read_manifest
 from ..record import encoding as example
 from ..record import keys
@@ -342,7 +342,7 @@ def _hashes_file_problems(store, manifest):
         except ManifestError as exc:
             problems.append(str(exc))
             continue
-        generation = generation_of(name)
+        generation = hashes_generation(name)
         records = sum(shard.num_examples for info in manifest.splits.values()
                       for shard in info.shards if shard.generation == generation)
         if len(frame) != records:

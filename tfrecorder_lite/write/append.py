@@ -13,8 +13,8 @@ from dataclasses import replace
 
 import pandas as pd
 
-from ..output.hashes_files import generation_of, read_hashes_file
-from ..output.layout import hashes_name
+from ..output.hashes_files import read_hashes_file
+from ..output.layout import hashes_generation, hashes_name
 from ..output.manifest import SplitEntry
 from ..table.splits import SPLITS
 
@@ -32,7 +32,7 @@ def written_before(store, manifest):
     near = manifest.near_duplicates or {}
     recorded = near.get("checksums", {})
     frames = [read_hashes_file(store, name, recorded.get(name)).assign(
-        generation=generation_of(name)) for name in near.get("hashes", ())]
+        generation=hashes_generation(name)) for name in near.get("hashes", ())]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

@@ -157,6 +157,31 @@ def generate_dataset(n: int, workdir: Path, seed: int = SEED, photos: bool = Fal
     return csv_path
 
 
+def folder_table(folder: Path, workdir: Path, seed: int = SEED) -> Path:
+    """A `split,image_uri,label` CSV of every JPEG and PNG under `folder` (real photos).
+
+    The photos are taken in path order; each one's split is drawn 80/10/10 from the seed and
+    its position, and its label is the name of the folder holding it.
+
+    Returns:
+        Path of the CSV (absolute image paths), written in `workdir`.
+    """
+    folder = Path(folder).resolve()
+    paths = sorted(p for p in folder.rglob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+    if not paths:
+        raise SystemExit(f"no JPEG or PNG under {folder}")
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "split": np.array(SPLITS)[rng.choice(len(SPLITS), len(paths), p=SPLIT_PROBS)],
+        "image_uri": [str(p) for p in paths],
+        "label": [p.parent.name for p in paths],
+    })
+    workdir.mkdir(parents=True, exist_ok=True)
+    csv_path = workdir / f"folder_{folder.name}_s{seed}_n{len(paths)}.csv"
+    frame.to_csv(csv_path, index=False)
+    return csv_path
+
+
 def describe_dataset(df: pd.DataFrame) -> str:
     """Returns a one-paragraph summary (counts, formats, sizes) of a dataset."""
     sizes = np.array([os.path.getsize(p) for p in df["image_uri"]])

@@ -3,17 +3,19 @@ what it finds on the 3,000-image set.
 
 Four parts (all by default; ``photos`` only with a folder):
 
-- ``convert``: the 3,000 set (or, with ``--camera``, 12 MP phone-camera JPEGs) converted
-  with ``leakage="warn"`` (every image hashed) and with ``leakage="ignore"``, for
-  ``check="decode"`` and ``check="header"``; interleaved rounds, wall seconds, medians and
-  the per-round ratio.
+- ``convert``: the 3,000 set (or, with ``--camera``, 12 MP phone-camera JPEGs; with
+  ``--photos FOLDER``, every photo under the folder) converted with ``leakage="warn"`` (every
+  image hashed) and with ``leakage="ignore"``, for ``check="decode"`` and ``check="header"``;
+  interleaved rounds, wall seconds, medians and the per-round ratio.
 - ``search``: ``phash.near_pairs`` over 100,000 and 1,000,000 images (random hashes of 63
   bits as ``perceptual_hashes`` gives them, or 64 with ``--bits 64``; six per image as the
   writer keeps them: the whole image and five crops; splits 80/10/10), wall and CPU seconds,
   and the memory the search allocates at its peak beside the hashes (tracemalloc, a second
   untimed call).
-- ``photos`` (with ``--photos FOLDER``): real photos, each against its copies made each way
-  (as ``quality`` makes them) and against the other photos.
+- ``photos`` (with ``--photos FOLDER``): real photos (every JPEG and PNG under the folder),
+  against each other (the pairs within the distance a conversion reports, and how close the
+  others come), and every ``--every``-th one against its copies made each way (as
+  ``quality`` makes them).
 - ``quality``: the 3,000 distinct images hashed as a conversion hashes them: the pairs found
   among them (none should be), and for every 10th image, made into a copy each way (50%
   resize, JPEG q50, PNG, 5% crop at a corner, 2.5% crop all round, +10% brightness), whether
@@ -25,6 +27,7 @@ Usage:
     python benchmarks/near_duplicates.py --part convert --cpu --repeats 5
     python benchmarks/near_duplicates.py --part convert --camera --images 200  # 12 MP photos
     python benchmarks/near_duplicates.py --part photos --photos FOLDER  # real photos
+    python benchmarks/near_duplicates.py --part convert --photos FOLDER --repeats 5
 """
 
 import argparse
@@ -51,7 +54,8 @@ from tfrecorder_lite.images import phash  # noqa: E402
 def convert(args):
     import tfrecorder_lite
 
-    csv = dataset.generate_dataset(args.images, Path(args.workdir), photos=args.camera)
+    csv = dataset.folder_table(args.photos, Path(args.workdir)) if args.photos else \
+        dataset.generate_dataset(args.images, Path(args.workdir), photos=args.camera)
     df = pd.read_csv(csv)
     dataset.warm_page_cache(df)
     out = Path(args.workdir) / "near_duplicates_out"
@@ -70,7 +74,9 @@ def convert(args):
             times[(check, leakage)].append(clock() - start)
     shutil.rmtree(out, ignore_errors=True)
     what = "CPU seconds of one process (n_jobs=1)" if args.cpu else "wall seconds"
-    kind = f"{len(df)}-image" + (" 12 MP camera-size" if args.camera else "")
+    kind = f"{len(df)}-image" + (f" {args.photos}" if args.photos else
+                                 " 12 MP camera-size" if args.camera else "")
+    print(f"\n{dataset.describe_dataset(df)}")
     print(f"\n## Conversion of the {kind} set, {args.repeats} rounds, {what} "
           f"(load average {os.getloadavg()[0]:.1f})\n")
     print("| check | leakage | median s | min-max s | images/s |")
@@ -188,38 +194,55 @@ def quality(args):
 
 
 def photos(args):
-    """Each photo of ``args.photos`` (a folder) against its copies made each way, and against
-    the other photos."""
-    paths = sorted(p for p in Path(args.photos).iterdir()
+    """The photos under ``args.photos`` against each other, and every ``args.every``-th one
+    against its copies made each way."""
+    paths = sorted(p for p in Path(args.photos).rglob("*")
                    if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
-    datas = [p.read_bytes() for p in paths]
-    hashes = np.array([_hashes(data) for data in datas], dtype=np.uint64)
+    hashes = np.array([_hashes(p.read_bytes()) for p in paths], dtype=np.uint64)
     first, second, distance = phash.near_pairs(hashes, np.arange(len(paths)), 16)
-    close = [(paths[a].name, paths[b].name, int(d)) for a, b, d in zip(first, second, distance)]
-    print(f"\n## {len(paths)} photos of {args.photos}: pairs of distinct photos within "
-          f"{phash.MAX_DISTANCE} bits: "
-          f"{[c for c in close if c[2] <= phash.MAX_DISTANCE] or 'none'}; within 16: "
-          f"{close or 'none'}\n")
+    near = distance <= phash.MAX_DISTANCE
+    same = sum(paths[a].read_bytes() == paths[b].read_bytes()
+               for a, b in zip(first[near], second[near]))
+    closest = np.full(len(paths), 17)  # each photo's distance to its closest other, up to 16
+    np.minimum.at(closest, first, distance)
+    np.minimum.at(closest, second, distance)
+    print(f"\n## {len(paths)} photos under {args.photos}\n")
+    print(f"- pairs within {phash.MAX_DISTANCE} bits (what a conversion would report across "
+          f"splits): {int(near.sum())}, of which {same} are the same bytes; photos in them: "
+          f"{len(set(first[near]) | set(second[near]))}")
+    print("- photos whose closest other photo is d bits away: " + ", ".join(
+        f"{d}: {int((closest == d).sum())}" for d in range(0, 17, 2)) +
+        f", > 16: {int((closest > 16).sum())}")
+    listed = sorted(zip(distance[near], first[near], second[near]))[:10]
+    if listed:
+        print("- the closest: " + "; ".join(
+            f"{paths[a].relative_to(args.photos)} / {paths[b].relative_to(args.photos)} ({d})"
+            for d, a, b in listed))
+    sample = paths[::args.every]
+    print(f"\n{len(sample)} photos (every {args.every}), each against its copies:\n")
     print("| copy | found | largest distance | distances | missed |")
     print("|---|---|---|---|---|")
     for how, make in COPIES.items():
         distances = []
-        for path, original in zip(paths, hashes):
+        for path, original in zip(sample, hashes[::args.every]):
             copy = _hashes(make(Image.open(path).convert("RGB")))
             pair = phash.near_pairs(np.array([original, copy], dtype=np.uint64), [0, 1], 63)
             distances.append(int(pair[2][0]))
-        missed = [f"{p.name} ({d})" for p, d in zip(paths, distances) if d > phash.MAX_DISTANCE]
+        missed = [f"{p.name} ({d})" for p, d in zip(sample, distances) if d > phash.MAX_DISTANCE]
         counts = pd.Series(distances).value_counts().sort_index()
-        print(f"| {how} | {len(paths) - len(missed)}/{len(paths)} | {max(distances)} | "
+        print(f"| {how} | {len(sample) - len(missed)}/{len(sample)} | {max(distances)} | "
               f"{', '.join(f'{d}: {n}' for d, n in counts.items())} | "
-              f"{', '.join(missed) or 'none'} |")
+              f"{', '.join(missed[:5]) + (' ...' if len(missed) > 5 else '') or 'none'} |")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--part", choices=["convert", "search", "quality", "photos", "all"],
                         default="all")
-    parser.add_argument("--photos", help="photos: a folder of real photos (JPEG, PNG)")
+    parser.add_argument("--photos", help="photos, convert: a folder of real photos (every "
+                                         "JPEG and PNG under it)")
+    parser.add_argument("--every", type=int, default=1,
+                        help="photos: make copies of every n-th photo only")
     parser.add_argument("--images", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])

@@ -232,9 +232,49 @@ def test_hashes_files_of_outputs_without_their_checksums_are_read_and_counted(tm
     with pytest.raises(tfrecorder_lite.ManifestError,
                        match="not a hashes file .its columns are not, a, hashes, file"):
         df.iloc[5:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    rows = data.decode().split("\n")
+    metadata_before = (out / layout.METADATA).read_bytes()
+    digest, phash = rows[1].split(",")[3], rows[1].split(",")[5]
+    for edited, why in (((digest, digest[:-1]), "a sha256 that is not 64 hex digits"),
+                        ((phash, "z" + phash[1:]), "a hash that is not hex digits"),
+                        ((phash, phash + "00"), "perceptual hashes of unequal lengths")):
+        hashes.write_text("\n".join([rows[0], rows[1].replace(*edited), *rows[2:]]))
+        with pytest.raises(tfrecorder_lite.ManifestError,
+                           match=rf"{layout.hashes_name(0)}: not a hashes file \({why}\)"):
+            df.iloc[5:].tfrecord.to_tfrecord(out, progress=False, append=True)
+        assert (out / layout.METADATA).read_bytes() == metadata_before
     hashes.write_bytes(data)
     result = df.iloc[5:].tfrecord.to_tfrecord(out, progress=False, append=True)
     assert sum(result.counts.values()) == 3 and tfrecorder_lite.verify(out).startswith("OK")
+
+
+def test_the_earlier_images_are_the_hashes_files_rows_whatever_the_chunk(tmp_path):
+    from tfrecorder_lite.output.hashes_files import read_hashes_file, read_written_images
+    from tfrecorder_lite.storage import Store
+
+    df = _table(tmp_path / "images", n=9)
+    for i, name in ((1, 'a,b "c".jpg'), (2, "ü\nx.jpg")):  # quoted and cut in the CSV
+        renamed = tmp_path / "images" / name
+        os.rename(df.image_uri[i], renamed)
+        df.loc[i, "image_uri"] = str(renamed)
+    df.index = [f"r{i}" for i in range(9)]
+    out = tmp_path / "out"
+    df.iloc[:5].tfrecord.to_tfrecord(out, progress=False)
+    df.iloc[5:].tfrecord.to_tfrecord(out, progress=False, append=True)
+    store, near = Store(str(out)), read_manifest(str(out))[0].near_duplicates
+    want = []
+    for name in near["hashes"]:
+        frame = read_hashes_file(store, name)
+        want += [(layout.hashes_generation(name), r.row, r.split, r.image_uri, r.sha256,
+                  r.label, r.phash + r.crops) for r in frame.itertuples()]
+    assert len(want) == 9 and {w[3] for w in want} == set(df.image_uri)
+    for chunk in (1 << 16, 2):
+        images = read_written_images(store, near, chunk=chunk)
+        assert [tuple(images.image(i)) + ("".join(f"{h:016x}" for h in images.perceptual[i]),)
+                for i in range(len(images))] == want
+        assert images.splits(np.arange(9)).tolist() == [w[2] for w in want]
+        assert images.holding([want[7][4], want[2][4]]).tolist() == [2, 7]
+        assert images.hashed.all()
 
 
 def test_a_near_duplicate_of_an_earlier_generation_is_found(tmp_path):

@@ -146,6 +146,20 @@ def test_task_rows_kept_as_columns_give_every_row_back_whole_after_pickling():
     assert labelled[:] == [(0, "x", None, (), ("f",)), (1, ("m", 2), None, (), ("g",))]
 
 
+def test_joined_texts_give_each_text_back_by_index_slice_and_when_joined():
+    from tfrecorder_lite.memory import JoinedTexts
+
+    texts = ["a/1.jpg", "b/ü2.png", "", "d\n5.jpg"]
+    joined = JoinedTexts(texts)
+    assert len(joined) == 4 and [joined[i] for i in range(4)] == texts
+    assert joined[-1] == texts[-1] and joined[:] == texts and joined[1:3] == texts[1:3]
+    assert joined[3:1] == [] and JoinedTexts()[:] == []
+    with pytest.raises(IndexError):
+        joined[4]
+    both = JoinedTexts.joined([joined, JoinedTexts(), JoinedTexts(["x", "yz"])])
+    assert len(both) == 6 and both[:] == texts + ["x", "yz"] and both[4] == "x"
+
+
 def _plan_facts(plan, index):
     return (plan.fingerprint,
             [(s.name, s.positions.tolist(), s.source_bytes) for s in plan.shards],

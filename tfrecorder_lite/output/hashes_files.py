@@ -7,15 +7,20 @@ from these files alone, so one that is missing, edited or damaged is refused wit
 never read as if it were whole.
 """
 
+import collections
 import io
 
+import numpy as np
 import pandas as pd
 
 from ..errors import ManifestError
+from ..images.phash import rows_from_hex
+from ..memory import JoinedTexts, give_back_freed_memory
 from ..record.framing import file_digest
 from .layout import hashes_generation
 
 HASH_COLUMNS = ["row", "split", "image_uri", "sha256", "label", "phash", "crops"]
+_DIGEST_BYTES = 32  # sha256
 _RESTORE = ("restore it from a copy of the output, or convert the whole table again "
             "(overwrite=True)")
 
@@ -59,6 +64,45 @@ def check_present(store, near):
                                                                    f"{expected} bytes"))
 
 
+def _checked_bytes(store, name, recorded):
+    """The bytes of the hashes file ``name``, checked against ``recorded`` (see
+    :func:`read_hashes_file`)."""
+    try:
+        data = store.read_bytes(name)
+    except FileNotFoundError:
+        raise _missing(store, name) from None
+    except OSError as exc:
+        raise ManifestError(f"{store.path(name)}: could not be read ({exc})") from exc
+    if recorded is not None:
+        found = checksums(len(data), file_digest(data)["crc32c"])
+        if found != checksums(recorded.get("bytes"), recorded.get("crc32c")):
+            raise ManifestError(f"{store.path(name)}: " + _differs(
+                f"{found['bytes']} bytes, CRC32C {found['crc32c']}",
+                f"{recorded.get('bytes')} bytes, CRC32C {recorded.get('crc32c')}"))
+    return data
+
+
+def _not_a_hashes_file(store, name, why):
+    return ManifestError(f"{store.path(name)}: not a hashes file ({why}); {_RESTORE}")
+
+
+def _text_frames(store, name, data, columns, chunksize=None):
+    """The file's ``columns`` as text, a frame (or, with ``chunksize``, frames of as many rows
+    each, in order)."""
+    try:
+        header = list(pd.read_csv(io.BytesIO(data), nrows=0).columns)
+        if header == HASH_COLUMNS:
+            frames = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False,
+                                 usecols=list(columns), chunksize=chunksize)
+            if chunksize is None:
+                return frames[list(columns)]
+            return (frame[list(columns)] for frame in frames)
+    except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError is a ValueError
+        raise _not_a_hashes_file(store, name, exc) from None
+    raise _not_a_hashes_file(store, name, f"its columns are {', '.join(map(str, header))}, "
+                                          f"not {', '.join(HASH_COLUMNS)}")
+
+
 def read_hashes_file(store, name, recorded=None, columns=HASH_COLUMNS):
     """The hashes file ``name`` of the output in ``store``, as text columns.
 
@@ -73,26 +117,138 @@ def read_hashes_file(store, name, recorded=None, columns=HASH_COLUMNS):
         ManifestError: the file is missing, cannot be read, differs from what metadata.json
             records, or is not a hashes file; the message says which, and what to do.
     """
-    where = store.path(name)
+    return _text_frames(store, name, _checked_bytes(store, name, recorded), columns)
+
+
+WrittenImage = collections.namedtuple("WrittenImage",
+                                      "generation row split image_uri sha256 label")
+
+
+class WrittenImages:
+    """The images an output's hashes files list, oldest first, kept as columns (about 130
+    bytes an image where a frame of their texts takes several hundred).
+
+    Attributes:
+        digests: the sha256 of each image's file, ``(images, 32)`` uint8.
+        perceptual: each image's perceptual hashes (whole image, then crops), uint64 rows;
+            zeros where it has none.
+        hashed: whether it has them (an image that did not decode has none).
+    """
+
+    def __init__(self):
+        self.generations = np.zeros(0, dtype=np.int32)
+        self.digests = np.zeros((0, _DIGEST_BYTES), dtype=np.uint8)
+        self.perceptual = np.zeros((0, 0), dtype=np.uint64)
+        self.hashed = np.zeros(0, dtype=bool)
+        self._split_codes = np.zeros(0, dtype=np.uint8)
+        self._split_names = ()
+        self._rows = self._uris = self._labels = JoinedTexts()
+
+    def __len__(self):
+        return len(self.hashed)
+
+    def splits(self, indexes):
+        """The splits of the images at ``indexes``, as an object array of names."""
+        return np.array(self._split_names, dtype=object)[self._split_codes[indexes]] \
+            if len(self._split_names) else np.zeros(0, dtype=object)
+
+    def image(self, index):
+        """One image's WrittenImage (its generation, table row, split, URI, sha256 as hex
+        and label)."""
+        return WrittenImage(int(self.generations[index]), self._rows[index],
+                            self._split_names[self._split_codes[index]], self._uris[index],
+                            self.digests[index].tobytes().hex(), self._labels[index])
+
+    def holding(self, digests):
+        """The indexes of the images whose file has one of the sha256 ``digests`` (hex), in
+        order."""
+        wanted = np.frombuffer(bytes.fromhex("".join(digests)), dtype=np.uint8).reshape(
+            -1, _DIGEST_BYTES)
+        if not len(wanted) or not len(self):
+            return np.zeros(0, dtype=np.int64)
+        heads = self.digests[:, :8].copy().view(np.uint64)[:, 0]  # the first 8 bytes first,
+        maybe = np.flatnonzero(np.isin(heads, wanted[:, :8].copy().view(np.uint64)[:, 0]))
+        whole = {bytes(row) for row in wanted}  # then the whole digest of those only
+        return np.array([i for i in maybe.tolist() if self.digests[i].tobytes() in whole],
+                        dtype=np.int64)
+
+    @classmethod
+    def joined(cls, parts):
+        """The images of several, one after another (perceptual hashes cut to the fewest
+        any part has: an earlier version's may have had fewer crops). Each column of the
+        parts is emptied as soon as it is joined, so that the whole is never held twice."""
+        out = cls()
+        parts = [part for part in parts if len(part)]
+        if not parts:
+            return out
+        width = min(part.perceptual.shape[1] for part in parts)
+        out._split_names = tuple(dict.fromkeys(n for part in parts for n in part._split_names))
+        out._split_codes = np.concatenate([
+            np.array([out._split_names.index(n) for n in part._split_names],
+                     dtype=np.uint8)[part._split_codes] for part in parts])
+        empty = cls()
+        for name in ("generations", "digests", "hashed", "perceptual", "_rows", "_uris",
+                     "_labels"):
+            columns = [getattr(part, name) for part in parts]
+            setattr(out, name, JoinedTexts.joined(columns) if name.startswith("_") else
+                    np.concatenate([c[:, :width] for c in columns]) if name == "perceptual"
+                    else np.concatenate(columns))
+            del columns
+            for part in parts:
+                setattr(part, name, getattr(empty, name))
+            give_back_freed_memory()
+        return out
+
+
+def _images_of(store, name, frame):
+    """The WrittenImages of one chunk (a text frame) of the hashes file ``name``."""
+    images = WrittenImages()
+    count = len(frame)
+    images.generations = np.full(count, hashes_generation(name), dtype=np.int32)
+    digests = frame["sha256"].tolist()
+    if any(len(digest) != 2 * _DIGEST_BYTES for digest in digests):
+        raise _not_a_hashes_file(store, name, "a sha256 that is not 64 hex digits")
+    phash, crops = frame["phash"].to_numpy(dtype=object), frame["crops"].to_numpy(dtype=object)
+    images.hashed = phash != ""
+    texts = (phash[images.hashed] + crops[images.hashed]).tolist()
+    if len({len(text) for text in texts}) > 1 or any(len(text) % 16 for text in texts):
+        raise _not_a_hashes_file(store, name, "perceptual hashes of unequal lengths")
     try:
-        data = store.read_bytes(name)
-    except FileNotFoundError:
-        raise _missing(store, name) from None
-    except OSError as exc:
-        raise ManifestError(f"{where}: could not be read ({exc})") from exc
-    if recorded is not None:
-        found = checksums(len(data), file_digest(data)["crc32c"])
-        if found != checksums(recorded.get("bytes"), recorded.get("crc32c")):
-            raise ManifestError(f"{where}: " + _differs(
-                f"{found['bytes']} bytes, CRC32C {found['crc32c']}",
-                f"{recorded.get('bytes')} bytes, CRC32C {recorded.get('crc32c')}"))
-    try:
-        header = list(pd.read_csv(io.BytesIO(data), nrows=0).columns)
-        if header == HASH_COLUMNS:
-            return pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False,
-                               usecols=list(columns))[list(columns)]
-    except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError is a ValueError
-        raise ManifestError(f"{where}: not a hashes file ({exc}); {_RESTORE}") from None
-    raise ManifestError(f"{where}: not a hashes file (its columns are "
-                        f"{', '.join(map(str, header))}, not {', '.join(HASH_COLUMNS)}); "
-                        f"{_RESTORE}")
+        images.digests = np.frombuffer(bytes.fromhex("".join(digests)), dtype=np.uint8
+                                       ).reshape(count, _DIGEST_BYTES)
+        hashes = rows_from_hex(texts)
+    except ValueError:
+        raise _not_a_hashes_file(store, name, "a hash that is not hex digits") from None
+    images.perceptual = np.zeros((count, hashes.shape[1]), dtype=np.uint64)
+    images.perceptual[images.hashed] = hashes
+    codes, names = pd.factorize(frame["split"])
+    images._split_codes, images._split_names = codes.astype(np.uint8), tuple(names)
+    images._rows = JoinedTexts(frame["row"].tolist())
+    images._uris = JoinedTexts(frame["image_uri"].tolist())
+    images._labels = JoinedTexts(frame["label"].tolist())
+    return images
+
+
+def read_written_images(store, near, chunk=1 << 16):
+    """Every image the hashes files of an output list, oldest first.
+
+    Args:
+        store: the output's Store.
+        near: metadata.json's ``near_duplicates`` entry (the files, and their checksums).
+        chunk: rows turned into columns at once (bounds the texts held at a time).
+
+    Returns:
+        A WrittenImages.
+
+    Raises:
+        ManifestError: a file is missing, differs from what metadata.json records of it, or
+            is not a hashes file (see :func:`read_hashes_file`).
+    """
+    recorded = near.get("checksums", {})
+    parts = []
+    for name in near.get("hashes", ()):
+        data = _checked_bytes(store, name, recorded.get(name))
+        parts.extend(_images_of(store, name, frame)
+                     for frame in _text_frames(store, name, data, HASH_COLUMNS, chunk))
+        del data
+    return WrittenImages.joined(parts)

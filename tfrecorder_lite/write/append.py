@@ -11,10 +11,8 @@ reading their images again.
 from collections import Counter
 from dataclasses import replace
 
-import pandas as pd
-
-from ..output.hashes_files import read_hashes_file
-from ..output.layout import hashes_generation, hashes_name
+from ..output.hashes_files import read_written_images
+from ..output.layout import hashes_name
 from ..output.manifest import SplitEntry
 from ..table.splits import SPLITS
 
@@ -22,18 +20,13 @@ SKIPPED = "already in the output"  # the reason of a skipped row (never written 
 
 
 def written_before(store, manifest):
-    """Every image the output holds, from its hashes files: a DataFrame (generation, row,
-    split, image_uri, sha256, label, phash, crops), oldest first.
+    """Every image the output holds, from its hashes files, oldest first: a WrittenImages.
 
     Raises:
         ManifestError: a hashes file is missing, differs from what metadata.json records of
-            it, or is no hashes file (``hashes_files.read_hashes_file``).
+            it, or is no hashes file (``hashes_files.read_written_images``).
     """
-    near = manifest.near_duplicates or {}
-    recorded = near.get("checksums", {})
-    frames = [read_hashes_file(store, name, recorded.get(name)).assign(
-        generation=hashes_generation(name)) for name in near.get("hashes", ())]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return read_written_images(store, manifest.near_duplicates or {})
 
 
 def decide(records, before):
@@ -41,7 +34,7 @@ def decide(records, before):
 
     Args:
         records: ``(position, split, sha256, label text)`` of the new records.
-        before: :func:`written_before`'s frame.
+        before: :func:`written_before`'s WrittenImages.
 
     Returns:
         ``{position: reason}``: :data:`SKIPPED` for the same image, label and split; else the
@@ -49,10 +42,10 @@ def decide(records, before):
     """
     if not records or not len(before):
         return {}
-    repeated = before[before.sha256.isin({digest for _, _, digest, _ in records})]
     known = {}  # only the earlier images a new record repeats: the oldest of each
-    for row in repeated.itertuples(index=False):
-        known.setdefault(row.sha256, row)
+    for index in before.holding({digest for _, _, digest, _ in records}).tolist():
+        image = before.image(index)
+        known.setdefault(image.sha256, image)
     out = {}
     for position, split, digest, label in records:
         old = known.get(digest)

@@ -235,15 +235,15 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
 
     def where(key):
         if isinstance(key, tuple):  # an earlier generation's image
-            row = before.iloc[key[1]]
-            return (f"row {row['row']!r} ({row['image_uri']}, {row['split']}, generation "
-                    f"{row['generation']})")
+            image = before.image(key[1])
+            return (f"row {image.row!r} ({image.image_uri}, {image.split}, generation "
+                    f"{image.generation})")
         return f"row {row_repr(labels[key])} ({plan.paths[key]}, {split_of_row(key)})"
 
     def described(key):
         if isinstance(key, tuple):
-            row = before.iloc[key[1]]
-            return row["row"], row["split"], row["image_uri"]
+            image = before.image(key[1])
+            return image.row, image.split, image.image_uri
         return labels[key], split_of_row(key), plan.paths[key]
 
     @functools.cache

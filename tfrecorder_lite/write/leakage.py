@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..images.phash import near_pairs, rows_from_hex
+from ..images.phash import near_pairs
 from ..output.hashes_files import HASH_COLUMNS, checksums
 from ..output.layout import STATE_DIR
 from ..output.record_hashes import RecordHashes
@@ -122,7 +122,7 @@ def new_pairs(before, new, splits):
     """The near-duplicate pairs across splits that involve a new record.
 
     Args:
-        before: the earlier generations' images (``append.written_before``), or None.
+        before: the earlier generations' images (a WrittenImages), or None.
         new: the new records' RecordHashes (or their Searched columns), in any order.
         splits: the split of each new record.
 
@@ -134,15 +134,12 @@ def new_pairs(before, new, splits):
     if not new.hashed.any():
         return []
     old_rows = np.zeros(0, dtype=np.int64) if before is None or not len(before) else \
-        np.flatnonzero((before.phash != "").to_numpy())
-    old = rows_from_hex((before.phash.to_numpy(dtype=object)[old_rows] +  # joined in C,
-                         before.crops.to_numpy(dtype=object)[old_rows]).tolist()) \
-        if len(old_rows) else rows_from_hex([])  # not a Python call per earlier image
+        np.flatnonzero(before.hashed)
     hashes = new.perceptual if new.hashed.all() else new.perceptual[new.hashed]
-    if len(old):  # else no copy of the new hashes
-        width = min(old.shape[1], hashes.shape[1])
-        hashes = np.concatenate([old[:, :width], hashes[:, :width]])
-    names = np.concatenate([before.split.to_numpy(dtype=object)[old_rows] if len(old_rows) else
+    if len(old_rows):  # else no copy of the new hashes
+        width = min(before.perceptual.shape[1], hashes.shape[1])
+        hashes = np.concatenate([before.perceptual[old_rows, :width], hashes[:, :width]])
+    names = np.concatenate([before.splits(old_rows) if len(old_rows) else
                             np.zeros(0, dtype=object), splits[new.hashed]])
     count = len(old_rows)
     first, second, distance = near_pairs(  # with earlier images: the pairs of a new one only

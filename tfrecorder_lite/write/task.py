@@ -26,6 +26,7 @@ from ..output.record_hashes import RecordHashes
 from ..record import encoding as example
 from ..record.features import FeatureSet, RecordRejected
 from ..formats import format_named
+from ..memory import JoinedTexts
 from ..record.framing import file_digest
 
 _MAX_CHUNK = 64  # rows read and prepared together (bounds memory; one batch of requests)
@@ -51,11 +52,7 @@ class TaskRows:
         self._positions = np.asarray(positions, dtype=np.int64)
         self._labels = None if labels is None else list(labels)
         paths = list(paths)
-        if any(path is None for path in paths):
-            self._paths, self._ends = paths, None
-        else:  # one text, cut at each path's end
-            self._paths = "".join(paths)
-            self._ends = np.cumsum([len(path) for path in paths], dtype=np.int64)
+        self._paths = paths if any(path is None for path in paths) else JoinedTexts(paths)
         self._values = list(values)
         self._files = list(files)
 
@@ -68,15 +65,7 @@ class TaskRows:
         start, stop, _ = rows.indices(len(self))
         stop = max(start, stop)
         positions = self._positions[start:stop].tolist()
-        if self._ends is None:
-            paths = self._paths[start:stop]
-        else:
-            ends = self._ends[start:stop].tolist()
-            begin = int(self._ends[start - 1]) if start else 0
-            paths = []
-            for end in ends:
-                paths.append(self._paths[begin:end])
-                begin = end
+        paths = self._paths[start:stop]
         labels = positions if self._labels is None else self._labels[start:stop]
         return list(zip(positions, labels, paths, self._values[start:stop],
                         self._files[start:stop]))

@@ -205,6 +205,11 @@ def test_an_edited_hashes_file_is_refused_by_append_and_verify(tmp_path):
         df.iloc[5:].tfrecord.to_tfrecord(out, progress=False, append=True)
     with pytest.raises(tfrecorder_lite.VerifyError, match="edited or damaged"):
         tfrecorder_lite.verify(out)
+    digest = data.split(b"\n")[1].split(b",")[3]
+    # edited so that it is no hashes file either: the checksums say what happened
+    hashes.write_bytes(data.replace(digest, b"z" + digest[1:]))
+    with pytest.raises(tfrecorder_lite.ManifestError, match="edited or damaged"):
+        df.iloc[5:].tfrecord.to_tfrecord(out, progress=False, append=True)
     hashes.write_bytes(data)  # restored: the append (resumed) finishes and verifies
     result = df.iloc[5:].tfrecord.to_tfrecord(out, progress=False, append=True)
     assert sum(result.counts.values()) == 3

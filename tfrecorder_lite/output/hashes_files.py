@@ -16,7 +16,7 @@ import pandas as pd
 from ..errors import ManifestError
 from ..images.phash import rows_from_hex
 from ..memory import JoinedTexts, give_back_freed_memory
-from ..record.framing import file_digest
+from ..record.framing import FileDigest, file_digest
 from .layout import hashes_generation
 
 HASH_COLUMNS = ["row", "split", "image_uri", "sha256", "label", "phash", "crops"]
@@ -64,22 +64,33 @@ def check_present(store, near):
                                                                    f"{expected} bytes"))
 
 
-def _checked_bytes(store, name, recorded):
-    """The bytes of the hashes file ``name``, checked against ``recorded`` (see
-    :func:`read_hashes_file`)."""
+def _reading(store, name, read):
+    """``read(name)`` (the Store's ``read_bytes`` or ``open_read``), its errors said as an
+    output's."""
     try:
-        data = store.read_bytes(name)
+        return read(name)
     except FileNotFoundError:
         raise _missing(store, name) from None
     except OSError as exc:
         raise ManifestError(f"{store.path(name)}: could not be read ({exc})") from exc
-    if recorded is not None:
-        found = checksums(len(data), file_digest(data)["crc32c"])
-        if found != checksums(recorded.get("bytes"), recorded.get("crc32c")):
-            raise ManifestError(f"{store.path(name)}: " + _differs(
-                f"{found['bytes']} bytes, CRC32C {found['crc32c']}",
-                f"{recorded.get('bytes')} bytes, CRC32C {recorded.get('crc32c')}"))
+
+
+def _checked_bytes(store, name, recorded):
+    """The bytes of the hashes file ``name``, checked against ``recorded`` (see
+    :func:`read_hashes_file`)."""
+    data = _reading(store, name, store.read_bytes)
+    _check(store, name, checksums(len(data), file_digest(data)["crc32c"]), recorded)
     return data
+
+
+def _check(store, name, found, recorded):
+    """Refuse the file ``name`` whose checksums ``found`` are not those ``recorded`` (None:
+    nothing recorded, nothing to compare)."""
+    if recorded is not None and found != checksums(recorded.get("bytes"),
+                                                   recorded.get("crc32c")):
+        raise ManifestError(f"{store.path(name)}: " + _differs(
+            f"{found['bytes']} bytes, CRC32C {found['crc32c']}",
+            f"{recorded.get('bytes')} bytes, CRC32C {recorded.get('crc32c')}"))
 
 
 def _not_a_hashes_file(store, name, why):
@@ -229,8 +240,54 @@ def _images_of(store, name, frame):
     return images
 
 
+class _Digesting(io.RawIOBase):
+    """A binary file read through, its size and checksums taken as the bytes pass."""
+
+    def __init__(self, file):
+        super().__init__()
+        self._file, self.size, self.digest = file, 0, FileDigest()
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        data = self._file.read(len(buffer))
+        buffer[:len(data)] = data
+        self.size += len(data)
+        self.digest.update(data)
+        return len(data)
+
+
+def _streamed_images(store, name, recorded, chunk):
+    """The WrittenImages of the hashes file ``name``, a chunk of rows at a time as its bytes
+    stream in; checked against ``recorded`` once they all have (a file that differs is
+    reported as such, whatever else is wrong with it)."""
+    with _reading(store, name, store.open_read) as file:
+        stream = _Digesting(file)
+        parts, problem = [], None
+        try:
+            for frame in pd.read_csv(io.BufferedReader(stream, 1 << 20), dtype=str,
+                                     keep_default_na=False, chunksize=chunk):
+                if list(frame.columns) != HASH_COLUMNS:
+                    raise _not_a_hashes_file(store, name, "its columns are " + ", ".join(
+                        map(str, frame.columns)) + f", not {', '.join(HASH_COLUMNS)}")
+                parts.append(_images_of(store, name, frame))
+        except (ValueError, UnicodeDecodeError, ManifestError) as exc:
+            problem = exc if isinstance(exc, ManifestError) else \
+                _not_a_hashes_file(store, name, exc)
+            while stream.read(1 << 20):  # the rest, for its checksum
+                pass
+    _check(store, name, checksums(stream.size, stream.digest.hexdigests()["crc32c"]), recorded)
+    if problem is not None:
+        raise problem
+    return WrittenImages.joined(parts)
+
+
 def read_written_images(store, near, chunk=1 << 16):
     """Every image the hashes files of an output list, oldest first.
+
+    Each file is streamed, a chunk of rows at a time, its checksums taken as it passes (the
+    whole file is never held).
 
     Args:
         store: the output's Store.
@@ -245,10 +302,5 @@ def read_written_images(store, near, chunk=1 << 16):
             is not a hashes file (see :func:`read_hashes_file`).
     """
     recorded = near.get("checksums", {})
-    parts = []
-    for name in near.get("hashes", ()):
-        data = _checked_bytes(store, name, recorded.get(name))
-        parts.extend(_images_of(store, name, frame)
-                     for frame in _text_frames(store, name, data, HASH_COLUMNS, chunk))
-        del data
-    return WrittenImages.joined(parts)
+    return WrittenImages.joined([_streamed_images(store, name, recorded.get(name), chunk)
+                                 for name in near.get("hashes", ())])

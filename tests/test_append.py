@@ -3,6 +3,7 @@ generations."""
 
 import json
 import os
+import shutil
 import sys
 import textwrap
 
@@ -11,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import tensorflow as tf
 import tfrecorder_lite
 from tfrecorder_lite.output import layout
 from tfrecorder_lite.output.manifest import read_manifest, split_shards
@@ -81,6 +83,27 @@ def test_an_append_holds_both_tables_once_and_changes_no_earlier_file(tmp_path):
     summary = str(tfrecorder_lite.read_metadata(out))
     assert "2 generations: 0: TRAIN 7, TEST 3; 1: TRAIN 5, TEST 1 (4 already there)" in summary
     assert "TRAIN: 12 examples in 2 shard(s)" in summary
+
+
+def test_appending_the_whole_table_again_plans_only_the_rows_not_there(tmp_path):
+    df = _table(tmp_path / "images", n=12)
+    out = tmp_path / "out"
+    df.iloc[:8].tfrecord.to_tfrecord(out, progress=False)
+    first = _records(out)
+    rich_photo(260, 240, seed=999).save(df.image_uri[1], quality=90)  # new content, same path
+    result = df.tfrecord.to_tfrecord(out, progress=False, num_shards={"TRAIN": 5},
+                                     append=True)
+    # rows 0 and 2 to 7 are there already: left out before the shards are planned, so the 4
+    # TRAIN rows to write (the edited file's, 9, 10, 11) make 4 shards, not 5 with 6 rows
+    # skipped after writing
+    assert result.skipped == 7 and result.counts == {"TRAIN": 4, "TEST": 1}
+    shards = sorted(out.glob("train-g0001-*.tfrecord"))
+    assert [s.name for s in shards] == [f"train-g0001-0000{i}-of-00004.tfrecord"
+                                        for i in range(4)]
+    assert all(sum(1 for _ in tf.data.TFRecordDataset(str(s))) == 1 for s in shards)
+    both = _records(out)
+    assert len(both) == 13 and set(first) <= set(both)  # the edited file's old image stays
+    assert _records(out, generation=0) == first and tfrecorder_lite.verify(out).startswith("OK")
 
 
 def test_load_of_generation_0_gives_the_first_table_exactly(tmp_path):
@@ -407,10 +430,15 @@ def test_tfds_reads_every_generation_by_its_split_and_refuses_a_partial_train(tm
     tfds = pytest.importorskip("tensorflow_datasets")
     df = _table(tmp_path / "images", n=16)
     a = df.iloc[:10]
-    # B: A's TRAIN rows again (skipped) and new rows, one with a new label, over 3 TRAIN
-    # shards: most of generation 1's TRAIN shards hold nothing new, and stay numbered
+    # B: A's TRAIN images again under other names (known only once written, then skipped)
+    # and new rows, one with a new label, over 3 TRAIN shards: most of generation 1's TRAIN
+    # shards hold nothing new, and stay numbered
     new = df.loc[[11, 12, 14]].assign(label=["cat", "cat", "fish"])  # 12 is in TEST
-    b = pd.concat([a[a.split == "TRAIN"], new])
+    again = a[a.split == "TRAIN"].copy()
+    for i, path in again.image_uri.items():
+        again.loc[i, "image_uri"] = str(tmp_path / "images" / f"copy{i}.jpg")
+        shutil.copyfile(path, again.image_uri[i])
+    b = pd.concat([again, new])
     out = tmp_path / "out"
     a.tfrecord.to_tfrecord(out, progress=False, num_shards={"TRAIN": 3})
     first = _records(out)

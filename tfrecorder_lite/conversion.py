@@ -14,6 +14,7 @@ from .storage import Store
 from .storage import errors as store_errors
 from .table import sources
 from .table.kinds import prepare
+from .write.append import already_there, written_before
 from .write.beam_runner import runner_for
 from .write.driver import recorded_image_options, write_plan
 from .write.plan import build_plan
@@ -143,16 +144,20 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     store = Store(output_dir, storage_options)
     store.check_writable()
     image = None if image_col is None else image
-    previous = None
+    previous = before = None
     if append:
         previous, prepared = _appending(df, store, prepared, table, write, image)
-    plan = build_plan(prepared, write, image, storage_options,
-                      generation=0 if previous is None else
-                      len(previous.generations or [None]))
+    generation = 0 if previous is None else len(previous.generations or [None])
+    plan = build_plan(prepared, write, image, storage_options, generation=generation)
     if previous is not None:
         _same_records(previous, plan, store)
+        before = written_before(store, previous)
+        skip = already_there(plan, before, storage_options)
+        if skip:  # planned again without them: only the new rows make the shards
+            plan = build_plan(prepared, write, image, storage_options, generation, skip)
     try:
-        return write_plan(plan, df, store, write, runner=engine, previous=previous)
+        return write_plan(plan, df, store, write, runner=engine, previous=previous,
+                          before=before)
     except FileNotFoundError as exc:  # a bucket that does not exist: say which
         missing = None if store.is_local else store_errors.missing_bucket(store.url, store.fs)
         if missing is None:

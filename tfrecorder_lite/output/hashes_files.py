@@ -131,6 +131,15 @@ def read_hashes_file(store, name, recorded=None, columns=HASH_COLUMNS):
     return _text_frames(store, name, _checked_bytes(store, name, recorded), columns)
 
 
+_TEXTS_AT_ONCE = 1 << 16  # texts made into Python objects at a time
+
+
+def text_hashes(texts):
+    """A 64-bit hash of each of ``texts`` (None hashes as a text of its own): equal texts
+    have equal hashes, in every process."""
+    return pd.util.hash_array(np.array(texts, dtype=object))
+
+
 WrittenImage = collections.namedtuple("WrittenImage",
                                       "generation row split image_uri sha256 label")
 
@@ -169,6 +178,12 @@ class WrittenImages:
         return WrittenImage(int(self.generations[index]), self._rows[index],
                             self._split_names[self._split_codes[index]], self._uris[index],
                             self.digests[index].tobytes().hex(), self._labels[index])
+
+    def uri_hashes(self):
+        """The distinct :func:`text_hashes` of the images' URIs, sorted."""
+        return np.unique(np.concatenate([np.zeros(0, dtype=np.uint64)] + [
+            text_hashes(self._uris[start:start + _TEXTS_AT_ONCE])
+            for start in range(0, len(self), _TEXTS_AT_ONCE)]))
 
     def holding(self, digests):
         """The indexes of the images whose file has one of the sha256 ``digests`` (hex), in

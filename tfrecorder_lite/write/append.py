@@ -8,13 +8,19 @@ rejected naming both. Both are known from the earlier generations' hashes files,
 reading their images again.
 """
 
+import hashlib
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from ..output.hashes_files import read_written_images
+import numpy as np
+
+from ..output.hashes_files import read_written_images, text_hashes
 from ..output.layout import hashes_name
 from ..output.manifest import SplitEntry
+from ..storage import read_many
 from ..table.splits import SPLITS
+from .leakage import label_texts
 
 SKIPPED = "already in the output"  # the reason of a skipped row (never written to a file)
 
@@ -27,6 +33,55 @@ def written_before(store, manifest):
             it, or is no hashes file (``hashes_files.read_written_images``).
     """
     return read_written_images(store, manifest.near_duplicates or {})
+
+
+_CHUNK = 1 << 14  # rows looked at (their files read and hashed) at a time
+
+
+def already_there(plan, before, storage_options=None, threads=4):
+    """The planned rows whose image is in the output already with the same label and split,
+    found before anything is written (so that appending the whole table again costs a read
+    of its files, not a conversion).
+
+    Only a row whose path is the URI of an earlier image has its file read and hashed here;
+    it is left out when :func:`decide` would skip it. Every other row (a new file, a copy
+    under another name, a file that cannot be read, a changed label) is decided after
+    writing, as before.
+
+    Args:
+        plan: the append's WritePlan.
+        before: the earlier images (:func:`written_before`).
+        storage_options: fsspec options for image URLs.
+        threads: chunks of files read and hashed at once.
+
+    Returns:
+        A frozenset of the rows' positions.
+    """
+    if not len(before) or not plan.shards:
+        return frozenset()
+    positions = np.concatenate([shard.positions for shard in plan.shards])
+    splits = np.concatenate([[shard.split] * len(shard.positions) for shard in plan.shards])
+    known = before.uri_hashes()
+    chunks = []
+    for start in range(0, len(positions), _CHUNK):
+        part = slice(start, start + _CHUNK)
+        paths = plan.paths.take(positions[part])
+        named = np.flatnonzero(np.isin(text_hashes(paths), known))
+        if len(named):
+            chunks.append((positions[part][named].tolist(), splits[part][named].tolist(),
+                           [paths[i] for i in named]))
+
+    def settled(chunk):
+        rows, row_splits, paths = chunk
+        contents = read_many(paths, storage_options)
+        records = [(row, split, hashlib.sha256(content).hexdigest(), label)
+                   for row, split, content, label in zip(
+                       rows, row_splits, contents, label_texts(plan, rows))
+                   if isinstance(content, bytes)]
+        return [row for row, reason in decide(records, before).items() if reason == SKIPPED]
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="tfrecorder_lite-known") as pool:
+        return frozenset(row for rows in pool.map(settled, chunks) for row in rows)
 
 
 def decide(records, before):

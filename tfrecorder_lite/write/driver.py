@@ -98,7 +98,7 @@ def _label_count(labels):
     return len(labels)
 
 
-def write_plan(plan, df, store, write, *, runner=None, previous=None):
+def write_plan(plan, df, store, write, *, runner=None, previous=None, before=None):
     """Write every shard of ``plan`` into the ``store`` folder and finish with the manifest.
 
     Args:
@@ -112,6 +112,7 @@ def write_plan(plan, df, store, write, *, runner=None, previous=None):
         runner: what runs the shard tasks (default: a JoblibRunner of ``write.n_jobs``).
         previous: the Manifest of the output ``plan`` appends a generation to (the plan's
             shards are named for it), or None.
+        before: the images of that output (``append.written_before``), when read already.
 
     Returns:
         A ConversionResult.
@@ -119,7 +120,7 @@ def write_plan(plan, df, store, write, *, runner=None, previous=None):
     on_error = write.on_error
     if write.raises and plan.rejected:
         _raise_first(plan, df, plan.rejected)
-    if not any(len(shard.positions) for shard in plan.shards):
+    if not any(len(shard.positions) for shard in plan.shards) and not plan.skipped:
         _refuse_empty(plan, df)
     with FolderLock(store) as lock:
         store = lock.store  # on an object store every write first checks the lease
@@ -150,7 +151,7 @@ def write_plan(plan, df, store, write, *, runner=None, previous=None):
         lock.check()  # and metadata.json's write checks the lease itself (lock.store)
         leakage = "ignore" if plan.image is None else leakage_for(
             write.leakage, plan.image.check, plan.image.size, previous is not None)
-        return _finish(plan, df, store, receipts, leakage, previous, write.raises)
+        return _finish(plan, df, store, receipts, leakage, previous, write.raises, before)
 
 
 def _write_shards(plan, df, store, receipts, on_error, runner, progress, lock):
@@ -291,14 +292,15 @@ def recorded_image_options(image):
             "format": image.format, "quality": image.quality}
 
 
-def _finish_append(plan, df, store, receipts, leakage, previous, raises):
+def _finish_append(plan, df, store, receipts, leakage, previous, raises, before=None):
     """Finish a generation appended to the output of ``previous`` (its Manifest): drop the
     rows already there (skipped, or rejected with the reason naming both), look for
     near-duplicates against every generation, and write its files and metadata.json. When
     nothing new is left, every file of the generation is removed: the folder is unchanged."""
     generation = plan.shards[0].generation
     split_of = {s.name: s.split for s in plan.shards}
-    before = appending.written_before(store, previous)
+    if before is None:
+        before = appending.written_before(store, previous)
     new = [(position, split_of[name], digest) for name, r in receipts.items()
            for position, digest in zip(r.hashes.positions.tolist(), r.hashes.digests())]
     fate = appending.decide([(*row, text) for row, text in
@@ -317,7 +319,8 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises):
                        "few bits from this version's: a near-duplicate may be missed",
                        store.url, hashed_by)
     problems, near = _near_duplicates(plan, df, store, receipts, leakage, generation, before)
-    skipped = {p for p, reason in fate.items() if reason == appending.SKIPPED}
+    skipped = {p for p, reason in fate.items() if reason == appending.SKIPPED} | \
+        set(plan.skipped)
     rejected = sorted((row, reason) for position, reason in
                       [*plan.rejected, *(r for receipt in receipts.values() for r in receipt.rejected)]
                       if position not in skipped for row in plan.table_rows(position))
@@ -366,9 +369,10 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises):
                             problems, len(skipped))
 
 
-def _finish(plan, df, store, receipts, leakage="warn", previous=None, raises=False):
+def _finish(plan, df, store, receipts, leakage="warn", previous=None, raises=False,
+            before=None):
     if previous is not None:
-        return _finish_append(plan, df, store, receipts, leakage, previous, raises)
+        return _finish_append(plan, df, store, receipts, leakage, previous, raises, before)
     if not any(receipt.shard.num_examples for receipt in receipts.values()):
         for shard in plan.shards:  # every row was rejected while writing: no output at all
             store.remove(shard.name)

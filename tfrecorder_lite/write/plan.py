@@ -80,6 +80,7 @@ class WritePlan:
         file_columns: the columns of those files (e.g. a mask's).
         file_format: the shard files' format (``formats``; TFRecord).
         record_kind: the RecordKind of the records (``record/kinds.py``).
+        skipped: positions of rows an append leaves out, already in the output.
     """
 
     features: FeatureSet
@@ -99,6 +100,7 @@ class WritePlan:
     files: tuple = None
     file_columns: tuple = ()
     file_format: object = DEFAULT
+    skipped: tuple = ()
 
     def table_rows(self, position):
         """The table positions a planned row stands for: itself, or all the rows its table kind
@@ -163,7 +165,8 @@ def _shard_count(requested, split, n_rows, n_bytes):
     return max(1, min(wanted, n_rows))
 
 
-def build_plan(prepared, write, image=ImageOptions(), storage_options=None, generation=0):
+def build_plan(prepared, write, image=ImageOptions(), storage_options=None, generation=0,
+               skip=frozenset()):
     """Decide labels, order and shards; rows with problems go to ``rejected``.
 
     Args:
@@ -174,6 +177,8 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
         storage_options: fsspec options for image URLs (see ``storage.options_for``).
         generation: 0 for a new output; ``k`` for the ``k``-th append to one (its shards are
             named for it).
+        skip: positions of rows an append leaves out, their image already in the output
+            (``append.already_there``): neither written nor rejected.
 
     Returns:
         A WritePlan.
@@ -215,6 +220,7 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
     shards, present = [], []
     refused = np.zeros(len(splits), dtype=bool)
     refused[list(reasons)] = True
+    refused[sorted(skip)] = True
     for split_number, split in enumerate(SPLITS):
         in_split = splits.eq(split).to_numpy(dtype=bool)
         if not in_split.any():
@@ -253,6 +259,7 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
             (c.name, c.kind) + ((c.shape,) if c.shape else ()) for c in extra),
         "rejected": rejected,
         **({"sha256": True} if write.sha256 else {}),
+        **({"skipped": sorted(skip)} if skip else {}),
         **({"assignment": assignment} if assignment else {}),
         "shards": [(s.name, s.positions.tolist()) for s in shards],
         "label_ids": _label_ids_described(label_values, single),
@@ -270,6 +277,7 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
         fingerprint=fingerprint.hexdigest(), sha256=write.sha256, assignment=assignment,
         members=prepared.members, record_kind=kind.record,
         files=None if files is None else tuple(files), file_columns=prepared.files,
+        skipped=tuple(sorted(skip)),
     )
 
 

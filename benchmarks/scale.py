@@ -14,9 +14,12 @@ a fresh interpreter that imports the library, reads the CSV with pandas, and the
   (per TRAIN row);
 - ``load_global``: the same with ``shuffle="global"``, a seed and ``epochs=1``, where the
   library has it (a tree whose ``load()`` has no ``epochs`` reports that it has not);
-- ``append``: 1,000 new images (a folder beyond every table's) appended to the decode
-  path's output as a generation (``append=True``): what the next day costs as the output
-  grows (its us/row are per appended row; it runs last, after the reads).
+- ``append_all``: the whole table again with 1,000 new images, appended to a copy of the
+  decode path's output (copied untimed): the next day when the week's whole table is
+  appended (its us/row are per row of that table);
+- ``append``: the 1,000 new images (a folder beyond every table's) alone, appended to the
+  decode path's output as a generation (``append=True``): what the next day costs as the
+  output grows (its us/row are per appended row; it runs last, after the reads).
 
 Each reports its seconds, the driver's resident memory after reading the table (VmRSS) and
 its high-water mark at the end (VmHWM of /proc/self/status, as the tests take it), and the
@@ -58,7 +61,7 @@ PER_FOLDER = 1000
 SIDE = 32
 CLASSES = ("airplane", "bicycle", "bird", "boat", "cat", "dog", "flower", "horse", "tree",
            "truck")
-PATHS = ("header", "decode", "load", "load_global", "validate", "append")
+PATHS = ("header", "decode", "load", "load_global", "validate", "append_all", "append")
 APPENDED = 1000  # the append path's new images: folder MAX_ROWS // PER_FOLDER
 MAX_ROWS = 1_000_000
 
@@ -221,10 +224,15 @@ def _run_path(path, table, out):
     if path == "validate":
         problems = table.tfrecord.validate()
         return len(table), f"{len(problems)} problems"
-    if path == "append":
+    if path in ("append", "append_all"):
+        import pandas as pd
+
         new = appended_table(out.parent)
+        if path == "append_all":
+            new = pd.concat([table, new], ignore_index=True)
         result = new.tfrecord.to_tfrecord(str(out), progress=False, append=True)
-        return len(new), f"{sum(result.counts.values()):,} records appended"
+        return len(new), (f"{sum(result.counts.values()):,} records appended, "
+                          f"{result.skipped:,} skipped")
     options = {}
     if path == "load_global":
         import inspect
@@ -376,7 +384,7 @@ def main(argv=None):
         parser.error(f"at most {MAX_ROWS:,} rows")
     paths = [p for p in args.paths.split(",")]
     results, bytes_of = {}, {}
-    if "append" in paths:
+    if {"append", "append_all"} & set(paths):
         appended_table(args.workdir)  # its images made before any run is timed
     print(f"`python benchmarks/scale.py {' '.join(argv if argv is not None else sys.argv[1:])}`"
           f", {os.cpu_count()} cores, load average before: "
@@ -389,9 +397,12 @@ def main(argv=None):
         shutil.rmtree(out, ignore_errors=True)
         for path in ([args.profile] if args.profile else paths):
             job = {"path": path, "csv": str(csv), "out": str(out), "profile": args.profile}
+            scratch = args.workdir / "scratch"
             if path in ("header", "validate", "decode") and not args.profile:
-                scratch = args.workdir / "scratch"  # decode's output is kept for the reads
-                job["out"] = str(out if path == "decode" else scratch)
+                job["out"] = str(out if path == "decode" else scratch)  # decode's is kept
+            if path == "append_all":  # for the reads and the append
+                shutil.copytree(out, scratch)
+                job["out"] = str(scratch)
             result = run_child(job)
             shutil.rmtree(args.workdir / "scratch", ignore_errors=True)
             if "profile" in result:

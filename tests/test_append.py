@@ -303,6 +303,15 @@ def test_the_earlier_images_are_the_hashes_files_rows_whatever_the_chunk(tmp_pat
         assert images.splits(np.arange(9)).tolist() == [w[2] for w in want]
         assert images.holding([want[7][4], want[2][4]]).tolist() == [2, 7]
         assert images.hashed.all()
+    hashes = out / layout.hashes_name(0)  # a row without hashes (an image that did not
+    lines = hashes.read_text().split("\n")  # decode), alone in its chunk
+    cells = lines[2].split(",")
+    lines[2] = ",".join(cells[:-2] + ["", ""])
+    hashes.write_text("\n".join(lines))
+    images = read_written_images(store, {"hashes": near["hashes"]}, chunk=1)
+    assert images.hashed.tolist() == [True] + [False] + [True] * 7
+    assert images.perceptual.shape == (9, 6) and not images.perceptual[1].any()
+    assert [images.image(i).sha256 for i in range(9)] == [w[4] for w in want]
 
 
 def test_a_near_duplicate_of_an_earlier_generation_is_found(tmp_path):

@@ -153,7 +153,8 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         _same_records(previous, plan, store)
         before = written_before(store, previous)
         skip = already_there(plan, before, storage_options)
-        if skip:  # planned again without them: only the new rows make the shards
+        if len(skip):  # planned again without them: only the new rows make the shards
+            plan = None  # (the first plan let go before the second is built)
             plan = build_plan(prepared, write, image, storage_options, generation, skip)
     try:
         return write_plan(plan, df, store, write, runner=engine, previous=previous,

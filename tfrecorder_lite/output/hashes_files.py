@@ -97,17 +97,13 @@ def _not_a_hashes_file(store, name, why):
     return ManifestError(f"{store.path(name)}: not a hashes file ({why}); {_RESTORE}")
 
 
-def _text_frames(store, name, data, columns, chunksize=None):
-    """The file's ``columns`` as text, a frame (or, with ``chunksize``, frames of as many rows
-    each, in order)."""
+def _text_frame(store, name, data, columns):
+    """The file's ``columns`` as text."""
     try:
         header = list(pd.read_csv(io.BytesIO(data), nrows=0).columns)
         if header == HASH_COLUMNS:
-            frames = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False,
-                                 usecols=list(columns), chunksize=chunksize)
-            if chunksize is None:
-                return frames[list(columns)]
-            return (frame[list(columns)] for frame in frames)
+            return pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False,
+                               usecols=list(columns))[list(columns)]
     except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError is a ValueError
         raise _not_a_hashes_file(store, name, exc) from None
     raise _not_a_hashes_file(store, name, f"its columns are {', '.join(map(str, header))}, "
@@ -128,10 +124,19 @@ def read_hashes_file(store, name, recorded=None, columns=HASH_COLUMNS):
         ManifestError: the file is missing, cannot be read, differs from what metadata.json
             records, or is not a hashes file; the message says which, and what to do.
     """
-    return _text_frames(store, name, _checked_bytes(store, name, recorded), columns)
+    return _text_frame(store, name, _checked_bytes(store, name, recorded), columns)
 
 
 _TEXTS_AT_ONCE = 1 << 16  # texts made into Python objects at a time
+
+
+def sorted_holds(values, wanted):
+    """Whether each of ``wanted`` is in ``values``, a sorted array (a binary search each:
+    ``np.isin`` would sort ``values`` again at every call)."""
+    if not len(values):
+        return np.zeros(len(wanted), dtype=bool)
+    at = np.minimum(np.searchsorted(values, wanted), len(values) - 1)
+    return values[at] == wanted
 
 
 def text_hashes(texts):
@@ -163,6 +168,7 @@ class WrittenImages:
         self._split_codes = np.zeros(0, dtype=np.uint8)
         self._split_names = ()
         self._rows = self._uris = self._labels = JoinedTexts()
+        self._by_head = None  # (sorted heads of the digests, their images), made when asked
 
     def __len__(self):
         return len(self.hashed)
@@ -180,7 +186,8 @@ class WrittenImages:
                             self.digests[index].tobytes().hex(), self._labels[index])
 
     def uri_hashes(self):
-        """The distinct :func:`text_hashes` of the images' URIs, sorted."""
+        """The distinct :func:`text_hashes` of the images' URIs, sorted (look a hash up with
+        :func:`sorted_holds`)."""
         return np.unique(np.concatenate([np.zeros(0, dtype=np.uint64)] + [
             text_hashes(self._uris[start:start + _TEXTS_AT_ONCE])
             for start in range(0, len(self), _TEXTS_AT_ONCE)]))
@@ -192,11 +199,19 @@ class WrittenImages:
             -1, _DIGEST_BYTES)
         if not len(wanted) or not len(self):
             return np.zeros(0, dtype=np.int64)
-        heads = self.digests[:, :8].copy().view(np.uint64)[:, 0]  # the first 8 bytes first,
-        maybe = np.flatnonzero(np.isin(heads, wanted[:, :8].copy().view(np.uint64)[:, 0]))
+        if self._by_head is None:  # the images by the first 8 bytes of their digest, once
+            heads = self.digests[:, :8].copy().view(np.uint64)[:, 0]
+            order = np.argsort(heads, kind="stable")
+            self._by_head = (heads[order], order)
+        heads, order = self._by_head
+        asked = wanted[:, :8].copy().view(np.uint64)[:, 0]
+        starts = np.searchsorted(heads, asked, side="left")
+        stops = np.searchsorted(heads, asked, side="right")
         whole = {bytes(row) for row in wanted}  # then the whole digest of those only
-        return np.array([i for i in maybe.tolist() if self.digests[i].tobytes() in whole],
-                        dtype=np.int64)
+        maybe = np.sort(np.concatenate([np.zeros(0, dtype=np.int64)] + [
+            order[a:b] for a, b in zip(starts.tolist(), stops.tolist()) if b > a]))
+        return np.array([i for i in np.unique(maybe).tolist()
+                         if self.digests[i].tobytes() in whole], dtype=np.int64)
 
     @classmethod
     def joined(cls, parts):
@@ -207,7 +222,8 @@ class WrittenImages:
         parts = [part for part in parts if len(part)]
         if not parts:
             return out
-        width = min(part.perceptual.shape[1] for part in parts)
+        width = min((part.perceptual.shape[1] for part in parts if part.hashed.any()),
+                    default=0)  # (a part without hashes has none to take the width from)
         out._split_names = tuple(dict.fromkeys(n for part in parts for n in part._split_names))
         out._split_codes = np.concatenate([
             np.array([out._split_names.index(n) for n in part._split_names],
@@ -217,7 +233,9 @@ class WrittenImages:
                      "_labels"):
             columns = [getattr(part, name) for part in parts]
             setattr(out, name, JoinedTexts.joined(columns) if name.startswith("_") else
-                    np.concatenate([c[:, :width] for c in columns]) if name == "perceptual"
+                    np.concatenate([c[:, :width] if c.shape[1] >= width else
+                                    np.zeros((len(c), width), dtype=np.uint64)
+                                    for c in columns]) if name == "perceptual"
                     else np.concatenate(columns))
             del columns
             for part in parts:

@@ -15,7 +15,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..output.hashes_files import read_written_images, text_hashes
+from ..memory import give_back_freed_memory
+from ..output.hashes_files import read_written_images, sorted_holds, text_hashes
 from ..output.layout import hashes_name
 from ..output.manifest import SplitEntry
 from ..storage import read_many
@@ -35,7 +36,8 @@ def written_before(store, manifest):
     return read_written_images(store, manifest.near_duplicates or {})
 
 
-_CHUNK = 1 << 14  # rows looked at (their files read and hashed) at a time
+_CHUNK = 1 << 12  # rows looked at a time (by each thread)
+_READ_AT_ONCE = 32  # files read at once (for remote ones: fetched concurrently)
 
 
 def already_there(plan, before, storage_options=None, threads=4):
@@ -55,33 +57,38 @@ def already_there(plan, before, storage_options=None, threads=4):
         threads: chunks of files read and hashed at once.
 
     Returns:
-        A frozenset of the rows' positions.
+        The rows' positions, sorted (an int64 array).
     """
     if not len(before) or not plan.shards:
-        return frozenset()
+        return np.zeros(0, dtype=np.int64)
     positions = np.concatenate([shard.positions for shard in plan.shards])
-    splits = np.concatenate([[shard.split] * len(shard.positions) for shard in plan.shards])
+    split_names = [shard.split for shard in plan.shards]
+    split_codes = np.repeat(np.arange(len(plan.shards)),
+                            [len(shard.positions) for shard in plan.shards])
     known = before.uri_hashes()
-    chunks = []
-    for start in range(0, len(positions), _CHUNK):
+
+    def settled(start):  # a chunk of rows: those of it to leave out
         part = slice(start, start + _CHUNK)
         paths = plan.paths.take(positions[part])
-        named = np.flatnonzero(np.isin(text_hashes(paths), known))
-        if len(named):
-            chunks.append((positions[part][named].tolist(), splits[part][named].tolist(),
-                           [paths[i] for i in named]))
-
-    def settled(chunk):
-        rows, row_splits, paths = chunk
-        contents = read_many(paths, storage_options)
-        records = [(row, split, hashlib.sha256(content).hexdigest(), label)
-                   for row, split, content, label in zip(
-                       rows, row_splits, contents, label_texts(plan, rows))
-                   if isinstance(content, bytes)]
-        return [row for row, reason in decide(records, before).items() if reason == SKIPPED]
+        named = np.flatnonzero(sorted_holds(known, text_hashes(paths)))
+        rows = positions[part][named].tolist()
+        digests = [hashlib.sha256(content).hexdigest() if isinstance(content, bytes) else None
+                   for i in range(0, len(named), _READ_AT_ONCE)  # (their bytes held that long)
+                   for content in read_many([paths[j] for j in named[i:i + _READ_AT_ONCE]],
+                                            storage_options)]
+        records = [(row, split_names[code], digest, label)
+                   for row, code, digest, label in zip(
+                       rows, split_codes[part][named].tolist(), digests,
+                       label_texts(plan, rows))
+                   if digest is not None]
+        return np.array([row for row, reason in decide(records, before).items()
+                         if reason == SKIPPED], dtype=np.int64)
 
     with ThreadPoolExecutor(threads, thread_name_prefix="tfrecorder_lite-known") as pool:
-        return frozenset(row for rows in pool.map(settled, chunks) for row in rows)
+        skip = np.sort(np.concatenate([np.zeros(0, dtype=np.int64), *pool.map(
+            settled, range(0, len(positions), _CHUNK))]))
+    give_back_freed_memory()
+    return skip
 
 
 def decide(records, before):

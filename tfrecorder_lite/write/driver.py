@@ -120,7 +120,7 @@ def write_plan(plan, df, store, write, *, runner=None, previous=None, before=Non
     on_error = write.on_error
     if write.raises and plan.rejected:
         _raise_first(plan, df, plan.rejected)
-    if not any(len(shard.positions) for shard in plan.shards) and not plan.skipped:
+    if not any(len(shard.positions) for shard in plan.shards) and not len(plan.skipped):
         _refuse_empty(plan, df)
     with FolderLock(store) as lock:
         store = lock.store  # on an object store every write first checks the lease
@@ -319,8 +319,8 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises, before=
                        "few bits from this version's: a near-duplicate may be missed",
                        store.url, hashed_by)
     problems, near = _near_duplicates(plan, df, store, receipts, leakage, generation, before)
-    skipped = {p for p, reason in fate.items() if reason == appending.SKIPPED} | \
-        set(plan.skipped)
+    skipped = {p for p, reason in fate.items() if reason == appending.SKIPPED}
+    skipped_count = len(skipped) + len(plan.skipped)  # (those left out before writing too)
     rejected = sorted((row, reason) for position, reason in
                       [*plan.rejected, *(r for receipt in receipts.values() for r in receipt.rejected)]
                       if position not in skipped for row in plan.table_rows(position))
@@ -335,7 +335,7 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises, before=
         logger.info("%s already holds every row of this append; nothing was changed",
                     store.url)
         return ConversionResult(store.url, {}, previous.labels, rejected_df,
-                                previous.to_json(), problems, len(skipped))
+                                previous.to_json(), problems, skipped_count)
     for name, vocabulary in label_files(plan.labels).items():
         store.write_atomic(name, "".join(f"{text}\n" for text in vocabulary))
     if rejected:
@@ -348,7 +348,7 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises, before=
     counts = {split: entry.num_examples for split, entry in splits.items()}
     earlier = previous.near_duplicates or {}
     entry = {"generation": generation, "fingerprint": plan.fingerprint, "num_examples": counts,
-             "skipped": len(skipped), "rejected": len(rejected),
+             "skipped": skipped_count, "rejected": len(rejected),
              "rejected_file": rejected_name(generation) if rejected else None,
              "hashes": (near or {}).get("hashes", [None])[0],
              "near_duplicates": (near or {}).get("pairs", 0),
@@ -364,9 +364,9 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises, before=
     write_manifest(store, manifest)
     store.remove(STATE_DIR)
     logger.info("appended generation %d to %s: %s (%d already there, %d rejected)",
-                generation, store.url, counts, len(skipped), len(rejected))
+                generation, store.url, counts, skipped_count, len(rejected))
     return ConversionResult(store.url, counts, plan.labels, rejected_df, manifest.to_json(),
-                            problems, len(skipped))
+                            problems, skipped_count)
 
 
 def _finish(plan, df, store, receipts, leakage="warn", previous=None, raises=False,

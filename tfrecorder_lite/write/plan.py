@@ -80,7 +80,7 @@ class WritePlan:
         file_columns: the columns of those files (e.g. a mask's).
         file_format: the shard files' format (``formats``; TFRecord).
         record_kind: the RecordKind of the records (``record/kinds.py``).
-        skipped: positions of rows an append leaves out, already in the output.
+        skipped: positions of rows an append leaves out, already in the output (sorted).
     """
 
     features: FeatureSet
@@ -166,7 +166,7 @@ def _shard_count(requested, split, n_rows, n_bytes):
 
 
 def build_plan(prepared, write, image=ImageOptions(), storage_options=None, generation=0,
-               skip=frozenset()):
+               skip=()):
     """Decide labels, order and shards; rows with problems go to ``rejected``.
 
     Args:
@@ -178,7 +178,7 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
         generation: 0 for a new output; ``k`` for the ``k``-th append to one (its shards are
             named for it).
         skip: positions of rows an append leaves out, their image already in the output
-            (``append.already_there``): neither written nor rejected.
+            (``append.already_there``, sorted): neither written nor rejected.
 
     Returns:
         A WritePlan.
@@ -220,7 +220,8 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
     shards, present = [], []
     refused = np.zeros(len(splits), dtype=bool)
     refused[list(reasons)] = True
-    refused[sorted(skip)] = True
+    skip = np.asarray(skip, dtype=np.int64)
+    refused[skip] = True
     for split_number, split in enumerate(SPLITS):
         in_split = splits.eq(split).to_numpy(dtype=bool)
         if not in_split.any():
@@ -259,7 +260,7 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
             (c.name, c.kind) + ((c.shape,) if c.shape else ()) for c in extra),
         "rejected": rejected,
         **({"sha256": True} if write.sha256 else {}),
-        **({"skipped": sorted(skip)} if skip else {}),
+        **({"skipped": hashlib.sha256(skip.tobytes()).hexdigest()} if len(skip) else {}),
         **({"assignment": assignment} if assignment else {}),
         "shards": [(s.name, s.positions.tolist()) for s in shards],
         "label_ids": _label_ids_described(label_values, single),
@@ -277,7 +278,7 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
         fingerprint=fingerprint.hexdigest(), sha256=write.sha256, assignment=assignment,
         members=prepared.members, record_kind=kind.record,
         files=None if files is None else tuple(files), file_columns=prepared.files,
-        skipped=tuple(sorted(skip)),
+        skipped=skip,
     )
 
 

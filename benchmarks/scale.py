@@ -14,9 +14,9 @@ a fresh interpreter that imports the library, reads the CSV with pandas, and the
   (per TRAIN row);
 - ``load_global``: the same with ``shuffle="global"``, a seed and ``epochs=1``, where the
   library has it (a tree whose ``load()`` has no ``epochs`` reports that it has not);
-- ``append_all``: the whole table again with 1,000 new images, appended to a copy of the
-  decode path's output (copied untimed): the next day when the week's whole table is
-  appended (its us/row are per row of that table);
+- ``append_all``: the whole table again with 1,000 new images (the table the driver reads),
+  appended to a copy of the decode path's output (copied untimed): the next day when the
+  week's whole table is appended (its us/row are per row of that table);
 - ``append``: the 1,000 new images (a folder beyond every table's) alone, appended to the
   decode path's output as a generation (``append=True``): what the next day costs as the
   output grows (its us/row are per appended row; it runs last, after the reads).
@@ -225,11 +225,7 @@ def _run_path(path, table, out):
         problems = table.tfrecord.validate()
         return len(table), f"{len(problems)} problems"
     if path in ("append", "append_all"):
-        import pandas as pd
-
-        new = appended_table(out.parent)
-        if path == "append_all":
-            new = pd.concat([table, new], ignore_index=True)
+        new = table if path == "append_all" else appended_table(out.parent)
         result = new.tfrecord.to_tfrecord(str(out), progress=False, append=True)
         return len(new), (f"{sum(result.counts.values()):,} records appended, "
                           f"{result.skipped:,} skipped")
@@ -262,6 +258,8 @@ def child(job):
         import tensorflow  # noqa: F401
 
     table = pd.read_csv(job["csv"])
+    if job["path"] == "append_all":  # the week's whole table: the rows there and the new
+        table = pd.concat([table, appended_table(Path(job["out"]).parent)], ignore_index=True)
     with_table = _status("self", "VmRSS")
     load = os.getloadavg()
     if job.get("profile"):

@@ -40,7 +40,7 @@ _CHUNK = 1 << 12  # rows looked at a time (by each thread)
 _READ_AT_ONCE = 32  # files read at once (for remote ones: fetched concurrently)
 
 
-def already_there(plan, before, storage_options=None, threads=4):
+def already_there(plan, before, storage_options=None, threads=2):
     """The planned rows whose image is in the output already with the same label and split,
     found before anything is written (so that appending the whole table again costs a read
     of its files, not a conversion).

@@ -640,3 +640,8 @@ def test_load_of_generation_0_batches_and_encodes_labels_as_before_the_append(tm
     with pytest.raises(tfrecorder_lite.SchemaError, match="different sizes"):
         first_batch()  # every generation: sizes vary now
     assert len(tfrecorder_lite.data_source(out, "TRAIN", generation=0)) == 6
+    files = _files(out)  # the whole table again, the labels "cat|dog" read as written:
+    result = df.sample(frac=1, random_state=0).tfrecord.to_tfrecord(  # every row skipped
+        out, progress=False, label_sep="|", append=True)
+    assert result.skipped == 10 and result.counts == {} and not len(result.rejected)
+    assert _files(out) == files

@@ -64,6 +64,7 @@ class JoinedTexts:
                 texts.append(self._text[begin:end])
                 begin = end
             return texts
-        index = range(len(self))[index]  # an IndexError out of range; a negative one counts
-        begin = int(self._ends[index - 1]) if index else 0  # from the end
+        # an IndexError out of range; a negative index counts from the end
+        index = range(len(self))[index]
+        begin = int(self._ends[index - 1]) if index else 0
         return self._text[begin:int(self._ends[index])]

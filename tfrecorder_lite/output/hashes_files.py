@@ -1,5 +1,6 @@
 """The hashes files beside the shards (``hashes-g0000.csv``, one per generation): what they
-hold, and reading one back checked against what ``metadata.json`` records of it.
+hold, and reading one back checked against what ``metadata.json`` records of it (as text, or,
+for an append, every image they list as columns: WrittenImages).
 
 A hashes file lists each image a generation wrote: its table row, split, URI, the sha256 of
 its file, its label and its perceptual hashes. An append knows the images already written

@@ -45,10 +45,11 @@ def already_there(plan, before, storage_options=None, threads=2):
     found before anything is written (so that appending the whole table again costs a read
     of its files, not a conversion).
 
-    Only a row whose path is the URI of an earlier image has its file read and hashed here;
-    it is left out when :func:`decide` would skip it. Every other row (a new file, a copy
-    under another name, a file that cannot be read, a changed label) is decided after
-    writing, as before.
+    Only a row whose path is the URI of an earlier image (as its hashes file keeps it: a URL
+    with secrets, or a path read as a formula, is kept changed there) has its file read and
+    hashed here; it is left out when :func:`decide` would skip it. Every other row (a new
+    file, a copy under another name, a file that cannot be read, a changed label) is decided
+    after writing, as before.
 
     Args:
         plan: the append's WritePlan.

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from .. import redaction
 from ..memory import give_back_freed_memory
 from ..output.hashes_files import read_written_images, sorted_holds, text_hashes
 from ..output.layout import hashes_name
@@ -23,6 +24,7 @@ from ..storage import read_many
 from ..table.splits import SPLITS
 from .leakage import label_texts
 
+logger = redaction.logger(__name__)  # every record redacted
 SKIPPED = "already in the output"  # the reason of a skipped row (never written to a file)
 
 
@@ -89,6 +91,8 @@ def already_there(plan, before, storage_options=None, threads=2):
         skip = np.sort(np.concatenate([np.zeros(0, dtype=np.int64), *pool.map(
             settled, range(0, len(positions), _CHUNK))]))
     give_back_freed_memory()
+    logger.info("%d of the table's %d rows to write are in the output already (the same "
+                "image, label and split): left out", len(skip), len(positions))
     return skip
 
 

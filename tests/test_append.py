@@ -375,7 +375,7 @@ APPEND_SCRIPT = textwrap.dedent("""
 
 def test_a_killed_append_leaves_the_output_readable_and_a_rerun_finishes_it(tmp_path):
     df = _table(tmp_path / "images", n=20)
-    a, b = df.iloc[:8], df.iloc[8:]
+    a, b = df.iloc[:8], df.iloc[4:]  # B repeats 4 of A's rows: left out before writing
     b.to_csv(tmp_path / "b.csv", index=False)
     script = tmp_path / "append.py"
     script.write_text(APPEND_SCRIPT)
@@ -392,10 +392,11 @@ def test_a_killed_append_leaves_the_output_readable_and_a_rerun_finishes_it(tmp_
     assert tfrecorder_lite.verify(out).startswith("OK")
     assert any(n.startswith(("train-g0001", "test-g0001")) for n in os.listdir(out))
     # the re-run finishes it: the same files, byte for byte, as an uninterrupted append
-    pd.read_csv(tmp_path / "b.csv").tfrecord.to_tfrecord(out, progress=False, append=True,
-                                                         num_shards=3, n_jobs=1)
+    result = pd.read_csv(tmp_path / "b.csv").tfrecord.to_tfrecord(
+        out, progress=False, append=True, num_shards=3, n_jobs=1)
     pd.read_csv(tmp_path / "b.csv").tfrecord.to_tfrecord(reference, progress=False,
                                                          append=True, num_shards=3, n_jobs=1)
+    assert result.skipped == 4 and sum(result.counts.values()) == 12
     assert _files(out) == _files(reference)
     assert tfrecorder_lite.verify(out).startswith("OK")
 

@@ -102,12 +102,38 @@ def test_the_grid_is_what_pillows_own_operations_give(mode, size):
     image.putalpha(Image.linear_gradient("L").resize(size))
     image = image.convert(mode) if mode != "I;16" else image.convert("L").convert("I;16")
     gray = phash._upright_rgb_or_gray(image)
+    draft = phash._draft_scale(*gray.size)  # as a JPEG's draft for the hash
+    if draft > 1:
+        gray = gray.reduce(draft)
     factor = min(gray.size) // phash.GRID
     if factor > 1:
         gray = gray.reduce(factor)
     gray = gray if gray.mode == "L" else gray.convert("L")
     expected = gray.resize((phash.GRID, phash.GRID), Image.BILINEAR).tobytes()
     assert phash.luminance_grid(image) == expected
+
+
+def test_one_picture_hashes_alike_however_it_is_decoded():
+    """A JPEG is hashed from libjpeg's reduced-scale decode; its pixels saved as PNG, the same
+    picture stored sideways with an EXIF orientation, and the source of a resized write are
+    decoded whole: each is first shrunk as the JPEG's draft shrinks it."""
+    distances = []
+    for seed in range(12):
+        picture = rich_photo(480, 640, seed=seed)
+        jpeg = _jpeg(picture)
+        png = io.BytesIO()
+        Image.open(io.BytesIO(jpeg)).save(png, "PNG")
+        exif = Image.Exif()
+        exif[0x0112] = 6  # shown turned a quarter clockwise
+        sideways = io.BytesIO()
+        picture.transpose(Image.Transpose.ROTATE_90).save(sideways, "JPEG", quality=92,
+                                                          exif=exif)
+        whole = phash.grid_hashes(prepare_image(jpeg, ImageOptions(phash=True)).luminance)[0]
+        for data, size in ((png.getvalue(), None), (sideways.getvalue(), None),
+                           (jpeg, (224, 224))):
+            grid = prepare_image(data, ImageOptions(phash=True, size=size)).luminance
+            distances.append(phash.distance(whole, phash.grid_hashes(grid)[0]))
+    assert max(distances) <= 2 and sum(distances) <= 6, distances
 
 
 def test_the_grid_of_an_image_not_yet_loaded_is_the_loaded_ones():

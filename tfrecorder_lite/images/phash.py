@@ -33,7 +33,8 @@ _SIDE = 32  # then each crop of the grid is shrunk to _SIDE x _SIDE before the D
 _LOW = 8  # coefficients kept: the _LOW x _LOW lowest frequencies, DC left out
 _GRID_FILTER = Image.BILINEAR  # how the luminance is resized to the grid
 # The hash's name, as metadata.json keeps it: hashes of other versions are a few bits apart.
-METHOD = f"{BITS}-bit DCT perceptual hash of the luminance, crops of a {GRID}x{GRID} grid"
+METHOD = (f"{BITS}-bit DCT perceptual hash of the luminance, crops of a {GRID}x{GRID} grid, "
+          "shrunk as a JPEG draft first")
 DRAFT_SIZE = (16, 16)  # a JPEG is decoded at the smallest scale at least this large
 # The crops hashed beside the whole image, as fractions cut off (left, top, right, bottom):
 # 5% off two sides at each corner, and 2.5% off every side.
@@ -66,10 +67,22 @@ def _upright_rgb_or_gray(image):
     return image.convert("RGB")
 
 
-def luminance_grid(image):
+def _draft_scale(width, height):
+    """The scale a JPEG of ``width`` x ``height`` pixels is decoded at for the hash (Pillow's
+    draft for ``DRAFT_SIZE``: the largest of 8, 4, 2 and 1 that leaves it that large)."""
+    ratio = min(width // DRAFT_SIZE[0], height // DRAFT_SIZE[1])
+    return next((s for s in (8, 4, 2) if ratio >= s), 1)
+
+
+def luminance_grid(image, source_size=None):
     """What the hashes of a Pillow image are taken from: its luminance resized to ``GRID`` x
     ``GRID`` pixels (Pillow's bilinear filter, which averages as it shrinks), as
     ``GRID * GRID`` bytes.
+
+    An image decoded whole is first shrunk by the whole factor (up to 8) that a JPEG of its
+    size is decoded at for the hash (``DRAFT_SIZE``), so that one picture gives nearly the same
+    grid however it was decoded: a PNG copy of a JPEG, a JPEG rotated upright, the source of
+    a resized write.
 
     Each step is one call of Pillow's image core (``Image.core``, what ``Image.reduce``,
     ``convert``, ``resize`` and ``tobytes`` call, without their per-call checks and copies
@@ -80,13 +93,21 @@ def luminance_grid(image):
     Args:
         image: a Pillow image of any mode and size, as displayed (rotate it upright first),
             loaded here if it is not yet.
+        source_size: ``(width, height)`` of the picture in its file, when ``image`` was
+            decoded smaller (a JPEG draft); None: ``image`` is the whole picture.
     """
     gray = _upright_rgb_or_gray(image)
     gray.load()  # a check, when it is loaded already
     core = gray.im
     box = (0, 0, *gray.size)
-    factor = min(gray.size) // GRID
-    if factor > 1:  # a large decode: first a box filter by a whole factor (one cheap pass)
+    source = gray.size if source_size is None else source_size
+    decoded_at = max(1, round(min(source) / max(1, min(gray.size))))  # 1, or a draft's scale
+    further = _draft_scale(*source) // decoded_at
+    if further > 1:  # as a JPEG's draft for the hash shrinks it: the mean of each block
+        core = core.reduce((further, further), box)
+        box = (0, 0, *core.size)
+    factor = min(core.size) // GRID
+    if factor > 1:  # a large decode: then a box filter by a whole factor (one cheap pass)
         core = core.reduce((factor, factor), box)
         box = (0, 0, *core.size)
     if core.mode != "L":
@@ -196,12 +217,15 @@ def encoded_luminance_grid(data):
     try:
         with silenced():  # Pillow's warnings about the header
             image = Image.open(io.BytesIO(data))
+        source = image.size
         if image.format in ("JPEG", "MPO"):
             image.draft("L", DRAFT_SIZE)  # the hash needs only the luminance
         image.load()  # outside the block, which threads take one at a time
         with silenced():  # and about the EXIF block (read from the loaded image)
             upright = ImageOps.exif_transpose(image)
-        return luminance_grid(upright)
+        if upright.size != image.size:  # turned a quarter
+            source = source[::-1]
+        return luminance_grid(upright, source)
     except Exception:  # an image that does not decode has no hash; its check says why
         return None
 

@@ -244,7 +244,7 @@ def prepare_image(data, options):
         return stored
     if image is None:  # the pixels were not decoded: a reduced-scale decode of the original
         grid = phash.encoded_luminance_grid(data)
-    else:  # (a JPEG may have been decoded smaller than the picture, upright, it holds)
+    else:  # the picture's upright size in its file (a JPEG may have been decoded smaller)
         height, width = stored.source_size or (stored.height, stored.width)
         grid = phash.luminance_grid(image, (width, height))
     return replace(stored, luminance=grid)

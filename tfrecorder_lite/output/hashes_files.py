@@ -183,8 +183,20 @@ class WrittenImages:
         """One image's WrittenImage (its generation, table row, split, URI, sha256 as hex
         and label)."""
         return WrittenImage(int(self.generations[index]), self._rows[index],
-                            self._split_names[self._split_codes[index]], self._uris[index],
-                            self.digests[index].tobytes().hex(), self._labels[index])
+                            self.split_of(index), self._uris[index], self.digest_of(index),
+                            self.label_of(index))
+
+    def split_of(self, index):
+        """One image's split."""
+        return self._split_names[self._split_codes[index]]
+
+    def label_of(self, index):
+        """One image's label text."""
+        return self._labels[index]
+
+    def digest_of(self, index):
+        """The sha256 of one image's file, as hex."""
+        return self.digests[index].tobytes().hex()
 
     def uri_hashes(self):
         """The distinct :func:`text_hashes` of the images' URIs, sorted (look a hash up with

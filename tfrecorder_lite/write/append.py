@@ -111,13 +111,16 @@ def decide(records, before):
         return {}
     known = {}  # only the earlier images a new record repeats: the oldest of each
     for index in before.holding({digest for _, _, digest, _ in records}).tolist():
-        image = before.image(index)
-        known.setdefault(image.sha256, image)
+        known.setdefault(before.digest_of(index), index)
     out = {}
     for position, split, digest, label in records:
-        old = known.get(digest)
-        if old is None:
+        index = known.get(digest)
+        if index is None:
             continue
+        if before.split_of(index) == split and before.label_of(index) == label:
+            out[position] = SKIPPED
+            continue
+        old = before.image(index)
         where = f"row {old.row!r} ({old.image_uri}) of generation {old.generation}"
         if old.split != split:
             out[position] = f"already in {old.split}: the same image as {where}"
@@ -125,8 +128,6 @@ def decide(records, before):
             out[position] = (f"label changed from {old.label!r} to {label!r}: the same image "
                              f"as {where}; relabelling is not an append: convert the "
                              "corrected table again (docs/generations.md)")
-        else:
-            out[position] = SKIPPED
     return out
 
 

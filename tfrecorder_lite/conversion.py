@@ -147,15 +147,16 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     previous = before = None
     if append:
         previous, prepared = _appending(df, store, prepared, table, write, image)
-    generation = 0 if previous is None else len(previous.generations or [None])
-    plan = build_plan(prepared, write, image, storage_options, generation=generation)
-    if previous is not None:
-        _same_records(previous, plan, store)
+
+    def already_written(draft):  # an append's rows already there, found on the drafted plan
+        nonlocal before
+        _same_records(previous, draft, store)
         before = written_before(store, previous)
-        skip = already_there(plan, before, storage_options)
-        if len(skip):  # planned again without them: only the new rows make the shards
-            plan = None  # (the first plan let go before the second is built)
-            plan = build_plan(prepared, write, image, storage_options, generation, skip)
+        return already_there(draft, before, storage_options)
+
+    plan = build_plan(prepared, write, image, storage_options,
+                      generation=0 if previous is None else len(previous.generations or [None]),
+                      skip=None if previous is None else already_written)
     try:
         return write_plan(plan, df, store, write, runner=engine, previous=previous,
                           before=before)

@@ -166,7 +166,7 @@ def _shard_count(requested, split, n_rows, n_bytes):
 
 
 def build_plan(prepared, write, image=ImageOptions(), storage_options=None, generation=0,
-               skip=()):
+               skip=None):
     """Decide labels, order and shards; rows with problems go to ``rejected``.
 
     Args:
@@ -177,8 +177,9 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
         storage_options: fsspec options for image URLs (see ``storage.options_for``).
         generation: 0 for a new output; ``k`` for the ``k``-th append to one (its shards are
             named for it).
-        skip: positions of rows an append leaves out, their image already in the output
-            (``append.already_there``, sorted): neither written nor rejected.
+        skip: for an append, a function of the plan as drafted (every row to write) giving
+            the positions of the rows to leave out, their image already in the output
+            (``append.already_there``): neither written nor rejected; None: no such rows.
 
     Returns:
         A WritePlan.
@@ -217,31 +218,53 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
         sizes = sizes + more
 
     label_fields, label_values = kind.label_fields(prepared, table, reasons)
-    shards, present = [], []
+    written_values = kind.written_values(prepared, label_values)  # what is only checked
+    features = FeatureSet(None if image is None else kind.image_feature(), label_fields, extra)
     refused = np.zeros(len(splits), dtype=bool)
     refused[list(reasons)] = True
-    skip = np.asarray(skip, dtype=np.int64)
-    refused[skip] = True
-    for split_number, split in enumerate(SPLITS):
-        in_split = splits.eq(split).to_numpy(dtype=bool)
-        if not in_split.any():
-            continue
-        positions = np.flatnonzero(in_split & ~refused).astype(np.int64)
-        present.append(split)
-        if write.shuffle and len(positions):
-            rng = np.random.default_rng([write.seed, split_number])
-            positions = positions[rng.permutation(len(positions))]
-        if image is not None and image.size is not None:
-            n_bytes = len(positions) * image.size[0] * image.size[1] * 3 * _RESIZED_BYTES_PER_PIXEL
-        else:
-            n_bytes = int(sizes[positions].sum())
-        count = _shard_count(write.num_shards, split, len(positions), n_bytes)
-        bounds = [len(positions) * i // count for i in range(count + 1)]
-        shards += [ShardSpec(split, i, count, positions[a:b], compression,
-                             int(sizes[positions[a:b]].sum()), generation)
-                   for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+
+    def shards_of(refused):
+        """The shards of the rows not ``refused``, and the splits present."""
+        shards, present = [], []
+        for split_number, split in enumerate(SPLITS):
+            in_split = splits.eq(split).to_numpy(dtype=bool)
+            if not in_split.any():
+                continue
+            positions = np.flatnonzero(in_split & ~refused).astype(np.int64)
+            present.append(split)
+            if write.shuffle and len(positions):
+                rng = np.random.default_rng([write.seed, split_number])
+                positions = positions[rng.permutation(len(positions))]
+            if image is not None and image.size is not None:
+                n_bytes = (len(positions) * image.size[0] * image.size[1] * 3 *
+                           _RESIZED_BYTES_PER_PIXEL)
+            else:
+                n_bytes = int(sizes[positions].sum())
+            count = _shard_count(write.num_shards, split, len(positions), n_bytes)
+            bounds = [len(positions) * i // count for i in range(count + 1)]
+            shards += [ShardSpec(split, i, count, positions[a:b], compression,
+                                 int(sizes[positions[a:b]].sum()), generation)
+                       for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+        return shards, present
 
     rejected = tuple(sorted(reasons.items()))
+
+    def plan_of(shards, present, fingerprint, skipped):
+        return WritePlan(
+            features=features, shards=tuple(shards), paths=paths, label_values=written_values,
+            extras=tuple(extras), image=image, compression=compression, rejected=rejected,
+            splits=tuple(present), fingerprint=fingerprint, sha256=write.sha256,
+            assignment=assignment, members=prepared.members, record_kind=kind.record,
+            files=None if files is None else tuple(files), file_columns=prepared.files,
+            skipped=skipped)
+
+    shards, present = shards_of(refused)
+    skipped = np.zeros(0, dtype=np.int64)
+    if skip is not None:  # rows an append leaves out, found on the plan as drafted so far
+        skipped = np.asarray(skip(plan_of(shards, present, None, skipped)), dtype=np.int64)
+        if len(skipped):
+            refused[skipped] = True
+            shards, present = shards_of(refused)
     single = len(label_fields) == 1 and label_fields[0].level is None
     description = {
         "format_version": FORMAT_VERSION,
@@ -260,7 +283,8 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
             (c.name, c.kind) + ((c.shape,) if c.shape else ()) for c in extra),
         "rejected": rejected,
         **({"sha256": True} if write.sha256 else {}),
-        **({"skipped": hashlib.sha256(skip.tobytes()).hexdigest()} if len(skip) else {}),
+        **({"skipped": hashlib.sha256(skipped.tobytes()).hexdigest()} if len(skipped)
+           else {}),
         **({"assignment": assignment} if assignment else {}),
         "shards": [(s.name, s.positions.tolist()) for s in shards],
         "label_ids": _label_ids_described(label_values, single),
@@ -268,18 +292,7 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
         **kind.fingerprint(prepared, table),
     }
     fingerprint.update(json.dumps(description, default=str, sort_keys=True).encode())
-    label_values = kind.written_values(prepared, label_values)  # what is only checked
-    return WritePlan(
-        features=FeatureSet(None if image is None else kind.image_feature(), label_fields,
-                            extra),
-        shards=tuple(shards), paths=paths,
-        label_values=label_values, extras=tuple(extras), image=image,
-        compression=compression, rejected=rejected, splits=tuple(present),
-        fingerprint=fingerprint.hexdigest(), sha256=write.sha256, assignment=assignment,
-        members=prepared.members, record_kind=kind.record,
-        files=None if files is None else tuple(files), file_columns=prepared.files,
-        skipped=skip,
-    )
+    return plan_of(shards, present, fingerprint.hexdigest(), skipped)
 
 
 _ROW_BYTES = 64  # rough record size without images, beside its values (picks shard counts)

@@ -221,10 +221,10 @@ class WrittenImages:
         starts = np.searchsorted(heads, asked, side="left")
         stops = np.searchsorted(heads, asked, side="right")
         whole = {bytes(row) for row in wanted}  # then the whole digest of those only
-        maybe = np.sort(np.concatenate([np.zeros(0, dtype=np.int64)] + [
+        maybe = np.unique(np.concatenate([np.zeros(0, dtype=np.int64)] + [
             order[a:b] for a, b in zip(starts.tolist(), stops.tolist()) if b > a]))
-        return np.array([i for i in np.unique(maybe).tolist()
-                         if self.digests[i].tobytes() in whole], dtype=np.int64)
+        return np.array([i for i in maybe.tolist() if self.digests[i].tobytes() in whole],
+                        dtype=np.int64)
 
     @classmethod
     def joined(cls, parts):

@@ -48,7 +48,7 @@ import dataset
 
 sys.path.insert(0, str(dataset.REPO_ROOT))
 
-from tfrecorder_lite.images import phash  # noqa: E402
+from tfrecorder_lite.images import confirm, phash  # noqa: E402
 
 
 def convert(args):
@@ -213,6 +213,14 @@ def photos(args):
     print("- photos whose closest other photo is d bits away: " + ", ".join(
         f"{d}: {int((closest == d).sum())}" for d in range(0, 17, 2)) +
         f", > 16: {int((closest > 16).sum())}")
+    looks = {i: confirm.looks(paths[i].read_bytes())
+             for i in set(first[near].tolist()) | set(second[near].tolist())}
+    kept = [(a, b) for a, b in zip(first[near].tolist(), second[near].tolist())
+            if confirm.alike(looks[a], looks[b])]
+    print(f"- of them confirmed ({confirm.CONFIRMATION}; what a conversion reports): "
+          f"{len(kept)}: " + "; ".join(f"{paths[a].relative_to(args.photos)} / "
+                                       f"{paths[b].relative_to(args.photos)}"
+                                       for a, b in kept[:10]))
     listed = sorted(zip(distance[near], first[near], second[near]))[:10]
     if listed:
         print("- the closest: " + "; ".join(
@@ -220,18 +228,21 @@ def photos(args):
             for d, a, b in listed))
     sample = paths[::args.every]
     print(f"\n{len(sample)} photos (every {args.every}), each against its copies:\n")
-    print("| copy | found | largest distance | distances | missed |")
-    print("|---|---|---|---|---|")
+    print("| copy | found | of them confirmed | largest distance | distances | missed |")
+    print("|---|---|---|---|---|---|")
     for how, make in COPIES.items():
-        distances = []
+        distances, confirmed = [], 0
         for path, original in zip(sample, hashes[::args.every]):
-            copy = _hashes(make(Image.open(path).convert("RGB")))
-            pair = phash.near_pairs(np.array([original, copy], dtype=np.uint64), [0, 1], 63)
+            data = make(Image.open(path).convert("RGB"))
+            pair = phash.near_pairs(np.array([original, _hashes(data)], dtype=np.uint64),
+                                    [0, 1], 63)
             distances.append(int(pair[2][0]))
+            confirmed += distances[-1] <= phash.MAX_DISTANCE and confirm.alike(
+                confirm.looks(path.read_bytes()), confirm.looks(data))
         missed = [f"{p.name} ({d})" for p, d in zip(sample, distances) if d > phash.MAX_DISTANCE]
         counts = pd.Series(distances).value_counts().sort_index()
-        print(f"| {how} | {len(sample) - len(missed)}/{len(sample)} | {max(distances)} | "
-              f"{', '.join(f'{d}: {n}' for d, n in counts.items())} | "
+        print(f"| {how} | {len(sample) - len(missed)}/{len(sample)} | {confirmed} | "
+              f"{max(distances)} | {', '.join(f'{d}: {n}' for d, n in counts.items())} | "
               f"{', '.join(missed[:5]) + (' ...' if len(missed) > 5 else '') or 'none'} |")
 
 

@@ -67,6 +67,31 @@ def rich_photo(height, width, seed=0):
     return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
 
 
+def one_layout_photo(layout, detail, size=256, tint=(0, 0)):
+    """A gray picture whose coarse layout (the lowest 8x8 DCT terms of its 32x32 grid) comes
+    from seed ``layout`` and whose detail (the terms up to 16x16 beyond those) from seed
+    ``detail``: two details of one layout are two pictures that the 64-bit perceptual hash
+    cannot tell apart, as photos of garments laid out on one floor. ``tint`` shifts its Cb
+    and Cr (the same luminance in another colour)."""
+    def dct_rows(n):
+        k, i = np.arange(n)[:, None], np.arange(n)[None, :]
+        matrix = np.cos(np.pi * (2 * i + 1) * k / (2 * n)) * np.sqrt(2 / n)
+        matrix[0] /= np.sqrt(2)
+        return matrix
+
+    falling = 300 / (1 + np.add.outer(np.arange(32), np.arange(32)))  # as a photo's terms fall
+    terms = np.random.default_rng([layout, 11]).normal(0, 1, (32, 32)) * falling
+    finer = np.random.default_rng([detail, 13]).normal(0, 1, (32, 32)) * falling
+    terms[8:, :] = finer[8:, :]
+    terms[:, 8:] = finer[:, 8:]
+    terms[0, 0] = 128 * 32
+    grid = (dct_rows(32).T @ terms @ dct_rows(32)).astype(np.float32)
+    luma = np.asarray(Image.fromarray(grid, mode="F").resize((size, size), Image.BICUBIC))
+    ycbcr = np.stack([luma, np.full_like(luma, 128 + tint[0]), np.full_like(luma, 128 + tint[1])],
+                     axis=-1)
+    return Image.fromarray(np.clip(ycbcr, 0, 255).astype(np.uint8), "YCbCr").convert("RGB")
+
+
 def noise_rgb(height, width, seed=0):
     """Random RGB pixels (for lossless formats: any decoding mistake shows)."""
     return np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)

@@ -15,7 +15,9 @@ from tfrecorder_lite.images import phash
 from tfrecorder_lite.images.normalize import ImageOptions, prepare_image
 from tfrecorder_lite.output import layout
 
-from imagegen import exif_bytes, rich_photo, sideways
+from tfrecorder_lite.images.confirm import CONFIRMATION
+
+from imagegen import exif_bytes, one_layout_photo, rich_photo, sideways
 
 
 def _crop(image, left, top, right, bottom):
@@ -422,3 +424,97 @@ def test_overwrite_removes_the_hashes_and_pairs_files(tmp_path):
     assert layout.NEAR_DUPLICATES not in names and layout.hashes_name(0) not in names
     metadata = json.loads((tmp_path / "out" / "metadata.json").read_text())
     assert "near_duplicates" not in metadata
+
+
+# ------------------------------------------------------------------ a pair confirmed
+
+def _one_layout_table(root, layout=3):
+    """TEST: a picture; TRAIN: another picture of its layout, the picture in another colour,
+    and the picture saved again at JPEG quality 50 (the only copy)."""
+    root.mkdir(parents=True, exist_ok=True)
+    made = [("TEST", "picture.jpg", one_layout_photo(layout, 0), 92),
+            ("TRAIN", "same_layout.jpg", one_layout_photo(layout, 1), 92),
+            ("TRAIN", "other_colour.jpg", one_layout_photo(layout, 0, tint=(25, -20)), 92),
+            ("TRAIN", "copy.jpg", one_layout_photo(layout, 0), 50)]
+    for _, name, image, quality in made:
+        image.save(root / name, quality=quality)
+    return pd.DataFrame([(split, str(root / name), "cat") for split, name, _, _ in made],
+                        columns=["split", "image_uri", "label"])
+
+
+def _hash_of(path):
+    with open(path, "rb") as f:
+        return phash.hash_encoded(f.read())
+
+
+def test_pictures_of_one_layout_or_in_another_colour_are_told_from_a_copy(tmp_path):
+    df = _one_layout_table(tmp_path / "images")
+    picture = _hash_of(df.image_uri[0])
+    for path in df.image_uri[1:]:  # the 64-bit hash alone would pair all three
+        first, _, _ = phash.near_pairs(np.array([picture, _hash_of(path)], dtype=np.uint64),
+                                       [0, 1])
+        assert len(first) == 1, path
+    for check in ("header", "decode"):
+        problems = df.tfrecord.validate(check=check)
+        near = problems[problems.problem.str.startswith(phash.KIND)]
+        assert near.row.tolist() == [3] and "row 0" in near.problem.iloc[0], near
+    result = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    assert result.problems.row.tolist() == [3]
+    pairs = pd.read_csv(tmp_path / "out" / layout.NEAR_DUPLICATES)
+    assert list(zip(pairs.row, pairs.other_row)) == [(3, 0)]
+    near = result.metadata["near_duplicates"]
+    assert near["pairs"] == 1 and near["confirmed_by"] == CONFIRMATION
+    assert sum(result.counts.values()) == 4  # all written (warn)
+    rejecting = df.tfrecord.to_tfrecord(tmp_path / "rejecting", progress=False,
+                                        leakage="reject")
+    assert rejecting.rejected.index.tolist() == [3] and sum(rejecting.counts.values()) == 3
+
+
+def test_a_pair_whose_earlier_image_cannot_be_read_again_is_reported_unconfirmed(
+        tmp_path, caplog):
+    df = _one_layout_table(tmp_path / "images")
+    first, later = df.iloc[[0]], df.iloc[[1]]  # the picture, then another of its layout
+    for out, keep in (("kept", True), ("gone", False)):
+        first.tfrecord.to_tfrecord(tmp_path / out, progress=False)
+        if not keep:
+            (tmp_path / "images" / "picture.jpg").unlink()
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="tfrecorder_lite"):
+            result = later.tfrecord.to_tfrecord(tmp_path / out, progress=False, append=True)
+        assert sum(result.counts.values()) == 1
+        if keep:  # read again: two pictures
+            assert result.problems.empty and "unconfirmed" not in caplog.text
+        else:  # it may be a copy: reported, and the warning says why it was not confirmed
+            assert result.problems.row.tolist() == [1]
+            assert "1 near-duplicate pair(s) are reported unconfirmed" in caplog.text
+            assert "could not be read again" in caplog.text
+        assert tfrecorder_lite.verify(tmp_path / out).startswith("OK")
+
+
+def test_a_pair_whose_earlier_image_changed_is_reported_unconfirmed(tmp_path, caplog):
+    df = _one_layout_table(tmp_path / "images")
+    df.iloc[[0]].tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    one_layout_photo(3, 2).save(tmp_path / "images" / "picture.jpg", quality=92)  # replaced
+    with caplog.at_level("WARNING", logger="tfrecorder_lite"):
+        result = df.iloc[[1]].tfrecord.to_tfrecord(tmp_path / "out", progress=False,
+                                                   append=True)
+    assert result.problems.row.tolist() == [1]
+    assert "its file changed since it was written" in caplog.text
+
+
+def test_fine_hashes_of_copies_are_near_and_of_one_layout_far():
+    pictures = [one_layout_photo(seed, detail) for seed in range(4) for detail in (0, 1)]
+    fine = phash.fine_hashes([phash.encoded_luminance_grid(_jpeg(p)) for p in pictures])
+    assert fine.shape == (8, 1 + len(phash.CROPS), phash.FINE_BITS)
+    assert (fine.sum(axis=2) == phash.FINE_BITS // 2).all()  # half the terms above the median
+    for how, (_, fmt, options, make) in COPIES.items():
+        if how.startswith("stored sideways"):
+            continue
+        for i in range(0, 8, 2):
+            encoded = io.BytesIO()
+            make(pictures[i]).save(encoded, fmt, **options)
+            copy = phash.fine_hashes([phash.encoded_luminance_grid(encoded.getvalue())])[0]
+            assert phash.fine_distance(fine[i], copy) <= phash.FINE_MAX_DISTANCE, how
+    for i in range(0, 8, 2):
+        assert phash.fine_distance(fine[i], fine[i + 1]) > 2 * phash.FINE_MAX_DISTANCE
+        assert phash.fine_distance(fine[i], fine[i]) == 0

@@ -21,7 +21,7 @@ import itertools
 import math
 
 import numpy as np
-from PIL import Image, ImageOps
+from PIL import Image, ImageOps, ImageStat
 
 from .quiet import silenced
 
@@ -31,6 +31,10 @@ KIND = "near-duplicate across splits"  # the problem's name, as validate() repor
 GRID = 32  # an image's luminance is first shrunk (or grown) to GRID x GRID pixels
 _SIDE = 32  # then each crop of the grid is shrunk to _SIDE x _SIDE before the DCT
 _LOW = 8  # coefficients kept: the _LOW x _LOW lowest frequencies, DC left out
+_FINE_LOW = 16  # and for the finer hash that confirms a pair
+FINE_BITS = _FINE_LOW * _FINE_LOW - 1
+FINE_MAX_DISTANCE = 40  # a pair whose fine hashes differ in more is two pictures
+MAX_CHROMA_DIFFERENCE = 8  # and so is one whose mean Cb or Cr (of 255) differs by more
 _GRID_FILTER = Image.BILINEAR  # how the luminance is resized to the grid
 # The hash's name, as metadata.json keeps it: hashes of other versions are a few bits apart.
 METHOD = (f"{BITS}-bit DCT perceptual hash of the luminance, crops of a {GRID}x{GRID} grid, "
@@ -190,17 +194,53 @@ def _area_weights(start, stop, size):
     return covered / covered.sum(axis=1, keepdims=True)
 
 
-def _matrices(grid):
-    """Per crop, its rows' shrink folded into the DCT, ``(crops, _LOW, grid)``; and its
-    columns' likewise, side by side, ``(grid, crops * _LOW)``."""
-    rows = np.stack([_DCT @ _area_weights(top, 1 - bottom, grid)
+def _matrices(grid, dct):
+    """Per crop, its rows' shrink folded into ``dct`` (the DCT's first rows), ``(crops, low,
+    grid)``; and its columns' likewise, side by side, ``(grid, crops * low)``."""
+    rows = np.stack([dct @ _area_weights(top, 1 - bottom, grid)
                      for _, top, _, bottom in _FRACTIONS])
-    columns = np.concatenate([(_DCT @ _area_weights(left, 1 - right, grid)).T
+    columns = np.concatenate([(dct @ _area_weights(left, 1 - right, grid)).T
                               for left, _, right, _ in _FRACTIONS], axis=1)
     return rows, columns
 
 
-_ROWS, _COLUMNS = _matrices(GRID)
+_ROWS, _COLUMNS = _matrices(GRID, _DCT)
+_FINE_ROWS, _FINE_COLUMNS = _matrices(GRID, _dct_rows(_SIDE, _FINE_LOW))
+
+
+def fine_hashes(grids):
+    """The finer hashes that confirm a pair of near-identical images: per luminance grid
+    (:func:`luminance_grid`), for the whole image and each crop of ``CROPS``, the signs
+    against their median of the ``FINE_BITS`` lowest DCT terms (``_FINE_LOW`` x
+    ``_FINE_LOW``, the DC term left out).
+
+    The 64-bit hash keeps the layout of a picture, which photos of one composition share
+    (garments laid out on one floor); these terms keep its detail too, and copies of one
+    photo still agree in most of them.
+
+    Args:
+        grids: a sequence of ``GRID * GRID``-byte grids.
+
+    Returns:
+        A bool array ``(grids, 1 + len(CROPS), FINE_BITS)``.
+    """
+    count, crops = len(grids), len(_FRACTIONS)
+    pixels = np.frombuffer(b"".join(grids), dtype=np.uint8).reshape(count, GRID, GRID)
+    columns = (pixels.astype(np.float64) @ _FINE_COLUMNS).reshape(count, GRID, crops,
+                                                                  _FINE_LOW).transpose(0, 2, 1, 3)
+    low = np.matmul(_FINE_ROWS, columns).reshape(count, crops, -1)[:, :, 1:]
+    median = np.partition(low, FINE_BITS // 2, axis=2)[:, :, FINE_BITS // 2:FINE_BITS // 2 + 1]
+    return low > median
+
+
+def fine_distance(first, second):
+    """The distance of two images' fine hashes (:func:`fine_hashes`), as :func:`near_pairs`
+    measures theirs: the smallest of the whole images' and of each whole image against the
+    other's crops."""
+    whole = np.count_nonzero(first[0] != second[0])
+    crops = min(np.count_nonzero(first[0] != second[1:], axis=1).min(),
+                np.count_nonzero(first[1:] != second[0], axis=1).min())
+    return int(min(whole, crops))
 
 
 def encoded_luminance_grid(data):
@@ -227,6 +267,37 @@ def encoded_luminance_grid(data):
             source = source[::-1]
         return luminance_grid(upright, source)
     except Exception:  # an image that does not decode has no hash; its check says why
+        return None
+
+
+def encoded_grid_and_chroma(data):
+    """The luminance grid (as :func:`encoded_luminance_grid` gives it) and the mean blue- and
+    red-difference chroma (Cb, Cr, 0 to 255; a gray image's are 128) of encoded image bytes,
+    from one decode (a JPEG's at a reduced scale, as YCbCr: its Y is what a grayscale decode
+    gives), or None when they do not decode.
+
+    Copies of one photo keep their mean colour; pictures of one layout with the same light
+    and shade (a red and a navy shirt on one floor) need not.
+    """
+    try:
+        with silenced():
+            image = Image.open(io.BytesIO(data))
+        source = image.size
+        if image.format in ("JPEG", "MPO"):
+            image.draft("YCbCr", DRAFT_SIZE)
+        image.load()
+        with silenced():
+            upright = ImageOps.exif_transpose(image)
+        if upright.size != image.size:
+            source = source[::-1]
+        if upright.mode == "YCbCr":
+            colour, luminance = upright, upright.getchannel(0)
+        else:  # transparent pixels as white, as the grid takes them
+            luminance = _upright_rgb_or_gray(upright)
+            colour = luminance.convert("RGB").convert("YCbCr")
+        means = ImageStat.Stat(colour).mean
+        return luminance_grid(luminance, source), (means[1], means[2])
+    except Exception:  # its check says why
         return None
 
 

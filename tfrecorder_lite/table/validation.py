@@ -16,6 +16,7 @@ from ..options import LEAKAGE, TableOptions, one_of
 from ..images.normalize import (
     DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images,
     unreadable_reason)
+from ..images.confirm import confirmed
 from ..images.phash import describe, hash_grids, near_pairs
 from ..record.boxes import declared_size_problem
 from ..record.features import RecordRejected
@@ -155,11 +156,13 @@ def _near_pairs(perceptual, hashed, splits):
     return zip(positions[second].tolist(), positions[first].tolist(), distance.tolist())
 
 
-def _check_images(df, image_col, base_dir, splits, found, results, members=None):
+def _check_images(df, image_col, base_dir, splits, found, results, members=None,
+                  storage_options=None, max_bytes=None):
     """Add to ``found`` the problems of ``results`` (``inspect_images``' answers, in position
     order), each for every row of its record (``members``: ``{first row: rows}`` of records
     of several rows), the rows whose image bytes equal an earlier row's, and the rows whose
-    image looks like an earlier one's in another split (near-duplicates), in position order."""
+    image looks like an earlier one's in another split (near-duplicates, confirmed by reading
+    their images again: ``storage_options``, ``max_bytes``), in position order."""
     digests = np.zeros(len(df), dtype="S32")
     has_digest = np.zeros(len(df), dtype=bool)
     image_found, perceptual, hashed = [], None, np.zeros(len(df), dtype=bool)
@@ -189,7 +192,10 @@ def _check_images(df, image_col, base_dir, splits, found, results, members=None)
                 df.index[position], image_col, df[image_col].iloc[position],
                 f"{kind}: same image bytes as {_where(df, other, image_col, splits)}")))
         hashed[checked[earlier != checked]] = False  # reported above already
-        for later, other, distance in _near_pairs(perceptual, hashed, splits):
+        pairs = confirmed(list(_near_pairs(perceptual, hashed, splits)),
+                          lambda p: (storage.resolve(df[image_col].iloc[p], base_dir), None),
+                          storage_options, max_bytes)
+        for later, other, distance in pairs:
             image_found.append((later, (
                 df.index[later], image_col, df[image_col].iloc[later],
                 describe(_where(df, other, image_col, splits), distance))))
@@ -314,7 +320,7 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
                 pass
         else:
             _check_images(df, image_col, base_dir, splits, found, _parallel(n_jobs)(tasks),
-                          members)
+                          members, storage_options, max_image_bytes)
     if check is not None:  # each row's other files (e.g. a mask): there, and not too large
         others = {int(position): "" for position in np.flatnonzero(skipped)}
         others.update({position: "" for position, _ in

@@ -27,6 +27,7 @@ from ..output.layout import (
     near_duplicates_name, rejected_name)
 from ..output.lock import FolderLock
 from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
+from ..images.confirm import CONFIRMATION, confirmed
 from ..images.phash import MAX_DISTANCE, METHOD, describe
 from ..options import leakage_for
 from ..table.schema import problems_frame
@@ -254,7 +255,14 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
     def split_of_row(position):
         return splits[order[np.searchsorted(table_positions(), position)]]
 
-    pairs = leaks.new_pairs(before, new, splits)
+    def source_of(key):  # where a pair's image is read again to confirm it
+        if isinstance(key, tuple):
+            image = before.image(key[1])
+            return image.image_uri, image.sha256
+        return plan.paths[key], None
+
+    pairs = confirmed(leaks.new_pairs(before, new, splits), source_of, store.storage_options,
+                      plan.image.max_bytes)
     found = len(pairs)
     problems = problems_frame([])
     if leakage == "reject":
@@ -280,6 +288,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
     return problems, {
         "hash": METHOD,
         "max_distance": MAX_DISTANCE, "leakage": leakage, "pairs": found,
+        "confirmed_by": CONFIRMATION,
         "hashes": [hashes_name(generation)] if written else [],
         "checksums": {hashes_name(generation): checksums} if written else {},
         "file": near_duplicates_name(generation) if pairs else None}

@@ -2,7 +2,8 @@
 
 Each shard task hashes the images it reads anyway (``images.prepare_image`` with
 ``ImageOptions.phash``) and returns the hashes in its receipt. Once every shard is written,
-the driver finds the pairs of near-identical images in different splits here, and either
+the driver finds the pairs of near-identical images in different splits here, confirms each
+by reading its two images again (``images.confirm``: only the images of pairs found), and either
 reports them (``leakage="warn"``), rejects the later row of each (``"reject"``: its shard is
 written again without it, from the shard's own records, never from the source images), or
 skips all of it (``"ignore"``). The generation's hashes file (:func:`write_hashes`) keeps every

@@ -1,0 +1,106 @@
+"""Near-duplicate pairs confirmed: each pair the 64-bit search finds is checked again with
+finer hashes of its two images (:func:`~tfrecorder_lite.images.phash.fine_hashes`) and their
+mean colour, read again for that. Only the images of pairs found are read, each once.
+
+Photos of one composition (garments laid out on one floor, products on one backdrop) share
+the layout the 64-bit hash keeps; their fine hashes, which keep the detail too, are far
+apart, or their colours are, while copies of one photo (resized, re-encoded, cropped by a few
+percent, brightened) stay close in both.
+"""
+
+import hashlib
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from . import phash
+from .normalize import ImageOptions, read_images
+
+logger = logging.getLogger(__name__)
+
+# How a pair is confirmed, as metadata.json says it
+CONFIRMATION = (f"{phash.FINE_BITS}-bit DCT hash of the same grid within "
+                f"{phash.FINE_MAX_DISTANCE} bits, mean Cb and Cr within "
+                f"{phash.MAX_CHROMA_DIFFERENCE}")
+_BATCH = 16  # images read and hashed by one call (a thread's share at a time)
+
+
+def _looks_of(batch, max_bytes, storage_options):
+    """``[(key, (fine hashes, mean chroma)) or (key, the reason there are none)]`` of
+    ``[(key, uri, sha256 hex or None)]``: an image that cannot be read, no longer has the
+    bytes its sha256 says, or does not decode has a reason instead."""
+    contents = read_images([uri for _, uri, _ in batch], ImageOptions(max_bytes=max_bytes),
+                           storage_options)
+    out = []
+    for (key, _, digest), content in zip(batch, contents):
+        if isinstance(content, Exception):
+            out.append((key, "it could not be read again"))
+        elif digest is not None and hashlib.sha256(content).hexdigest() != digest:
+            out.append((key, "its file changed since it was written"))
+        else:
+            found = looks(content)
+            out.append((key, "it does not decode" if found is None else found))
+    return out
+
+
+def looks(data):
+    """What confirms a pair, of encoded image bytes: ``(fine hashes, mean chroma)``, or None
+    when they do not decode."""
+    found = phash.encoded_grid_and_chroma(data)
+    return None if found is None else (phash.fine_hashes([found[0]])[0], found[1])
+
+
+def alike(first, second):
+    """Whether two images' :func:`looks` are a copy's."""
+    (fine, chroma), (other_fine, other_chroma) = first, second
+    return (phash.fine_distance(fine, other_fine) <= phash.FINE_MAX_DISTANCE and
+            max(abs(a - b) for a, b in zip(chroma, other_chroma)) <=
+            phash.MAX_CHROMA_DIFFERENCE)
+
+
+def confirmed(pairs, source_of, storage_options=None, max_bytes=None, threads=4):
+    """The pairs whose images' fine hashes are within ``phash.FINE_MAX_DISTANCE`` and mean
+    chroma within ``phash.MAX_CHROMA_DIFFERENCE``.
+
+    A pair one of whose images cannot be read again (or has changed) is kept, as found: it
+    may be a copy, and nothing is lost by reporting it. A warning says how many.
+
+    Args:
+        pairs: ``(later key, earlier key, distance)`` per pair.
+        source_of: key -> ``(uri, sha256 hex or None)``: where its image is, and the
+            bytes' sha256 when it was written earlier (checked before hashing).
+        storage_options: fsspec options for remote URIs.
+        max_bytes: images larger than this are not read (their pairs are kept).
+        threads: images read and hashed side by side.
+
+    Returns:
+        The pairs kept, in their order.
+    """
+    if not pairs:
+        return []
+    keys = list(dict.fromkeys(key for later, earlier, _ in pairs for key in (later, earlier)))
+    items = [(key, *source_of(key)) for key in keys]
+    batches = [items[i:i + _BATCH] for i in range(0, len(items), _BATCH)]
+    limit = ImageOptions().max_bytes if max_bytes is None else max_bytes
+    with ThreadPoolExecutor(max(1, min(threads, len(batches))),
+                            thread_name_prefix="tfrecorder_lite-confirm") as pool:
+        looks = dict(found for batch in pool.map(_looks_of, batches,
+                                                 [limit] * len(batches),
+                                                 [storage_options] * len(batches))
+                    for found in batch)
+    kept, unconfirmed, reasons = [], 0, {}
+    for pair in pairs:
+        first, second = looks[pair[0]], looks[pair[1]]
+        missing = next((f for f in (first, second) if isinstance(f, str)), None)
+        if missing is not None:
+            unconfirmed += 1
+            reasons[missing] = reasons.get(missing, 0) + 1
+            kept.append(pair)
+        elif alike(first, second):
+            kept.append(pair)
+    if unconfirmed:
+        logger.warning("%d near-duplicate pair(s) are reported unconfirmed: an image of each "
+                       "could not be hashed again (%s)", unconfirmed,
+                       "; ".join(f"{n}: {why}" for why, n in reasons.items()))
+    logger.info("near-duplicates: %d of %d pair(s) the %d-bit hash found confirmed by the "
+                "%d-bit one and their colour", len(kept), len(pairs), phash.BITS, phash.FINE_BITS)
+    return kept

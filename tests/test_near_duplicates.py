@@ -505,8 +505,10 @@ def test_a_pair_whose_earlier_image_changed_is_reported_unconfirmed(tmp_path, ca
 def test_fine_hashes_of_copies_are_near_and_of_one_layout_far():
     pictures = [one_layout_photo(seed, detail) for seed in range(4) for detail in (0, 1)]
     fine = phash.fine_hashes([phash.encoded_luminance_grid(_jpeg(p)) for p in pictures])
-    assert fine.shape == (8, 1 + len(phash.CROPS), phash.FINE_BITS)
-    assert (fine.sum(axis=2) == phash.FINE_BITS // 2).all()  # half the terms above the median
+    assert fine.shape == (8, 1 + len(phash.CROPS), 32)
+    bits = np.unpackbits(fine, axis=2)
+    assert (bits[:, :, phash.FINE_BITS:] == 0).all()  # 255 bits a hash
+    assert (bits.sum(axis=2) == phash.FINE_BITS // 2).all()  # half the terms above the median
     for how, (_, fmt, options, make) in COPIES.items():
         if how.startswith("stored sideways"):
             continue

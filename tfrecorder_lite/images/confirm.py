@@ -9,13 +9,13 @@ percent, brightened) stay close in both.
 """
 
 import hashlib
-import logging
 from concurrent.futures import ThreadPoolExecutor
 
+from .. import redaction
 from . import phash
 from .normalize import ImageOptions, read_images
 
-logger = logging.getLogger(__name__)
+logger = redaction.logger(__name__)  # every record redacted
 
 # How a pair is confirmed, as metadata.json says it
 CONFIRMATION = (f"{phash.FINE_BITS}-bit DCT hash of the same grid within "

@@ -80,7 +80,8 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             "region": ..., "temp_location": ...}``) or a ``PipelineOptions``.
         leakage: what to do with near-duplicate images across splits (the same photo
             resized, re-encoded, slightly cropped or brightened in TRAIN and TEST), found by
-            a perceptual hash of each image taken while it is read: "warn" (write them, list
+            a perceptual hash of each image taken while it is read (each pair confirmed by
+            reading its two images again, see ``images.confirm``): "warn" (write them, list
             each pair in ``result.problems`` and ``near-duplicates.csv``), "reject" (reject
             the later row of each pair, with its reason, whatever ``on_error``) or "ignore".
             Default: "warn" when the images are decoded anyway (``check="decode"``, an

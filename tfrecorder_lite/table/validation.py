@@ -252,7 +252,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
     reports rows whose image bytes equal another row's (train/test leakage across splits,
     duplicates within one), rows whose image looks like one in another split (the same photo
     resized, re-encoded, slightly cropped or brightened: ``near-duplicate across splits``,
-    found by a perceptual hash), and rows identical to another. A row's other files (a mask)
+    found by a perceptual hash and confirmed by reading the pair's two images again), and
+    rows identical to another. A row's other files (a mask)
     are read and checked against its image as its record would be, with the same reasons.
 
     Args:

@@ -9,6 +9,7 @@ percent, brightened) stay close in both.
 """
 
 import hashlib
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import redaction
@@ -30,15 +31,21 @@ def _looks_of(batch, max_bytes, storage_options):
     bytes its sha256 says, or does not decode has a reason instead."""
     contents = read_images([uri for _, uri, _ in batch], ImageOptions(max_bytes=max_bytes),
                            storage_options)
-    out = []
+    out, decoded = [], []
     for (key, _, digest), content in zip(batch, contents):
         if isinstance(content, Exception):
             out.append((key, "it could not be read again"))
         elif digest is not None and hashlib.sha256(content).hexdigest() != digest:
             out.append((key, "its file changed since it was written"))
         else:
-            found = looks(content)
-            out.append((key, "it does not decode" if found is None else found))
+            found = phash.encoded_grid_and_chroma(content)
+            if found is None:
+                out.append((key, "it does not decode"))
+            else:
+                decoded.append((key, *found))
+    if decoded:  # the batch's fine hashes at once
+        fine = phash.fine_hashes([grid for _, grid, _ in decoded])
+        out += [(key, (hashes, chroma)) for (key, _, chroma), hashes in zip(decoded, fine)]
     return out
 
 
@@ -57,7 +64,7 @@ def alike(first, second):
             phash.MAX_CHROMA_DIFFERENCE)
 
 
-def confirmed(pairs, source_of, storage_options=None, max_bytes=None, threads=4):
+def confirmed(pairs, source_of, storage_options=None, max_bytes=None, threads=None):
     """The pairs whose images' fine hashes are within ``phash.FINE_MAX_DISTANCE`` and mean
     chroma within ``phash.MAX_CHROMA_DIFFERENCE``.
 
@@ -70,7 +77,8 @@ def confirmed(pairs, source_of, storage_options=None, max_bytes=None, threads=4)
             bytes' sha256 when it was written earlier (checked before hashing).
         storage_options: fsspec options for remote URIs.
         max_bytes: images larger than this are not read (their pairs are kept).
-        threads: images read and hashed side by side.
+        threads: images read and hashed side by side (default: one a core, up to 8;
+            decoding releases the GIL, opening an image does not).
 
     Returns:
         The pairs kept, in their order.
@@ -81,6 +89,7 @@ def confirmed(pairs, source_of, storage_options=None, max_bytes=None, threads=4)
     items = [(key, *source_of(key)) for key in keys]
     batches = [items[i:i + _BATCH] for i in range(0, len(items), _BATCH)]
     limit = ImageOptions().max_bytes if max_bytes is None else max_bytes
+    threads = min(8, os.cpu_count() or 1) if threads is None else threads
     with ThreadPoolExecutor(max(1, min(threads, len(batches))),
                             thread_name_prefix="tfrecorder_lite-confirm") as pool:
         looks = dict(found for batch in pool.map(_looks_of, batches,

@@ -21,7 +21,7 @@ import itertools
 import math
 
 import numpy as np
-from PIL import Image, ImageOps, ImageStat
+from PIL import Image, ImageOps
 
 from .quiet import silenced
 
@@ -293,8 +293,9 @@ def encoded_grid_and_chroma(data):
         else:  # transparent pixels as white, as the grid takes them
             luminance = _upright_rgb_or_gray(upright)
             colour = luminance.convert("RGB").convert("YCbCr")
-        means = ImageStat.Stat(colour).mean
-        return luminance_grid(luminance, source), (means[1], means[2])
+        counts = np.array(colour.histogram(), dtype=np.float64).reshape(3, 256)[1:]
+        cb, cr = counts @ np.arange(256) / counts.sum(axis=1)  # the means, from Pillow's
+        return luminance_grid(luminance, source), (float(cb), float(cr))  # histograms
     except Exception:  # its check says why
         return None
 

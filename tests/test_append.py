@@ -300,7 +300,11 @@ def test_the_earlier_images_are_the_hashes_files_rows_whatever_the_chunk(tmp_pat
         images = read_written_images(store, near, chunk=chunk)
         assert [tuple(images.image(i)) + ("".join(f"{h:016x}" for h in images.perceptual[i]),)
                 for i in range(len(images))] == want
-        assert images.splits(np.arange(9)).tolist() == [w[2] for w in want]
+        groups = images.split_groups(np.arange(9), ["VALIDATION", "TEST", "NEW", "NEW"])
+        splits = [w[2] for w in want] + ["VALIDATION", "TEST", "NEW", "NEW"]
+        assert len(groups) == 13 and all(  # a code a split, the same for the names after
+            (groups[a] == groups[b]) == (splits[a] == splits[b])
+            for a in range(13) for b in range(13))
         assert images.holding([want[7][4], want[2][4]]).tolist() == [2, 7]
         assert images.hashed.all()
     hashes = out / layout.hashes_name(0)  # a row without hashes (an image that did not

@@ -194,6 +194,8 @@ def test_a_text_column_gives_each_row_across_its_chunks_as_a_take_does():
     everything = [text for chunk in chunks for text in chunk]
     assert [column[p] for p in range(21)] == column.take(range(21)) == everything
     assert column[numpy.int64(10)] is None and column[13] == "/x/13.jpg"
+    order = [20, 3, 10, 0, 14, 6, 7]  # across the chunks, in any order (one piece now)
+    assert column.take(order) == [everything[p] for p in order]
 
 
 @pytest.mark.parametrize("check", ["decode", "header"])

@@ -174,10 +174,15 @@ class WrittenImages:
     def __len__(self):
         return len(self.hashed)
 
-    def splits(self, indexes):
-        """The splits of the images at ``indexes``, as an object array of names."""
-        return np.array(self._split_names, dtype=object)[self._split_codes[indexes]] \
-            if len(self._split_names) else np.zeros(0, dtype=object)
+    def split_groups(self, indexes, others):
+        """The splits of the images at ``indexes``, then the split names ``others``, as int64
+        codes (one split, one code): no object array of a million names."""
+        codes = {name: i for i, name in enumerate(self._split_names)}
+        found, names = pd.factorize(np.asarray(others, dtype=object))
+        mapped = np.array([codes.setdefault(name, len(codes)) for name in names.tolist()],
+                          dtype=np.int64)
+        return np.concatenate([self._split_codes[indexes].astype(np.int64),
+                               mapped[found] if len(found) else np.zeros(0, dtype=np.int64)])
 
     def image(self, index):
         """One image's WrittenImage (its generation, table row, split, URI, sha256 as hex

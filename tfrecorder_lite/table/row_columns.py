@@ -21,9 +21,9 @@ class TextColumn:
     def __init__(self, chunks, remote=None):
         arrays = [c if isinstance(c, pd.api.extensions.ExtensionArray) else self.compact(c)
                   for c in chunks]
-        self._values = pd.array([], dtype="string") if not arrays else arrays[0] \
-            if len(arrays) == 1 else pd.concat([pd.Series(a) for a in arrays],
-                                               ignore_index=True).array
+        self._values = pd.array([], dtype="string") if not arrays else _one_chunk(
+            arrays[0] if len(arrays) == 1 else
+            pd.concat([pd.Series(a) for a in arrays], ignore_index=True).array)
         self._remote = None if remote is None or not np.any(remote) else \
             np.asarray(remote, dtype=bool)
 
@@ -50,6 +50,19 @@ class TextColumn:
         """Whether a row at ``positions`` holds a remote URL."""
         return self._remote is not None and bool(
             self._remote[np.asarray(positions, dtype=np.intp)].any())
+
+
+def _one_chunk(values):
+    """``values`` in one piece: a ``take`` from an Arrow array of many chunks joins them all
+    first, a copy of the whole column for every take (and two threads taking at once held
+    two such copies)."""
+    if isinstance(values, pd.arrays.ArrowStringArray):
+        chunked = values.__arrow_array__()
+        if chunked.num_chunks > 1:
+            import pyarrow  # there when pandas keeps its strings in Arrow
+
+            return pd.arrays.ArrowStringArray(pyarrow.chunked_array([chunked.combine_chunks()]))
+    return values
 
 
 class LabelColumns:

@@ -261,8 +261,9 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
             return image.image_uri, image.sha256
         return plan.paths[key], None
 
-    pairs = confirmed(leaks.new_pairs(before, new, splits), source_of, store.storage_options,
-                      plan.image.max_bytes)
+    pairs = leaks.new_pairs(before, new, splits)
+    give_back_freed_memory()  # the search's tables
+    pairs = confirmed(pairs, source_of, store.storage_options, plan.image.max_bytes)
     found = len(pairs)
     problems = problems_frame([])
     if leakage == "reject":

@@ -137,14 +137,17 @@ def new_pairs(before, new, splits):
     old_rows = np.zeros(0, dtype=np.int64) if before is None or not len(before) else \
         np.flatnonzero(before.hashed)
     hashes = new.perceptual if new.hashed.all() else new.perceptual[new.hashed]
-    if len(old_rows):  # else no copy of the new hashes
-        width = min(before.perceptual.shape[1], hashes.shape[1])
-        hashes = np.concatenate([before.perceptual[old_rows, :width], hashes[:, :width]])
-    names = np.concatenate([before.splits(old_rows) if len(old_rows) else
-                            np.zeros(0, dtype=object), splits[new.hashed]])
     count = len(old_rows)
+    if count:  # one copy of the earlier hashes beside the new (else no copy of the new)
+        width = min(before.perceptual.shape[1], hashes.shape[1])
+        whole = count == len(before) and before.perceptual.shape[1] == width
+        hashes = np.concatenate([before.perceptual if whole else
+                                 before.perceptual[old_rows, :width], hashes[:, :width]])
+        groups = before.split_groups(old_rows, splits[new.hashed])
+    else:
+        groups = pd.factorize(splits[new.hashed])[0]
     first, second, distance = near_pairs(  # with earlier images: the pairs of a new one only
-        hashes, pd.factorize(names)[0], involving=np.arange(count, len(hashes)) if count else None)
+        hashes, groups, involving=np.arange(count, len(hashes)) if count else None)
     positions = new.positions[new.hashed]
 
     def key(i):

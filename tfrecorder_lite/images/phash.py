@@ -481,8 +481,11 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involvi
     others = np.flatnonzero(~asking).astype(position)  # the largest group, or the rest
 
     def whole_images():  # (index: image of each hash, its hashes; queries: likewise)
-        return (np.arange(images, dtype=position), hashes[:, 0],
-                np.repeat(askers, per_image), hashes[askers].ravel())
+        every = np.arange(images, dtype=position), hashes[:, 0]
+        asked = np.repeat(askers, per_image), hashes[askers].ravel()
+        if involving is not None and len(asked[0]) < images:  # the fewer hashes indexed
+            return (*asked, *every)
+        return (*every, *asked)
 
     def crops(part):  # a part of the others' images at a time (the most hashes)
         crop_images, crop_hashes = np.repeat(part, per_image - 1), hashes[part, 1:].ravel()

@@ -175,14 +175,16 @@ class WrittenImages:
         return len(self.hashed)
 
     def split_groups(self, indexes, others):
-        """The splits of the images at ``indexes``, then the split names ``others``, as int64
-        codes (one split, one code): no object array of a million names."""
+        """The splits of the images at ``indexes``, then the split names ``others``, as
+        codes (one split, one code; a byte each below 256 splits): no object array of a
+        million names."""
         codes = {name: i for i, name in enumerate(self._split_names)}
         found, names = pd.factorize(np.asarray(others, dtype=object))
         mapped = np.array([codes.setdefault(name, len(codes)) for name in names.tolist()],
                           dtype=np.int64)
-        return np.concatenate([self._split_codes[indexes].astype(np.int64),
-                               mapped[found] if len(found) else np.zeros(0, dtype=np.int64)])
+        dtype = np.uint8 if len(codes) < 256 else np.int64
+        return np.concatenate([self._split_codes[indexes].astype(dtype),
+                               mapped[found].astype(dtype)])
 
     def image(self, index):
         """One image's WrittenImage (its generation, table row, split, URI, sha256 as hex

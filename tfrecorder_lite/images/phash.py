@@ -241,29 +241,31 @@ def fine_distance(first, second):
     return int(_POPCOUNT8[differ].sum(axis=1).min())
 
 
+def _decoded_upright(data, mode):
+    """``(image, its upright size in its file)`` of encoded image bytes, decoded as little as
+    the format allows: a JPEG at a reduced scale (libjpeg's 1/2 to 1/8, still at least
+    ``DRAFT_SIZE``) in ``mode``, other formats whole; the EXIF orientation applied."""
+    with silenced():  # Pillow's warnings about the header
+        image = Image.open(io.BytesIO(data))
+    source = image.size
+    if image.format in ("JPEG", "MPO"):
+        image.draft(mode, DRAFT_SIZE)
+    image.load()  # outside the block, which threads take one at a time
+    with silenced():  # and about the EXIF block (read from the loaded image)
+        upright = ImageOps.exif_transpose(image)
+    return upright, source[::-1] if upright.size != image.size else source  # turned a quarter
+
+
 def encoded_luminance_grid(data):
     """The luminance grid (:func:`luminance_grid`) of encoded image bytes, decoding as little
-    as the format allows.
-
-    A JPEG is decoded at a reduced scale (libjpeg's 1/2 to 1/8, still at least
-    ``DRAFT_SIZE``) as grayscale; other formats are decoded whole. The EXIF orientation is
-    applied.
+    as the format allows (a JPEG at a reduced scale, as grayscale: the hash needs only the
+    luminance).
 
     Returns:
         The grid, or None when the bytes do not decode.
     """
     try:
-        with silenced():  # Pillow's warnings about the header
-            image = Image.open(io.BytesIO(data))
-        source = image.size
-        if image.format in ("JPEG", "MPO"):
-            image.draft("L", DRAFT_SIZE)  # the hash needs only the luminance
-        image.load()  # outside the block, which threads take one at a time
-        with silenced():  # and about the EXIF block (read from the loaded image)
-            upright = ImageOps.exif_transpose(image)
-        if upright.size != image.size:  # turned a quarter
-            source = source[::-1]
-        return luminance_grid(upright, source)
+        return luminance_grid(*_decoded_upright(data, "L"))
     except Exception:  # an image that does not decode has no hash; its check says why
         return None
 
@@ -278,16 +280,7 @@ def encoded_grid_and_chroma(data):
     and shade (a red and a navy shirt on one floor) need not.
     """
     try:
-        with silenced():
-            image = Image.open(io.BytesIO(data))
-        source = image.size
-        if image.format in ("JPEG", "MPO"):
-            image.draft("YCbCr", DRAFT_SIZE)
-        image.load()
-        with silenced():
-            upright = ImageOps.exif_transpose(image)
-        if upright.size != image.size:
-            source = source[::-1]
+        upright, source = _decoded_upright(data, "YCbCr")
         if upright.mode == "YCbCr":
             colour, luminance = upright, upright.getchannel(0)
         else:  # transparent pixels as white, as the grid takes them

@@ -520,3 +520,15 @@ def test_fine_hashes_of_copies_are_near_and_of_one_layout_far():
     for i in range(0, 8, 2):
         assert phash.fine_distance(fine[i], fine[i + 1]) > 2 * phash.FINE_MAX_DISTANCE
         assert phash.fine_distance(fine[i], fine[i]) == 0
+
+
+def test_pairs_of_images_on_s3_are_confirmed_by_reading_them_there(s3, tmp_path):
+    local = tmp_path / "images"
+    df = _one_layout_table(local)
+    url = s3.upload(str(local), s3.new_bucket() + "/images")
+    remote = df.assign(image_uri=[p.replace(str(local), url, 1) for p in df.image_uri])
+    problems = remote.tfrecord.validate(check="decode")
+    assert problems[problems.problem.str.startswith(phash.KIND)].row.tolist() == [3]
+    result = remote.tfrecord.to_tfrecord(s3.new_bucket() + "/out", progress=False)
+    assert result.problems.row.tolist() == [3]
+    assert result.metadata["near_duplicates"]["pairs"] == 1

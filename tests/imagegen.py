@@ -68,11 +68,11 @@ def rich_photo(height, width, seed=0):
 
 
 def one_layout_photo(layout, detail, size=256, tint=(0, 0)):
-    """A gray picture whose coarse layout (the lowest 8x8 DCT terms of its 32x32 grid) comes
-    from seed ``layout`` and whose detail (the terms up to 16x16 beyond those) from seed
-    ``detail``: two details of one layout are two pictures that the 64-bit perceptual hash
-    cannot tell apart, as photos of garments laid out on one floor. ``tint`` shifts its Cb
-    and Cr (the same luminance in another colour)."""
+    """A picture whose coarse layout (the lowest 8x8 DCT terms of its 32x32 grid) comes from
+    seed ``layout`` and whose detail (every term beyond those) from seed ``detail``: two
+    details of one layout are two pictures that the 64-bit perceptual hash cannot tell apart,
+    as photos of garments laid out on one floor. Gray, unless ``tint`` shifts its Cb and Cr
+    (the same luminance in another colour)."""
     def dct_rows(n):
         k, i = np.arange(n)[:, None], np.arange(n)[None, :]
         matrix = np.cos(np.pi * (2 * i + 1) * k / (2 * n)) * np.sqrt(2 / n)

@@ -98,6 +98,11 @@ def _not_a_hashes_file(store, name, why):
     return ManifestError(f"{store.path(name)}: not a hashes file ({why}); {_RESTORE}")
 
 
+def _wrong_columns(store, name, columns):
+    return _not_a_hashes_file(store, name, f"its columns are {', '.join(map(str, columns))}, "
+                                           f"not {', '.join(HASH_COLUMNS)}")
+
+
 def _text_frame(store, name, data, columns):
     """The file's ``columns`` as text."""
     try:
@@ -107,8 +112,7 @@ def _text_frame(store, name, data, columns):
                                usecols=list(columns))[list(columns)]
     except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError is a ValueError
         raise _not_a_hashes_file(store, name, exc) from None
-    raise _not_a_hashes_file(store, name, f"its columns are {', '.join(map(str, header))}, "
-                                          f"not {', '.join(HASH_COLUMNS)}")
+    raise _wrong_columns(store, name, header)
 
 
 def read_hashes_file(store, name, recorded=None, columns=HASH_COLUMNS):
@@ -322,8 +326,7 @@ def _streamed_images(store, name, recorded, chunk):
             for frame in pd.read_csv(io.BufferedReader(stream, 1 << 20), dtype=str,
                                      keep_default_na=False, chunksize=chunk):
                 if list(frame.columns) != HASH_COLUMNS:
-                    raise _not_a_hashes_file(store, name, "its columns are " + ", ".join(
-                        map(str, frame.columns)) + f", not {', '.join(HASH_COLUMNS)}")
+                    raise _wrong_columns(store, name, frame.columns)
                 parts.append(_images_of(store, name, frame))
         except (ValueError, UnicodeDecodeError, ManifestError) as exc:
             problem = exc if isinstance(exc, ManifestError) else \

@@ -148,13 +148,13 @@ def hash_grids(grids):
     """
     count = len(grids)
     pixels = np.frombuffer(b"".join(grids), dtype=np.uint8).reshape(count, GRID, GRID)
-    low = np.empty((count, len(_FRACTIONS), _LOW, _LOW))
-    for i, grid in enumerate(pixels.astype(np.float64)):
-        # a product of one grid at a time: small enough for BLAS to keep to the calling
-        # thread (OpenBLAS spreads larger ones over threads that then spin, taking the
-        # cores from the threads preparing images)
-        columns = (grid @ _COLUMNS).reshape(GRID, len(_FRACTIONS), _LOW).transpose(1, 0, 2)
-        np.matmul(_ROWS, columns, out=low[i])
+    # products of a stack of grids: numpy multiplies each grid on its own, small enough for
+    # BLAS to keep to the calling thread (OpenBLAS spreads larger products over threads that
+    # then spin, taking the cores from the threads preparing images), and a stack releases
+    # the GIL once (a loop of grids, once a grid: each costs threads a wait for it)
+    columns = (pixels.astype(np.float64) @ _COLUMNS).reshape(
+        count, GRID, len(_FRACTIONS), _LOW).transpose(0, 2, 1, 3)
+    low = np.matmul(_ROWS, columns)
     low = low.reshape(count, len(_FRACTIONS), _LOW * _LOW)[:, :, 1:]  # the DC term left out
     median = np.partition(low, 31, axis=2)[:, :, 31:32]  # the 32nd of 63 AC terms
     bits = np.zeros((count, len(_FRACTIONS), BITS), dtype=bool)

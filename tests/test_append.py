@@ -1,6 +1,7 @@
 """to_tfrecord(append=True): a new generation beside the earlier ones, and readers that know
 generations."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -263,7 +264,8 @@ def test_hashes_files_of_outputs_without_their_checksums_are_read_and_counted(tm
     rows = data.decode().split("\n")
     metadata_before = (out / layout.METADATA).read_bytes()
     digest, phash = rows[1].split(",")[3], rows[1].split(",")[5]
-    for edited, why in (((digest, digest[:-1]), "a sha256 that is not 64 hex digits"),
+    for edited, why in (((digest, digest[:-1]), "a content hash .xxh3_128. that is not 32 "
+                                                "hex digits"),
                         ((phash, "z" + phash[1:]), "a hash that is not hex digits"),
                         ((phash, phash + "00"), "perceptual hashes of unequal lengths")):
         hashes.write_text("\n".join([rows[0], rows[1].replace(*edited), *rows[2:]]))
@@ -292,8 +294,8 @@ def test_the_earlier_images_are_the_hashes_files_rows_whatever_the_chunk(tmp_pat
     store, near = Store(str(out)), read_manifest(str(out))[0].near_duplicates
     want = []
     for name in near["hashes"]:
-        frame = read_hashes_file(store, name)
-        want += [(layout.hashes_generation(name), r.row, r.split, r.image_uri, r.sha256,
+        frame = read_hashes_file(store, name, hashed_by=near["content_hash"])
+        want += [(layout.hashes_generation(name), r.row, r.split, r.image_uri, r.xxh3_128,
                   r.label, r.phash + r.crops) for r in frame.itertuples()]
     assert len(want) == 9 and {w[3] for w in want} == set(df.image_uri)
     for chunk in (1 << 16, 2):
@@ -312,10 +314,11 @@ def test_the_earlier_images_are_the_hashes_files_rows_whatever_the_chunk(tmp_pat
     cells = lines[2].split(",")
     lines[2] = ",".join(cells[:-2] + ["", ""])
     hashes.write_text("\n".join(lines))
-    images = read_written_images(store, {"hashes": near["hashes"]}, chunk=1)
+    images = read_written_images(store, {"hashes": near["hashes"],
+                                         "content_hash": near["content_hash"]}, chunk=1)
     assert images.hashed.tolist() == [True] + [False] + [True] * 7
     assert images.perceptual.shape == (9, 6) and not images.perceptual[1].any()
-    assert [images.image(i).sha256 for i in range(9)] == [w[4] for w in want]
+    assert [images.image(i).digest for i in range(9)] == [w[4] for w in want]
 
 
 def test_a_near_duplicate_of_an_earlier_generation_is_found(tmp_path):
@@ -361,6 +364,58 @@ def test_hashes_of_an_earlier_hash_version_are_still_compared_and_the_user_is_to
     with caplog.at_level("WARNING", logger="tfrecorder_lite"):
         again = new.tfrecord.to_tfrecord(tmp_path / "fresh", progress=False, append=True)
     assert len(again.problems) == 1 and "another version" not in caplog.text
+
+
+def _as_sha256_output(out, df):
+    """Turn the output in ``out`` (converted from ``df``) into one an earlier version wrote:
+    its hashes file keeping each file's SHA-256, and metadata.json naming no content hash."""
+    hashes = out / layout.hashes_name(0)
+    frame = pd.read_csv(hashes, dtype=str, keep_default_na=False)
+    frame["xxh3_128"] = [hashlib.sha256(open(df.image_uri[int(row)], "rb").read()).hexdigest()
+                         for row in frame.row]
+    frame.rename(columns={"xxh3_128": "sha256"}).to_csv(hashes, index=False)
+    data = hashes.read_bytes()
+    metadata = json.loads((out / layout.METADATA).read_text())
+    near = metadata["near_duplicates"]
+    del near["content_hash"]
+    near["checksums"][layout.hashes_name(0)] = {
+        "bytes": len(data), "crc32c": f"{google_crc32c.value(data):08x}"}
+    (out / layout.METADATA).write_text(json.dumps(metadata))
+
+
+def test_an_output_whose_hashes_files_keep_sha256_is_appended_to_by_sha256(tmp_path, caplog):
+    from PIL import Image
+
+    df = _table(tmp_path / "images", n=10)
+    out = tmp_path / "out"
+    df.iloc[:6].tfrecord.to_tfrecord(out, progress=False)
+    _as_sha256_output(out, df)
+    assert tfrecorder_lite.verify(out).startswith("OK")
+    copy = tmp_path / "images" / "copy-of-2.jpg"  # the same bytes under another name
+    shutil.copyfile(df.image_uri[2], copy)
+    look = tmp_path / "images" / "look-of-0.png"  # row 0 (TEST) saved again as a PNG
+    Image.open(df.image_uri[0]).save(look)
+    new = pd.concat([df.iloc[4:], pd.DataFrame([("TEST", str(copy), df.label[2]),
+                                                ("TRAIN", str(look), df.label[0])],
+                                               columns=df.columns, index=[10, 11])])
+    with caplog.at_level("WARNING", logger="tfrecorder_lite"):
+        result = new.tfrecord.to_tfrecord(out, progress=False, append=True, on_error="skip")
+    # rows 4 and 5 are there (found by their files' SHA-256, before writing); the copy is
+    # found by its bytes' SHA-256 after writing
+    assert result.skipped == 2 and result.counts == {"TRAIN": 4, "TEST": 1}
+    assert result.rejected.reason[10].startswith("already in TRAIN: the same image as row '2'")
+    # the PNG's pair is confirmed by reading row 0's file, whose SHA-256 is checked first
+    assert result.problems.row.tolist() == [11] and "unconfirmed" not in caplog.text
+    near = json.loads((out / layout.METADATA).read_text())["near_duplicates"]
+    assert "content_hash" not in near and near["hashes"] == [layout.hashes_name(g)
+                                                             for g in (0, 1)]
+    second = pd.read_csv(out / layout.hashes_name(1))
+    assert list(second.columns)[3] == "sha256" and sorted(second.row) == [6, 7, 8, 9, 11]
+    files = {**df.image_uri.to_dict(), 11: str(look)}
+    for row in second.itertuples():
+        assert row.sha256 == hashlib.sha256(open(files[row.row], "rb").read()).hexdigest()
+    assert tfrecorder_lite.verify(out).startswith("OK")
+    assert len(_records(out)) == 11
 
 
 # A real append that stops for good before committing the shard that follows its first

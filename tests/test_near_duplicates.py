@@ -1,13 +1,13 @@
 """Near-duplicate images across splits: the perceptual hash, its search, validate() and
 to_tfrecord(leakage=...)."""
 
-import hashlib
 import io
 import json
 
 import numpy as np
 import pandas as pd
 import pytest
+import xxhash
 from PIL import Image, ImageEnhance
 
 import tfrecorder_lite
@@ -301,12 +301,14 @@ def test_to_tfrecord_warns_writes_every_row_and_lists_the_pairs_beside_the_manif
     near = result.metadata["near_duplicates"]
     assert near["pairs"] == len(copies) and near["file"] == layout.NEAR_DUPLICATES
     assert near["hashes"] == [layout.hashes_name(0)]
-    # the hashes file: every written image once, with the sha256 of its file
+    # the hashes file: every written image once, with the XXH3-128 of its file, as
+    # metadata.json names it
+    assert near["content_hash"] == "xxh3_128"
     hashes = pd.read_csv(tmp_path / "out" / layout.hashes_name(0))
     assert sorted(hashes.row) == list(range(len(df)))
     for row in hashes.itertuples():
         with open(df.image_uri[row.row], "rb") as f:
-            assert row.sha256 == hashlib.sha256(f.read()).hexdigest()
+            assert row.xxh3_128 == xxhash.xxh3_128(f.read()).hexdigest()
         assert len(row.phash) == 16 and len(row.crops) == 16 * len(phash.CROPS)
     # a re-run of the finished output gives the same problems, from the folder
     again = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)

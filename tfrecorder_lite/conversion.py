@@ -3,6 +3,7 @@
 import dataclasses
 
 from .errors import InvalidRowError, SchemaError
+from .images import content_hash
 from .images.normalize import DEFAULT_MAX_BYTES
 from .output.hashes_files import check_present
 from .output.manifest import read_manifest
@@ -88,9 +89,9 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
             ``image_size``, an append); "ignore" with ``check="header"``, which decodes no
             image (hashing would decode every one).
         append: add the table's rows to the finished output in ``output_dir`` as a new
-            generation: rows whose image (the sha256 of its file) and label are already there
-            are skipped (``result.skipped``); one already there with another label or split
-            is rejected naming both; the others are written as new shards
+            generation: rows whose image (the content hash of its file) and label are already
+            there are skipped (``result.skipped``); one already there with another label or
+            split is rejected naming both; the others are written as new shards
             (``train-g0001-00000-of-00002.tfrecord``). Files of earlier generations are never
             changed; new labels get the next ids. Options that change the bytes of records
             (image_size, image_format, check, compression, the kind of table) must be the
@@ -148,6 +149,8 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     previous = before = None
     if append:
         previous, prepared = _appending(df, store, prepared, table, write, image)
+        image = dataclasses.replace(  # its generations share one hash of the files' bytes
+            image, content_hash=content_hash.of_output(previous.near_duplicates))
 
     def already_written(draft):  # an append's rows already there, found on the drafted plan
         nonlocal before

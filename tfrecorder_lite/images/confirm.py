@@ -8,12 +8,11 @@ apart, or their colours are, while copies of one photo (resized, re-encoded, cro
 percent, brightened) stay close in both.
 """
 
-import hashlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import redaction
-from . import phash
+from . import content_hash, phash
 from .normalize import ImageOptions, read_images
 
 logger = redaction.logger(__name__)  # every record redacted
@@ -25,17 +24,17 @@ CONFIRMATION = (f"{phash.FINE_BITS}-bit DCT hash of the same grid within "
 _BATCH = 16  # images read and hashed by one call (a thread's share at a time)
 
 
-def _looks_of(batch, max_bytes, storage_options):
+def _looks_of(batch, max_bytes, storage_options, hashed_by):
     """``[(key, (fine hashes, mean chroma)) or (key, the reason there are none)]`` of
-    ``[(key, uri, sha256 hex or None)]``: an image that cannot be read, no longer has the
-    bytes its sha256 says, or does not decode has a reason instead."""
+    ``[(key, uri, content hash hex by hashed_by, or None)]``: an image that cannot be read,
+    no longer has the bytes its hash says, or does not decode has a reason instead."""
     contents = read_images([uri for _, uri, _ in batch], ImageOptions(max_bytes=max_bytes),
                            storage_options)
     out, decoded = [], []
     for (key, _, digest), content in zip(batch, contents):
         if isinstance(content, Exception):
             out.append((key, "it could not be read again"))
-        elif digest is not None and hashlib.sha256(content).hexdigest() != digest:
+        elif digest is not None and content_hash.hexdigest(hashed_by, content) != digest:
             out.append((key, "its file changed since it was written"))
         else:
             found = phash.encoded_grid_and_chroma(content)
@@ -64,7 +63,8 @@ def alike(first, second):
             phash.MAX_CHROMA_DIFFERENCE)
 
 
-def confirmed(pairs, source_of, storage_options=None, max_bytes=None, threads=None):
+def confirmed(pairs, source_of, storage_options=None, max_bytes=None,
+              hashed_by=content_hash.DEFAULT, threads=None):
     """The pairs whose images' fine hashes are within ``phash.FINE_MAX_DISTANCE`` and mean
     chroma within ``phash.MAX_CHROMA_DIFFERENCE``.
 
@@ -73,10 +73,11 @@ def confirmed(pairs, source_of, storage_options=None, max_bytes=None, threads=No
 
     Args:
         pairs: ``(later key, earlier key, distance)`` per pair.
-        source_of: key -> ``(uri, sha256 hex or None)``: where its image is, and the
-            bytes' sha256 when it was written earlier (checked before hashing).
+        source_of: key -> ``(uri, content hash hex or None)``: where its image is, and the
+            bytes' content hash when it was written earlier (checked before hashing).
         storage_options: fsspec options for remote URIs.
         max_bytes: images larger than this are not read (their pairs are kept).
+        hashed_by: the content hash ``source_of`` gives (``content_hash.NAMES``).
         threads: images read and hashed side by side (default: one a core, up to 8;
             decoding releases the GIL, opening an image does not).
 
@@ -94,7 +95,8 @@ def confirmed(pairs, source_of, storage_options=None, max_bytes=None, threads=No
                             thread_name_prefix="tfrecorder_lite-confirm") as pool:
         looks = dict(found for batch in pool.map(_looks_of, batches,
                                                  [limit] * len(batches),
-                                                 [storage_options] * len(batches))
+                                                 [storage_options] * len(batches),
+                                                 [hashed_by] * len(batches))
                     for found in batch)
     kept, unconfirmed, reasons = [], 0, {}
     for pair in pairs:

@@ -16,6 +16,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from .. import storage
 from . import containers as structure
+from . import content_hash
 from . import phash
 from .quiet import silenced
 from ..redaction import redact
@@ -45,6 +46,8 @@ class ImageOptions:
         phash: also take what each image's perceptual hashes are made from (its
             ``phash.luminance_grid``; ``phash.hash_grids`` hashes many at once), from the
             pixels decoded anyway; with ``check="header"``, from a reduced-scale decode.
+        content_hash: the hash of each file's bytes taken beside the perceptual hashes
+            (a name of ``content_hash.NAMES``).
     """
 
     check: str = "decode"
@@ -54,6 +57,7 @@ class ImageOptions:
     max_pixels: int = DEFAULT_MAX_PIXELS
     max_bytes: int = DEFAULT_MAX_BYTES
     phash: bool = False
+    content_hash: str = content_hash.DEFAULT
 
 
 @dataclass(frozen=True)

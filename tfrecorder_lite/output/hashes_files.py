@@ -2,8 +2,9 @@
 hold, and reading one back checked against what ``metadata.json`` records of it (as text, or,
 for an append, every image they list as columns: WrittenImages).
 
-A hashes file lists each image a generation wrote: its table row, split, URI, the sha256 of
-its file, its label and its perceptual hashes. An append knows the images already written
+A hashes file lists each image a generation wrote: its table row, split, URI, the content
+hash of its file (the column is named by the hash, see ``images.content_hash``), its label and
+its perceptual hashes. An append knows the images already written
 from these files alone, so one that is missing, edited or damaged is refused with the reason,
 never read as if it were whole.
 """
@@ -15,13 +16,19 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ManifestError
+from ..images import content_hash
 from ..images.phash import rows_from_hex
 from ..memory import JoinedTexts, give_back_freed_memory
 from ..record.framing import FileDigest, file_digest
 from .layout import hashes_generation
 
-HASH_COLUMNS = ["row", "split", "image_uri", "sha256", "label", "phash", "crops"]
-_DIGEST_BYTES = 32  # sha256
+
+
+def hash_columns(hashed_by):
+    """The columns of a hashes file whose images' files are hashed by ``hashed_by`` (a name
+    of ``content_hash.NAMES``, which names the column)."""
+    return ["row", "split", "image_uri", hashed_by, "label", "phash", "crops"]
+
 _RESTORE = ("restore it from a copy of the output, or convert the whole table again "
             "(overwrite=True)")
 
@@ -98,24 +105,24 @@ def _not_a_hashes_file(store, name, why):
     return ManifestError(f"{store.path(name)}: not a hashes file ({why}); {_RESTORE}")
 
 
-def _wrong_columns(store, name, columns):
+def _wrong_columns(store, name, columns, hashed_by):
     return _not_a_hashes_file(store, name, f"its columns are {', '.join(map(str, columns))}, "
-                                           f"not {', '.join(HASH_COLUMNS)}")
+                                           f"not {', '.join(hash_columns(hashed_by))}")
 
 
-def _text_frame(store, name, data, columns):
+def _text_frame(store, name, data, columns, hashed_by):
     """The file's ``columns`` as text."""
     try:
         header = list(pd.read_csv(io.BytesIO(data), nrows=0).columns)
-        if header == HASH_COLUMNS:
+        if header == hash_columns(hashed_by):
             return pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False,
                                usecols=list(columns))[list(columns)]
     except (ValueError, UnicodeDecodeError) as exc:  # pandas' ParserError is a ValueError
         raise _not_a_hashes_file(store, name, exc) from None
-    raise _wrong_columns(store, name, header)
+    raise _wrong_columns(store, name, header, hashed_by)
 
 
-def read_hashes_file(store, name, recorded=None, columns=HASH_COLUMNS):
+def read_hashes_file(store, name, recorded=None, columns=None, hashed_by=content_hash.DEFAULT):
     """The hashes file ``name`` of the output in ``store``, as text columns.
 
     Args:
@@ -123,13 +130,17 @@ def read_hashes_file(store, name, recorded=None, columns=HASH_COLUMNS):
         name: the file name, as metadata.json lists it.
         recorded: its ``{"bytes", "crc32c"}`` in metadata.json, or None (outputs written
             before they were recorded): the file's bytes must match them.
-        columns: the columns to read (of HASH_COLUMNS; the file must have them all).
+        columns: the columns to read (of :func:`hash_columns`, default all; the file must
+            have them all).
+        hashed_by: the output's content hash (``content_hash.of_output``), which names a
+            column.
 
     Raises:
         ManifestError: the file is missing, cannot be read, differs from what metadata.json
             records, or is not a hashes file; the message says which, and what to do.
     """
-    return _text_frame(store, name, _checked_bytes(store, name, recorded), columns)
+    return _text_frame(store, name, _checked_bytes(store, name, recorded),
+                       hash_columns(hashed_by) if columns is None else columns, hashed_by)
 
 
 _TEXTS_AT_ONCE = 1 << 16  # texts made into Python objects at a time
@@ -151,7 +162,7 @@ def text_hashes(texts):
 
 
 WrittenImage = collections.namedtuple("WrittenImage",
-                                      "generation row split image_uri sha256 label")
+                                      "generation row split image_uri digest label")
 
 
 class WrittenImages:
@@ -159,15 +170,17 @@ class WrittenImages:
     bytes an image where a frame of their texts takes several hundred).
 
     Attributes:
-        digests: the sha256 of each image's file, ``(images, 32)`` uint8.
+        hashed_by: the content hash of the images' files (a name of ``content_hash.NAMES``).
+        digests: that hash of each image's file, ``(images, its bytes)`` uint8.
         perceptual: each image's perceptual hashes (whole image, then crops), uint64 rows;
             zeros where it has none.
         hashed: whether it has them (an image that did not decode has none).
     """
 
-    def __init__(self):
+    def __init__(self, hashed_by=content_hash.DEFAULT):
+        self.hashed_by = hashed_by
         self.generations = np.zeros(0, dtype=np.int32)
-        self.digests = np.zeros((0, _DIGEST_BYTES), dtype=np.uint8)
+        self.digests = np.zeros((0, content_hash.digest_bytes(hashed_by)), dtype=np.uint8)
         self.perceptual = np.zeros((0, 0), dtype=np.uint64)
         self.hashed = np.zeros(0, dtype=bool)
         self._split_codes = np.zeros(0, dtype=np.uint8)
@@ -191,8 +204,8 @@ class WrittenImages:
                                mapped[found].astype(dtype)])
 
     def image(self, index):
-        """One image's WrittenImage (its generation, table row, split, URI, sha256 as hex
-        and label)."""
+        """One image's WrittenImage (its generation, table row, split, URI, content hash as
+        hex and label)."""
         return WrittenImage(int(self.generations[index]), self._rows[index],
                             self.split_of(index), self._uris[index], self.digest_of(index),
                             self.label_of(index))
@@ -206,7 +219,7 @@ class WrittenImages:
         return self._labels[index]
 
     def digest_of(self, index):
-        """The sha256 of one image's file, as hex."""
+        """The content hash of one image's file, as hex."""
         return self.digests[index].tobytes().hex()
 
     def uri_hashes(self):
@@ -217,10 +230,10 @@ class WrittenImages:
             for start in range(0, len(self), _TEXTS_AT_ONCE)]))
 
     def holding(self, digests):
-        """The indexes of the images whose file has one of the sha256 ``digests`` (hex), in
-        order."""
+        """The indexes of the images whose file has one of the content hashes ``digests``
+        (hex, by ``hashed_by``), in order."""
         wanted = np.frombuffer(bytes.fromhex("".join(digests)), dtype=np.uint8).reshape(
-            -1, _DIGEST_BYTES)
+            -1, self.digests.shape[1])
         if not len(wanted) or not len(self):
             return np.zeros(0, dtype=np.int64)
         if self._by_head is None:  # the images by the first 8 bytes of their digest, once
@@ -238,11 +251,12 @@ class WrittenImages:
                         dtype=np.int64)
 
     @classmethod
-    def joined(cls, parts):
+    def joined(cls, parts, hashed_by=content_hash.DEFAULT):
         """The images of several, one after another (perceptual hashes cut to the fewest
-        any part has: an earlier version's may have had fewer crops). Each column of the
-        parts is emptied as soon as it is joined, so that the whole is never held twice."""
-        out = cls()
+        any part has: an earlier version's may have had fewer crops), their files hashed by
+        ``hashed_by``. Each column of the parts is emptied as soon as it is joined, so that
+        the whole is never held twice."""
+        out = cls(hashed_by)
         parts = [part for part in parts if len(part)]
         if not parts:
             return out
@@ -252,7 +266,7 @@ class WrittenImages:
         out._split_codes = np.concatenate([
             np.array([out._split_names.index(n) for n in part._split_names],
                      dtype=np.uint8)[part._split_codes] for part in parts])
-        empty = cls()
+        empty = cls(hashed_by)
         for name in ("generations", "digests", "hashed", "perceptual", "_rows", "_uris",
                      "_labels"):
             columns = [getattr(part, name) for part in parts]
@@ -268,14 +282,16 @@ class WrittenImages:
         return out
 
 
-def _images_of(store, name, frame):
+def _images_of(store, name, frame, hashed_by):
     """The WrittenImages of one chunk (a text frame) of the hashes file ``name``."""
-    images = WrittenImages()
+    images = WrittenImages(hashed_by)
     count = len(frame)
     images.generations = np.full(count, hashes_generation(name), dtype=np.int32)
-    digests = frame["sha256"].tolist()
-    if any(len(digest) != 2 * _DIGEST_BYTES for digest in digests):
-        raise _not_a_hashes_file(store, name, "a sha256 that is not 64 hex digits")
+    digests = frame[hashed_by].tolist()
+    size = content_hash.digest_bytes(hashed_by)
+    if any(len(digest) != 2 * size for digest in digests):
+        raise _not_a_hashes_file(store, name, f"a content hash ({hashed_by}) that is not "
+                                              f"{2 * size} hex digits")
     phash, crops = frame["phash"].to_numpy(dtype=object), frame["crops"].to_numpy(dtype=object)
     images.hashed = phash != ""
     texts = (phash[images.hashed] + crops[images.hashed]).tolist()
@@ -283,7 +299,7 @@ def _images_of(store, name, frame):
         raise _not_a_hashes_file(store, name, "perceptual hashes of unequal lengths")
     try:
         images.digests = np.frombuffer(bytes.fromhex("".join(digests)), dtype=np.uint8
-                                       ).reshape(count, _DIGEST_BYTES)
+                                       ).reshape(count, size)
         hashes = rows_from_hex(texts)
     except ValueError:
         raise _not_a_hashes_file(store, name, "a hash that is not hex digits") from None
@@ -315,7 +331,7 @@ class _Digesting(io.RawIOBase):
         return len(data)
 
 
-def _streamed_images(store, name, recorded, chunk):
+def _streamed_images(store, name, recorded, chunk, hashed_by):
     """The WrittenImages of the hashes file ``name``, a chunk of rows at a time as its bytes
     stream in; checked against ``recorded`` once they all have (a file that differs is
     reported as such, whatever else is wrong with it)."""
@@ -325,9 +341,9 @@ def _streamed_images(store, name, recorded, chunk):
         try:
             for frame in pd.read_csv(io.BufferedReader(stream, 1 << 20), dtype=str,
                                      keep_default_na=False, chunksize=chunk):
-                if list(frame.columns) != HASH_COLUMNS:
-                    raise _wrong_columns(store, name, frame.columns)
-                parts.append(_images_of(store, name, frame))
+                if list(frame.columns) != hash_columns(hashed_by):
+                    raise _wrong_columns(store, name, frame.columns, hashed_by)
+                parts.append(_images_of(store, name, frame, hashed_by))
         except (ValueError, UnicodeDecodeError, ManifestError) as exc:
             problem = exc if isinstance(exc, ManifestError) else \
                 _not_a_hashes_file(store, name, exc)
@@ -336,7 +352,7 @@ def _streamed_images(store, name, recorded, chunk):
     _check(store, name, checksums(stream.size, stream.digest.hexdigests()["crc32c"]), recorded)
     if problem is not None:
         raise problem
-    return WrittenImages.joined(parts)
+    return WrittenImages.joined(parts, hashed_by)
 
 
 def read_written_images(store, near, chunk=1 << 16):
@@ -357,6 +373,7 @@ def read_written_images(store, near, chunk=1 << 16):
         ManifestError: a file is missing, differs from what metadata.json records of it, or
             is not a hashes file (see :func:`read_hashes_file`).
     """
-    recorded = near.get("checksums", {})
-    return WrittenImages.joined([_streamed_images(store, name, recorded.get(name), chunk)
-                                 for name in near.get("hashes", ())])
+    recorded, hashed_by = near.get("checksums", {}), content_hash.of_output(near)
+    return WrittenImages.joined([_streamed_images(store, name, recorded.get(name), chunk,
+                                                  hashed_by)
+                                 for name in near.get("hashes", ())], hashed_by)

@@ -6,7 +6,7 @@
     rejected.csv                             the rows not written, with a reason
     train-g0001-00000-of-00002.tfrecord, ... the shards of an appended generation (1, 2, ...)
     rejected-g0001.csv                       the rows an append did not write
-    hashes-g0000.csv                         each written image's sha256 and perceptual hash
+    hashes-g0000.csv                         each written image's content hash and perceptual hash
     near-duplicates.csv                      pairs of near-identical images across splits
     metadata.json                            the manifest, written last
     dataset_info.json, features.json,        what tensorflow-datasets reads

@@ -116,7 +116,7 @@ class Receipt:
         failed: with ``on_error="raise"``, the ``(position, reason)`` of the row that stopped
             the task (then nothing was written), else None.
         hashes: when images were hashed, per record in writing order, a RecordHashes:
-            ``(table position, sha256 of the source file, perceptual hash (hex, or None),
+            ``(table position, content hash of the source file, perceptual hash (hex, or None),
             format, height, width, channels)`` kept as columns.
     """
 

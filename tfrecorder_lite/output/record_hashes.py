@@ -9,15 +9,14 @@ import numpy as np
 
 from ..memory import give_back_freed_memory
 
-_DIGEST_BYTES = 32  # sha256
-
 
 class RecordHashes:
-    """Per record of a shard, in writing order: its table position, the sha256 of its source
-    file, its perceptual hashes (whole image, then crops; or none when it did not decode),
-    and its image's format, height, width and channels.
+    """Per record of a shard, in writing order: its table position, the content hash of its
+    source file (``ImageOptions.content_hash``), its perceptual hashes (whole image, then
+    crops; or none when it did not decode), and its image's format, height, width and
+    channels.
 
-    Iterating gives one ``(position, sha256 hex, perceptual hashes hex or None, format,
+    Iterating gives one ``(position, content hash hex, perceptual hashes hex or None, format,
     height, width, channels)`` tuple a record, as receipts read and write them.
 
     Args:
@@ -29,7 +28,8 @@ class RecordHashes:
         count = len(entries)
         self.positions = np.fromiter((e[0] for e in entries), dtype=np.int64, count=count)
         self.digest_bytes = np.frombuffer(b"".join(bytes.fromhex(e[1]) for e in entries),
-                                      dtype=np.uint8).reshape(count, _DIGEST_BYTES)
+                                          dtype=np.uint8).reshape(count, len(entries[0][1]) // 2
+                                                                  if count else 0)
         texts = [e[2] for e in entries]
         width = max((len(t) for t in texts if t is not None), default=0) // 16
         self.hashed = np.fromiter((t is not None for t in texts), dtype=bool, count=count)
@@ -93,10 +93,10 @@ class RecordHashes:
                    height, width, channels)
 
     def digests(self):
-        """Each record's sha256, as hex."""
+        """Each record's content hash, as hex."""
         text = self.digest_bytes.tobytes().hex()
-        step = 2 * _DIGEST_BYTES
-        return [text[i:i + step] for i in range(0, len(text), step)]
+        step = 2 * self.digest_bytes.shape[1]
+        return [text[i:i + step] for i in range(0, len(text), step)] if step else []
 
     def perceptual_hex(self):
         """Each record's perceptual hashes as one hex string (16 digits a hash), or None."""

@@ -3,6 +3,7 @@
 from collections import Counter
 
 from ..errors import ManifestError, VerifyError
+from ..images import content_hash
 from ..output.hashes_files import read_hashes_file
 from ..output.layout import hashes_generation, index_name, label_files, label_problem, tfds_label_names
 from ..output.manifest import as_of, hxw, label_counts, read_manifest
@@ -338,7 +339,8 @@ def _hashes_file_problems(store, manifest):
     problems = []
     for name in near.get("hashes", ()):
         try:
-            frame = read_hashes_file(store, name, recorded.get(name), columns=["row"])
+            frame = read_hashes_file(store, name, recorded.get(name), columns=["row"],
+                                     hashed_by=content_hash.of_output(near))
         except ManifestError as exc:
             problems.append(str(exc))
             continue

@@ -1,6 +1,5 @@
 """``validate()``: the table's problems, including unreadable images and duplicated bytes."""
 
-import hashlib
 
 import joblib
 import numpy as np
@@ -16,6 +15,7 @@ from ..options import LEAKAGE, TableOptions, one_of
 from ..images.normalize import (
     DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images,
     unreadable_reason)
+from ..images import content_hash
 from ..images.confirm import confirmed
 from ..images.phash import describe, hash_grids, near_pairs
 from ..record.boxes import declared_size_problem
@@ -27,8 +27,8 @@ _BLOCK = 1 << 16  # rows hashed, or whose paths are resolved, at a time
 
 def inspect_images(items, options, storage_options=None, declared=None):
     """Check images (a joblib task): ``items`` are (position, path); ``declared``: ``{position:
-    (height, width)}`` an annotation file declares; return (position, sha256 of the bytes or
-    None, problem, perceptual hash or None)."""
+    (height, width)}`` an annotation file declares; return (position, the bytes' content hash
+    (``content_hash.DEFAULT``) or None, problem, perceptual hash or None)."""
     out, grids, declared = [], [], declared or {}
     contents = read_images([path for _, path in items], options, storage_options)
     for (position, _), content in zip(items, contents):
@@ -37,7 +37,7 @@ def inspect_images(items, options, storage_options=None, declared=None):
         except ImageRejected as exc:
             out.append((position, None, str(exc), None))  # no digest: bytes not compared
         else:
-            out.append((position, hashlib.sha256(content).digest(),
+            out.append((position, content_hash.digest(content_hash.DEFAULT, content),
                         declared_size_problem(declared.get(position), stored), None))
             if stored.luminance is not None:
                 grids.append((len(out) - 1, stored.luminance))
@@ -163,7 +163,7 @@ def _check_images(df, image_col, base_dir, splits, found, results, members=None,
     of several rows), the rows whose image bytes equal an earlier row's, and the rows whose
     image looks like an earlier one's in another split (near-duplicates, confirmed by reading
     their images again: ``storage_options``, ``max_bytes``), in position order."""
-    digests = np.zeros(len(df), dtype="S32")
+    digests = np.zeros(len(df), dtype=f"S{content_hash.digest_bytes(content_hash.DEFAULT)}")
     has_digest = np.zeros(len(df), dtype=bool)
     image_found, perceptual, hashed = [], None, np.zeros(len(df), dtype=bool)
     for position, digest, problem, value in (r for chunk in results for r in chunk):

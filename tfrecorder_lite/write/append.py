@@ -2,13 +2,12 @@
 
 An append writes only new files (its shards, named for its generation, their index files, its
 hashes and rejected rows' files), then rewrites ``labels.txt`` (new labels get the next ids)
-and ``metadata.json`` last. Rows whose image (by the sha256 of its file) is already in the
-output with the same label and split are skipped; with another label or split they are
+and ``metadata.json`` last. Rows whose image (by the content hash of its file) is already in
+the output with the same label and split are skipped; with another label or split they are
 rejected naming both. Both are known from the earlier generations' hashes files, never by
 reading their images again.
 """
 
-import hashlib
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -16,6 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from .. import redaction
+from ..images import content_hash
 from ..memory import give_back_freed_memory
 from ..output.hashes_files import read_written_images, sorted_holds, text_hashes
 from ..output.layout import hashes_name
@@ -75,7 +75,8 @@ def already_there(plan, before, storage_options=None, threads=2):
         paths = plan.paths.take(positions[part])
         named = np.flatnonzero(sorted_holds(known, text_hashes(paths)))
         rows = positions[part][named].tolist()
-        digests = [hashlib.sha256(content).hexdigest() if isinstance(content, bytes) else None
+        digests = [content_hash.hexdigest(before.hashed_by, content)
+                   if isinstance(content, bytes) else None
                    for i in range(0, len(named), _READ_AT_ONCE)  # (their bytes held that long)
                    for content in read_many([paths[j] for j in named[i:i + _READ_AT_ONCE]],
                                             storage_options)]
@@ -100,7 +101,8 @@ def decide(records, before):
     """What becomes of each new record whose file is already in the output.
 
     Args:
-        records: ``(position, split, sha256, label text)`` of the new records.
+        records: ``(position, split, content hash, label text)`` of the new records (the
+            hash ``before.hashed_by``).
         before: :func:`written_before`'s WrittenImages.
 
     Returns:

@@ -258,12 +258,13 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
     def source_of(key):  # where a pair's image is read again to confirm it
         if isinstance(key, tuple):
             image = before.image(key[1])
-            return image.image_uri, image.sha256
+            return image.image_uri, image.digest
         return plan.paths[key], None
 
     pairs = leaks.new_pairs(before, new, splits)
     give_back_freed_memory()  # the search's tables
-    pairs = confirmed(pairs, source_of, store.storage_options, plan.image.max_bytes)
+    pairs = confirmed(pairs, source_of, store.storage_options, plan.image.max_bytes,
+                      plan.image.content_hash)
     found = len(pairs)
     problems = problems_frame([])
     if leakage == "reject":
@@ -289,7 +290,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
     return problems, {
         "hash": METHOD,
         "max_distance": MAX_DISTANCE, "leakage": leakage, "pairs": found,
-        "confirmed_by": CONFIRMATION,
+        "confirmed_by": CONFIRMATION, "content_hash": plan.image.content_hash,
         "hashes": [hashes_name(generation)] if written else [],
         "checksums": {hashes_name(generation): checksums} if written else {},
         "file": near_duplicates_name(generation) if pairs else None}

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..images.phash import near_pairs
-from ..output.hashes_files import HASH_COLUMNS, checksums
+from ..output.hashes_files import checksums, hash_columns
 from ..output.layout import STATE_DIR
 from ..output.record_hashes import RecordHashes
 from ..record.framing import FileDigest
@@ -177,14 +177,16 @@ _HASHES_CHUNK = 10_000  # rows of the hashes file made into text at once
 
 def write_hashes(store, name, plan, labels, hashes, splits, order):
     """Write the hashes file ``name``: a row per record of ``hashes`` (a RecordHashes,
-    ``splits`` the split of each), in table order (``order``), made into text a chunk at a
-    time (the table's text redacted and spreadsheet-safe, as in ``rejected.csv``).
+    ``splits`` the split of each; its files hashed by ``plan.image.content_hash``), in table
+    order (``order``), made into text a chunk at a time (the table's text redacted and
+    spreadsheet-safe, as in ``rejected.csv``).
 
     Returns:
         Its size and CRC32C, as metadata.json records them (``hashes_files.checksums``).
     """
     pending = store.open_for_commit(name)
     digest, size = FileDigest(), 0
+    header = hash_columns(plan.image.content_hash)
     try:
         for start in range(0, len(order), _HASHES_CHUNK):
             rows = order[start:start + _HASHES_CHUNK]
@@ -195,15 +197,15 @@ def write_hashes(store, name, plan, labels, hashes, splits, order):
                 "row": safe_cells(labels.take(positions)),
                 "split": splits[rows].tolist(),
                 "image_uri": safe_cells(plan.paths.take(positions)),
-                "sha256": part.digests(),
+                plan.image.content_hash: part.digests(),
                 "label": safe_cells(label_texts(plan, positions)),
                 "phash": [value[:16] for value in perceptual],
                 "crops": [value[16:] for value in perceptual]}
             text = io.StringIO()
             writer = csv.writer(text, lineterminator="\n")  # as pandas' to_csv writes
             if start == 0:
-                writer.writerow(HASH_COLUMNS)
-            writer.writerows(zip(*(columns[column] for column in HASH_COLUMNS)))
+                writer.writerow(header)
+            writer.writerows(zip(*(columns[column] for column in header)))
             chunk = text.getvalue().encode()
             digest.update(chunk)
             size += len(chunk)

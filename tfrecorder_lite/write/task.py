@@ -7,7 +7,6 @@ concurrently) and prepared by the task's own threads, in order; a writing thread
 and writes them. No TensorFlow, and no image bytes go back to the caller: only the receipt.
 """
 
-import hashlib
 import json
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +16,7 @@ import numpy as np
 
 from .. import storage
 from ..errors import row_repr
-from ..images import phash
+from ..images import content_hash, phash
 from ..images.normalize import (ImageOptions, ImageRejected, prepare_content, read_images,
                                 unreadable_reason)
 from ..output.layout import STATE_DIR, index_name, receipt_name
@@ -191,8 +190,8 @@ def prepare_records(rows, image_options, features, storage_options=None, file_co
     Returns:
         One ``(record, info)`` per row: the record's chunks (see ``encode_example_chunks``)
         and ``(format, height, width, channels, what each label feature counts, hashes)``
-        (hashes: the source file's sha256 and the image's perceptual hash, as hex, when
-        ``image_options.phash``, else None), or ``(None, reason)``.
+        (hashes: the source file's ``image_options.content_hash`` and the image's perceptual
+        hash, as hex, when ``image_options.phash``, else None), or ``(None, reason)``.
     """
     kinds = features.kinds()
     labels = features.labels
@@ -220,7 +219,8 @@ def prepare_records(rows, image_options, features, storage_options=None, file_co
             image = (stored, storage.basename(path))
             info = (stored.format, stored.height, stored.width, stored.channels)
             if image_options.phash:
-                hashes = (hashlib.sha256(content).hexdigest(), stored.luminance)
+                hashes = (content_hash.hexdigest(image_options.content_hash, content),
+                          stored.luminance)
         try:
             record = features.encode(image, values, files)
         except RecordRejected as exc:
@@ -269,7 +269,8 @@ class ShardSink:
         self.sizes, self.channels, self.formats = set(), set(), Counter()
         self.labels = [Counter() for _ in range(label_fields)]  # label id -> records, per field
         self.max_size = [0, 0]
-        self.hashes = []  # (position, sha256, perceptual hash, format, height, width, channels)
+        self.hashes = []  # (position, content hash, perceptual hash, format, height, width,
+        #                  channels)
 
     def add(self, position, record, info):
         """Add one prepared row: its record and info, or None and the rejection reason."""

@@ -252,6 +252,40 @@ def test_a_search_for_the_pairs_of_some_images_finds_exactly_theirs(monkeypatch,
     assert len(want) >= 1 and len(everything) > len(want)  # (n - 26 is image 25's copy)
 
 
+@pytest.mark.parametrize("involving", [None, "last 300"])
+def test_copies_in_one_group_are_looked_up_once_and_each_image_paired_once_a_set(involving):
+    # 3,000 images: the planted pairs, and three pictures copied 400, 300 and 200 times over
+    # the groups (a placeholder, say): every pair of copies would be 130,000 pairs
+    n = 3000
+    hashes, groups = _planted(n, 63, seed=11)
+    rng = np.random.default_rng(11)
+    copied = rng.permutation(n)[:900]
+    hashes[copied[:400]] = hashes[copied[0]]
+    hashes[copied[400:700]] = hashes[copied[400]]
+    hashes[copied[700:]] = hashes[copied[700]] ^ np.uint64(0b11)  # 2 bits from no other
+    mine = None if involving is None else np.arange(n - 300, n)
+    everything = _all_pairs(_smallest_distances(hashes), groups, 6)
+    want = everything if mine is None else \
+        {pair for pair in everything if pair[0] >= n - 300 or pair[1] >= n - 300}
+    first, second, distance = phash.near_pairs(hashes, groups, 6, involving=mine)
+    got = set(zip(first.tolist(), second.tolist(), distance.tolist()))
+    assert got <= want and len(want) > 20 * len(got)  # each a pair of close images
+    assert list(zip(second, first)) == sorted(zip(second, first))
+    # every image with a close image before it in another group is the later of a pair, and
+    # a set of copies pairs with the first image of the other set before it
+    assert {b for _, b, _ in got} == {b for _, b, _ in want}
+    sets = {}
+    for image in range(n):
+        sets.setdefault((groups[image], *hashes[image].tolist()), []).append(image)
+    set_of = {image: key for key, images in sets.items() for image in images}
+    for a, b, _ in got:
+        assert a == min(i for i in sets[set_of[a]] if i < b)
+    # images without copies: every close pair
+    alone = [i for i in range(n) if len(sets[set_of[i]]) == 1]
+    assert {p for p in got if p[0] in alone and p[1] in alone} == \
+        {p for p in want if p[0] in alone and p[1] in alone}
+
+
 def test_few_hashes_are_compared_all_pairs_and_give_the_same_pairs():
     hashes, groups = _planted(200, 63, seed=3)
     assert phash._bands(200, 60 * 6, 63, 6) is None
@@ -314,6 +348,31 @@ def test_to_tfrecord_warns_writes_every_row_and_lists_the_pairs_beside_the_manif
     again = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
     assert again.problems.equals(result.problems)
     assert tfrecorder_lite.verify(tmp_path / "out").startswith("OK")
+
+
+def test_a_placeholder_in_many_rows_of_two_splits_is_reported_once_a_row(tmp_path):
+    # 1,200 rows of one "no image" file, TRAIN and TEST in turn: each pair of rows would be
+    # 360,000 problems; each row after the first of the other split is reported once, and
+    # rejecting leaves the picture in the first split only
+    (tmp_path / "images").mkdir()
+    placeholder = tmp_path / "images" / "missing.jpg"
+    rich_photo(160, 120, seed=3).save(placeholder, quality=90)
+    df = pd.DataFrame({"split": ["TRAIN", "TEST"] * 600, "image_uri": str(placeholder),
+                       "label": ["cat", "dog", "bird"] * 400})
+    result = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    assert result.counts == {"TRAIN": 600, "TEST": 600}
+    assert result.problems.row.tolist() == list(range(1, 1200))
+    assert result.problems.problem[0].startswith("near-duplicate across splits: looks like "
+                                                 "row 0")  # TEST rows: the first TRAIN row
+    assert result.problems.problem[1].startswith("near-duplicate across splits: looks like "
+                                                 "row 1")  # later TRAIN rows: the first TEST
+    pairs = pd.read_csv(tmp_path / "out" / layout.NEAR_DUPLICATES)
+    assert len(pairs) == 1199 and (pairs.distance == 0).all()
+    rejected = df.tfrecord.to_tfrecord(tmp_path / "rejected", progress=False,
+                                       leakage="reject")
+    assert rejected.counts == {"TRAIN": 600, "TEST": 0}
+    assert rejected.rejected.index.tolist() == list(range(1, 1200, 2))
+    assert tfrecorder_lite.verify(tmp_path / "rejected").startswith("OK")
 
 
 def test_the_hashes_file_keeps_each_images_hashes_and_neutralizes_the_tables_text(tmp_path):

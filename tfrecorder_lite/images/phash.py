@@ -429,8 +429,10 @@ def _flips(width, radius):
     return sorted(masks)  # flips of the same high bits one after another: the same slots
 
 
-def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involving=None):
-    """Every pair of images within ``max_distance`` bits whose groups differ.
+def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involving=None,
+               order=None):
+    """Every pair of images within ``max_distance`` bits whose groups differ (copies of one
+    picture in one group counted once, below).
 
     Two images are that close when the hash of one whole image is within ``max_distance``
     of the other's whole image or of one of its crops. Every pair across groups has an image
@@ -448,6 +450,14 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involvi
         involving: indexes of the images every pair must have one of (an append's new
             images), or None for every pair. Then only they look others up, and the others'
             crops are looked up among their whole images: few hashes are indexed.
+        order: a number per image, the order the images come in (a table's), or None for
+            their indexes' order.
+
+    Images of one group whose hashes are all equal (copies of one file, or of one picture)
+    are looked up as one, so that many copies cost neither a search nor a report of every
+    pair of them: a pair of two such sets pairs each image of either set with the first
+    image (in ``order``) of the other set that comes before it. An image without copies is
+    paired with every image near it.
 
     Returns:
         ``(first, second, distance)``: int64 arrays of the pairs' image indexes (first <
@@ -455,6 +465,72 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involvi
     """
     hashes = np.asarray(hashes, dtype=np.uint64)
     hashes = hashes[:, None] if hashes.ndim == 1 else hashes
+    groups = np.asarray(groups, dtype=np.int64)
+    order = np.arange(len(hashes)) if order is None else np.asarray(order, dtype=np.int64)
+    sets = _copies(hashes, groups, order)
+    if sets is None:
+        return _near_pairs(hashes, groups, max_distance, chunk, involving)
+    firsts, set_of = sets
+    asking = None if involving is None else \
+        np.unique(set_of[np.asarray(involving, dtype=np.int64)])
+    first, second, distance = _near_pairs(hashes[firsts], groups[firsts], max_distance, chunk,
+                                          asking)
+    first, second, distance = _members_paired(first, second, distance, firsts, set_of, order)
+    if involving is not None:
+        new = np.zeros(len(hashes), dtype=bool)
+        new[np.asarray(involving, dtype=np.int64)] = True
+        keep = new[first] | new[second]
+        first, second, distance = first[keep], second[keep], distance[keep]
+    order = np.lexsort((first, second))
+    return first[order], second[order], distance[order]
+
+
+def _copies(hashes, groups, order):
+    """``(the first image of each set, the set of each image)`` of the images of one group
+    with equal hashes (the first in ``order``; the sets numbered as their first images'
+    indexes go), or None when no two images are such copies."""
+    mixed = groups.astype(np.uint64)
+    for column in hashes.T:  # a 64-bit key a row: equal rows, equal keys
+        mixed *= np.uint64(0x9E3779B97F4A7C15)
+        mixed ^= column
+    keys, inverse, counts = np.unique(mixed, return_inverse=True, return_counts=True)
+    del mixed, keys
+    maybe = np.flatnonzero(counts[np.ravel(inverse)] > 1)
+    if not len(maybe):
+        return None
+    rows = np.column_stack([groups[maybe].astype(np.uint64), hashes[maybe]])
+    _, inverse = np.unique(rows, axis=0, return_inverse=True)
+    inverse = np.ravel(inverse)
+    by_set = np.lexsort((order[maybe], inverse))  # each set's images, its first one first
+    starts = np.flatnonzero(np.diff(inverse[by_set], prepend=-1))
+    first_of = np.arange(len(hashes))  # each image's set, named by its first image
+    first_of[maybe] = maybe[by_set[starts]][inverse]
+    firsts = np.unique(first_of)
+    return firsts, np.searchsorted(firsts, first_of)
+
+
+def _members_paired(first, second, distance, firsts, set_of, order):
+    """The pairs of images of the pairs of sets ``(first, second, distance)`` (set indexes):
+    each image of either set with the other set's first image (in ``order``), when that one
+    comes before it; each pair as ``(smaller index, larger)``."""
+    sizes = np.bincount(set_of, minlength=len(firsts))
+    members = np.argsort(set_of, kind="stable")  # each set's images
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    alone = (sizes[first] == 1) & (sizes[second] == 1)
+    out = [(firsts[first[alone]], firsts[second[alone]], distance[alone])]
+    for a, b, d in zip(first[~alone].tolist(), second[~alone].tolist(),
+                       distance[~alone].tolist()):
+        for mine, other in ((a, b), (b, a)):
+            images = members[starts[mine]:starts[mine + 1]]
+            images = images[order[images] > order[firsts[other]]]
+            out.append((np.full(len(images), firsts[other]), images, np.full(len(images), d)))
+    first, second, distance = (np.concatenate([part[i] for part in out]).astype(np.int64)
+                               for i in range(3))
+    return np.minimum(first, second), np.maximum(first, second), distance
+
+
+def _near_pairs(hashes, groups, max_distance, chunk, involving):
+    """:func:`near_pairs` of images each looked up on its own."""
     if not 0 <= max_distance < BITS:
         raise ValueError(f"max_distance must be 0 to {BITS - 1}, not {max_distance!r}")
     empty = np.zeros(0, dtype=np.int64)

@@ -146,9 +146,10 @@ def new_pairs(before, new, splits):
         groups = before.split_groups(old_rows, splits[new.hashed])
     else:
         groups = pd.factorize(splits[new.hashed])[0]
-    first, second, distance = near_pairs(  # with earlier images: the pairs of a new one only
-        hashes, groups, involving=np.arange(count, len(hashes)) if count else None)
     positions = new.positions[new.hashed]
+    first, second, distance = near_pairs(  # with earlier images: the pairs of a new one only
+        hashes, groups, involving=np.arange(count, len(hashes)) if count else None,
+        order=np.concatenate([np.arange(count), count + positions]))  # earlier ones first
 
     def key(i):
         return (0, int(old_rows[i])) if i < count else int(positions[i - count])

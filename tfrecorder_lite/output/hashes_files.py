@@ -4,9 +4,9 @@ for an append, every image they list as columns: WrittenImages).
 
 A hashes file lists each image a generation wrote: its table row, split, URI, the content
 hash of its file (the column is named by the hash, see ``images.content_hash``), its label and
-its perceptual hashes. An append knows the images already written
-from these files alone, so one that is missing, edited or damaged is refused with the reason,
-never read as if it were whole.
+its perceptual hashes. An append knows the images already written from these files alone, so
+one that is missing, edited or damaged is refused with the reason, never read as if it were
+whole.
 """
 
 import collections
@@ -21,7 +21,6 @@ from ..images.phash import rows_from_hex
 from ..memory import JoinedTexts, give_back_freed_memory
 from ..record.framing import FileDigest, file_digest
 from .layout import hashes_generation
-
 
 
 def hash_columns(hashed_by):

@@ -460,6 +460,34 @@ def test_a_killed_append_leaves_the_output_readable_and_a_rerun_finishes_it(tmp_
     assert tfrecorder_lite.verify(out).startswith("OK")
 
 
+def test_a_killed_run_of_a_version_hashing_by_sha256_is_finished_with_one_hash(tmp_path):
+    # a conversion killed after its first shard, as a version that hashed files by SHA-256
+    # left it (its receipts keep SHA-256 digests): the re-run writes that shard again, and
+    # the output is the uninterrupted one's
+    df = _table(tmp_path / "images", n=12)
+    df.to_csv(tmp_path / "table.csv", index=False)
+    script = tmp_path / "convert.py"
+    script.write_text(APPEND_SCRIPT.replace("append=True", "append=False"))
+    out, reference = tmp_path / "out", tmp_path / "reference"
+    killed = kill_when([sys.executable, str(script), str(tmp_path / "table.csv"), str(out),
+                        str(tmp_path / "gate"), "1", TESTS],
+                       lambda: os.path.exists(tmp_path / "gate"))
+    assert killed, "the conversion ended before it reached the gate"
+    state = out / layout.STATE_DIR
+    receipts = [p for p in state.glob("*.json") if p.name != layout.JOB]
+    assert len(receipts) == 1
+    for path in receipts:
+        receipt = json.loads(path.read_text())
+        for entry in receipt["hashes"]:
+            entry[1] = hashlib.sha256(open(df.image_uri[entry[0]], "rb").read()).hexdigest()
+        path.write_text(json.dumps(receipt))
+    table = pd.read_csv(tmp_path / "table.csv")
+    table.tfrecord.to_tfrecord(out, progress=False, num_shards=3, n_jobs=1)
+    table.tfrecord.to_tfrecord(reference, progress=False, num_shards=3, n_jobs=1)
+    assert _files(out) == _files(reference)
+    assert tfrecorder_lite.verify(out).startswith("OK")
+
+
 def test_an_append_to_an_output_on_s3(s3, tmp_path):
     df = _table(tmp_path / "images", n=10)
     out = s3.new_bucket() + "/out"

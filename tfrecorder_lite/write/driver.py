@@ -27,6 +27,7 @@ from ..output.layout import (
     near_duplicates_name, rejected_name)
 from ..output.lock import FolderLock
 from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
+from ..images import content_hash
 from ..images.confirm import CONFIRMATION, confirmed
 from ..images.phash import MAX_DISTANCE, METHOD, describe
 from ..options import leakage_for
@@ -143,7 +144,7 @@ def write_plan(plan, df, store, write, *, runner=None, previous=None, before=Non
                                                result.metadata["rejected_rows"]),
                                            result.rejected.reason))
             return result
-        receipts = dict(state.receipts)
+        receipts = _hashed_alike(plan, state.receipts)
         if write.raises:  # shards an interrupted on_error="skip" run finished
             _raise_first(plan, df, [r for receipt in receipts.values()
                                     for r in receipt.rejected])
@@ -153,6 +154,17 @@ def write_plan(plan, df, store, write, *, runner=None, previous=None, before=Non
         leakage = "ignore" if plan.image is None else leakage_for(
             write.leakage, plan.image.check, plan.image.size, previous is not None)
         return _finish(plan, df, store, receipts, leakage, previous, write.raises, before)
+
+
+def _hashed_alike(plan, receipts):
+    """The receipts of shards a killed run finished whose files' content hashes are the
+    plan's (a run of an earlier version may have taken another hash: its shards are written
+    again, so that the generation's hashes file has one)."""
+    if plan.image is None or not plan.image.phash:
+        return dict(receipts)
+    size = content_hash.digest_bytes(plan.image.content_hash)
+    return {name: receipt for name, receipt in receipts.items()
+            if not len(receipt.hashes) or receipt.hashes.digest_bytes.shape[1] == size}
 
 
 def _write_shards(plan, df, store, receipts, on_error, runner, progress, lock):

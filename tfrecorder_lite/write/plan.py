@@ -273,11 +273,10 @@ def build_plan(prepared, write, image=ImageOptions(), storage_options=None, gene
         [(f.level, f.vocabulary) for f in label_fields],
         **({"multi_label": True} if any(f.multi for f in label_fields) else {}),
         # max_bytes decides only which rows are rejected, and those are listed below; the
-        # hashes are beside the records, never in them (but a resumed run takes the same)
+        # hashes are beside the records, never in them
         "image": None if image is None else
         {k: v for k, v in dataclasses.asdict(image).items()
          if k not in ("max_bytes", "phash", "content_hash")},
-        **({"content_hash": image.content_hash} if image is not None and image.phash else {}),
         # the default of the check keeps the fingerprint of outputs written before it existed
         **({"leakage": write.leakage} if image is not None and write.leakage is not None and
            write.leakage != leakage_for(None, image.check, image.size) else {}),

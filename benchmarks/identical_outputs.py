@@ -29,7 +29,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Files a newer tree may write beside the base's (each named with the issue that asks for it):
-# issue 33 keeps each written image's sha256 and perceptual hash beside the shards (one file
+# issue 33 keeps each written image's content hash and perceptual hash beside the shards (a file
 # per generation), and the near-duplicate pairs it finds across splits.
 ADDED_FILES = re.compile(r"^(hashes-g\d{4}\.csv|near-duplicates\.csv)\Z")
 

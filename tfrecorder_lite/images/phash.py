@@ -481,8 +481,8 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involvi
         new[np.asarray(involving, dtype=np.int64)] = True
         keep = new[first] | new[second]
         first, second, distance = first[keep], second[keep], distance[keep]
-    order = np.lexsort((first, second))
-    return first[order], second[order], distance[order]
+    by_later = np.lexsort((first, second))
+    return first[by_later], second[by_later], distance[by_later]
 
 
 def _copies(hashes, groups, order):

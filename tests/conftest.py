@@ -122,12 +122,21 @@ class ObjectStore:
         return url
 
 
+def _fresh_workers():
+    """Stop joblib's worker processes kept from earlier tests: started before an emulator's
+    endpoint was in the environment, they would look for the real service."""
+    from joblib.externals.loky import get_reusable_executor
+
+    get_reusable_executor().shutdown(wait=True)
+
+
 @pytest.fixture(scope="session")
 def gcs():
     """gcp-storage-emulator (the GCS JSON API) in a child process; gcsfs finds it through
-    STORAGE_EMULATOR_HOST."""
+    STORAGE_EMULATOR_HOST (worker processes too: they are started after it is set)."""
     server = Server("gcs")
     os.environ["STORAGE_EMULATOR_HOST"] = server.url
+    _fresh_workers()
     yield ObjectStore("gs", server, GCS_OPTIONS)
     server.stop()
     os.environ.pop("STORAGE_EMULATOR_HOST", None)
@@ -135,9 +144,11 @@ def gcs():
 
 @pytest.fixture(scope="session")
 def s3():
-    """moto's S3 server in a child process; s3fs finds it through AWS_ENDPOINT_URL."""
+    """moto's S3 server in a child process; s3fs finds it through AWS_ENDPOINT_URL (worker
+    processes too: they are started after it is set)."""
     server = Server("s3")
     os.environ["AWS_ENDPOINT_URL"] = server.url
+    _fresh_workers()
     yield ObjectStore("s3", server, {})
     server.stop()
     os.environ.pop("AWS_ENDPOINT_URL", None)

@@ -255,7 +255,7 @@ def test_a_search_for_the_pairs_of_some_images_finds_exactly_theirs(monkeypatch,
 @pytest.mark.parametrize("involving", [None, "last 300"])
 def test_copies_in_one_group_are_looked_up_once_and_each_image_paired_once_a_set(involving):
     # 3,000 images: the planted pairs, and three pictures copied 400, 300 and 200 times over
-    # the groups (a placeholder, say): every pair of copies would be 130,000 pairs
+    # the groups (a placeholder, say): every pair across groups would be 67,512 pairs
     n = 3000
     hashes, groups = _planted(n, 63, seed=11)
     rng = np.random.default_rng(11)

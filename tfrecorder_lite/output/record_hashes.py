@@ -27,9 +27,9 @@ class RecordHashes:
         entries = list(entries)
         count = len(entries)
         self.positions = np.fromiter((e[0] for e in entries), dtype=np.int64, count=count)
+        digest_width = len(entries[0][1]) // 2 if count else 0  # bytes of the content hash
         self.digest_bytes = np.frombuffer(b"".join(bytes.fromhex(e[1]) for e in entries),
-                                          dtype=np.uint8).reshape(count, len(entries[0][1]) // 2
-                                                                  if count else 0)
+                                          dtype=np.uint8).reshape(count, digest_width)
         texts = [e[2] for e in entries]
         width = max((len(t) for t in texts if t is not None), default=0) // 16
         self.hashed = np.fromiter((t is not None for t in texts), dtype=bool, count=count)

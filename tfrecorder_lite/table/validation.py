@@ -1,6 +1,5 @@
 """``validate()``: the table's problems, including unreadable images and duplicated bytes."""
 
-
 import joblib
 import numpy as np
 import pandas as pd
@@ -253,8 +252,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
     duplicates within one), rows whose image looks like one in another split (the same photo
     resized, re-encoded, slightly cropped or brightened: ``near-duplicate across splits``,
     found by a perceptual hash and confirmed by reading the pair's two images again), and
-    rows identical to another. A row's other files (a mask)
-    are read and checked against its image as its record would be, with the same reasons.
+    rows identical to another. A row's other files (a mask) are read and checked against its
+    image as its record would be, with the same reasons.
 
     Args:
         df: the table; the column and label options are those of ``to_tfrecord``.

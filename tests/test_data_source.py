@@ -248,7 +248,7 @@ def test_remote_outputs_agree_read_by_ranges(outputs, store_name, request):
         assert all(_same(v, local[i][k]) for k, v in record.items())
     assert [r["image/encoded"] for r in pickle.loads(pickle.dumps(src)).read(order[:5])] == \
         [local[i]["image/encoded"] for i in order[:5]]
-    assert src._cached <= 3 * 4096
+    assert src._blocks._cached <= 3 * 4096
     # threads sharing one source: a block being fetched by one is awaited by the others
     shared = tfrecorder_lite.data_source(url, "TRAIN", storage_options=store.options,
                                          block_size=4096)

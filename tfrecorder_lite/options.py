@@ -199,6 +199,10 @@ class LoadOptions:
                                             self.batch_size <= 0):
             raise SchemaError(f"batch_size must be a positive number or None, not "
                               f"{self.batch_size!r}")
+        if self.seed is not None and (isinstance(self.seed, bool) or
+                                      not hasattr(self.seed, "__index__") or
+                                      not -2**63 <= self.seed.__index__() < 2**63):
+            raise SchemaError(f"seed must be an int (a 64-bit one) or None, not {self.seed!r}")
 
 
 def table_and_write(strict=True, **options):

@@ -14,16 +14,15 @@ it is safe to share between threads. It needs no TensorFlow: the Example is pars
 and the image decoded (on request) by Pillow.
 """
 
-import collections
 import functools
 import io
 import operator
+import os
 import struct
-import threading
 
 import numpy as np
 
-from ..errors import SchemaError, VerifyError
+from ..errors import SchemaError, TFRecorderError, VerifyError
 from ..output.layout import index_name
 from ..output.manifest import as_of, read_manifest, split_shards
 from ..record.encoding import decode_example
@@ -35,6 +34,8 @@ from .. import redaction
 from ..redaction import redact
 from ..table.splits import pick
 from ..storage import Store, read_many
+from .remote_blocks import RemoteBlocks
+from .shard_cache import ShardCache
 
 logger = redaction.logger(__name__)  # every record redacted
 
@@ -42,10 +43,12 @@ _FRAME = 16  # length (8), its CRC (4), the data's CRC (4)
 _DTYPES = {INT64: np.int64, FLOAT: np.float32}
 DEFAULT_BLOCK_SIZE = 1 << 20
 DEFAULT_CACHE_BYTES = 256 << 20
+DEFAULT_READAHEAD = 48 << 20
 
 
 def data_source(output_dir, split, *, storage_options=None, decode_image=False, channels=3,
-                block_size=DEFAULT_BLOCK_SIZE, cache_bytes=DEFAULT_CACHE_BYTES, generation=None):
+                block_size=DEFAULT_BLOCK_SIZE, cache_bytes=DEFAULT_CACHE_BYTES, generation=None,
+                cache_dir=None, cache_limit=None):
     """Random access to the records of one split of an output, in manifest order.
 
     Args:
@@ -57,9 +60,15 @@ def data_source(output_dir, split, *, storage_options=None, decode_image=False, 
         channels: channels of the decoded image (3: RGB, 1: grayscale).
         block_size: bytes of each ranged read of a remote shard (records are read in whole
             blocks, and a record larger than a block in several).
-        cache_bytes: at most this many bytes of remote blocks are kept, per process.
+        cache_bytes: at most this many bytes of remote blocks are kept in memory, per
+            process.
         generation: the split's records as the output held them after this generation (0:
             the first conversion; None: all of them, every generation's shards in order).
+        cache_dir: a local folder where the remote shards read are also kept, whole, for
+            later reads and other processes (None: none, unless ``cache_limit`` is given:
+            then ``~/.cache/tfrecorder_lite``).
+        cache_limit: at most this many bytes in ``cache_dir`` (an int, or text such as
+            ``"20GB"``); None: every shard read is kept.
 
     Returns:
         A :class:`DataSource`: ``src[i]`` is a dict record key -> value (numpy arrays and
@@ -76,13 +85,23 @@ def data_source(output_dir, split, *, storage_options=None, decode_image=False, 
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise SchemaError(f"{name} must be a positive number of bytes, not {value!r}")
     store = Store(output_dir, storage_options)
+    cache = shard_cache_of(store, cache_dir, cache_limit)
     manifest = as_of(read_manifest(store)[0], generation, strict=False)
     split = pick(split, manifest.splits)
     check_uncompressed(store, manifest)
     return DataSource(store, split, split_shards(manifest, split, generation),
                       value_specs(manifest),
                       decode_image and manifest.image is not None, channels, block_size,
-                      cache_bytes)
+                      cache_bytes, cache=cache, generation=generation)
+
+
+def shard_cache_of(store, cache_dir=None, cache_limit=None):
+    """The ShardCache of ``cache_dir`` and ``cache_limit`` for a remote ``store``, or None
+    (a local output, or neither given)."""
+    if cache_dir is None and cache_limit is None:
+        return None
+    cache = ShardCache(cache_dir, cache_limit)  # SchemaError: not local, a bad limit
+    return None if store.is_local else cache
 
 
 def check_uncompressed(store, manifest, what="data_source()"):
@@ -114,27 +133,24 @@ class DataSource:
     """
 
     def __init__(self, store, split, shards, specs, decode_image=False, channels=3,
-                 block_size=DEFAULT_BLOCK_SIZE, cache_bytes=DEFAULT_CACHE_BYTES):
+                 block_size=DEFAULT_BLOCK_SIZE, cache_bytes=DEFAULT_CACHE_BYTES, cache=None,
+                 generation=None):
         self._store, self.split, self._shards = store, split, tuple(shards)
         self._specs, self._decode_image, self._channels = specs, decode_image, channels
-        self._block_size, self._cache_bytes = block_size, cache_bytes
+        self._generation = generation
         self._first = np.cumsum([0] + [s.num_examples for s in self._shards])
         self.num_records = int(self._first[-1])
-        self._setup()
+        self._blocks = None if store.is_local else RemoteBlocks(
+            store, self._shards, block_size, cache_bytes,
+            min(DEFAULT_READAHEAD, cache_bytes // 2), cache)
+        self._seen = None  # this process: the shard files' (inode, size, mtime) once checked
 
-    def _setup(self):
-        self._lock = threading.Lock()
-        self._blocks = collections.OrderedDict()  # (shard, block) -> bytes, oldest first
-        self._cached = 0
-        self._fetching = {}  # (shard, block) -> Event set once its fetch has ended
-
-    def __getstate__(self):  # the cache and lock stay behind; the index goes along
-        return {k: v for k, v in self.__dict__.items()
-                if k not in ("_lock", "_blocks", "_cached", "_fetching")}
+    def __getstate__(self):  # the index goes along; what this process saw of the files not
+        return {k: v for k, v in self.__dict__.items() if k != "_seen"}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._setup()
+        self._seen = None
 
     def __repr__(self):
         return (f"DataSource({redact(self._store.url)!r}, split={self.split!r}, "
@@ -172,16 +188,75 @@ class DataSource:
         indices = np.array([self._checked(i) for i in indices], dtype=np.int64)
         if not len(indices):
             return []
+        spans = self._spans(indices)
+        if self._store.is_local:
+            self._check_files({s for s, _, _ in spans})
+            found = self._store.read_ranges([(self._shards[s].name, start, end)
+                                             for s, start, end in spans])
+        else:
+            self._check_files(())
+            found = self._blocks.read(spans)
+        try:
+            return [self._unframe(data, shard, int(i - self._first[shard]))
+                    for data, (shard, _, _), i in zip(found, spans, indices)]
+        except VerifyError:
+            self._check_manifest()  # a rewritten output is said to be one
+            raise
+
+    def prefetch(self, indices):
+        """Start fetching the remote blocks of the records at ``indices`` (the reader's next
+        ones), in the background; returns at once. Nothing to do for local shards."""
+        if self._blocks is not None and len(indices):
+            self._blocks.prefetch(self._spans(np.asarray(indices, dtype=np.int64)))
+
+    def _spans(self, indices):
+        """``(shard, start, end)`` of the framed record at each index (ints in range)."""
         offsets, lengths = self._index
         shards = np.searchsorted(self._first, indices, side="right") - 1
-        starts, sizes = offsets[indices], lengths[indices]
-        if self._store.is_local:
-            found = self._store.read_ranges([(self._shards[s].name, int(start), int(start + n))
-                                             for s, start, n in zip(shards, starts, sizes)])
-        else:
-            found = self._remote_ranges(shards, starts, sizes)
-        return [self._unframe(data, int(shard), int(i - self._first[shard]))
-                for data, shard, i in zip(found, shards, indices)]
+        starts = offsets[indices]
+        ends = starts + lengths[indices]
+        return [(int(s), int(a), int(b)) for s, a, b in zip(shards, starts, ends)]
+
+    # the output changing under the reader
+
+    def _check_files(self, shards):
+        """Refuse to read from an output rewritten since this source was opened: checked
+        against metadata.json once in each process, and for local shard files whenever one
+        of ``shards`` is no longer the file this process saw."""
+        if self._seen is None:
+            self._check_manifest()
+            self._seen = {}
+        if not self._store.is_local:
+            return
+        for shard in shards:
+            try:
+                info = os.stat(self._store.path(self._shards[shard].name))
+                now = (info.st_ino, info.st_size, info.st_mtime_ns)
+            except OSError:
+                now = None
+            before = self._seen.setdefault(shard, now)
+            if now != before:
+                self._check_manifest()
+                self._seen[shard] = now
+
+    def _check_manifest(self):
+        """Raise VerifyError when metadata.json no longer lists this source's shards as they
+        were when it was opened (the output was rewritten, or the split appended to)."""
+        try:
+            manifest = read_manifest(self._store)[0]
+            now = split_shards(as_of(manifest, self._generation, strict=False), self.split,
+                               self._generation)
+        except TFRecorderError as exc:
+            raise VerifyError(f"{redact(self._store.url)}: the output this data source was "
+                              f"opened on has changed ({exc}); open it again") from None
+        before = [(s.name, s.bytes, s.crc32c, s.num_examples) for s in self._shards]
+        after = [(s.name, s.bytes, s.crc32c, s.num_examples) for s in now]
+        if before != after:
+            raise VerifyError(
+                f"{redact(self._store.url)}: the output was rewritten after this data source "
+                f"was opened (metadata.json now lists other {self.split} shards: "
+                f"{sum(s.num_examples for s in now)} records, was {self.num_records}); open "
+                "it again with data_source() (or load())")
 
     def _checked(self, index):
         if isinstance(index, (bool, np.bool_)):
@@ -200,12 +275,17 @@ class DataSource:
     def _unframe(self, data, shard, record):
         """The payload of one framed record read at its index's offset, checked."""
         name = self._shards[shard].name
+        if isinstance(data, VerifyError):
+            raise data
         if isinstance(data, Exception):
             raise VerifyError(f"{self._store.path(name)}: record {record} could not be read "
                               f"({data})") from data
         problem = None
         length = data[:8]
-        if struct.unpack("<I", data[8:12])[0] != masked_crc(length):
+        if len(data) < _FRAME:
+            problem = (f"the file ends {len(data)} bytes into the record (truncated since it "
+                       "was written)")
+        elif struct.unpack("<I", data[8:12])[0] != masked_crc(length):
             problem = "length CRC mismatch: the index points at no record start"
         elif struct.unpack("<Q", length)[0] != len(data) - _FRAME:
             problem = (f"the record holds {struct.unpack('<Q', length)[0]} bytes, the index "
@@ -217,79 +297,6 @@ class DataSource:
                               f"{index_name(name)}): {problem}; run tfrecorder-lite verify "
                               f"{self._store.url}")
         return data[12:-4]
-
-    def _remote_ranges(self, shards, starts, sizes):
-        """Records of remote shards, from cached blocks. The missing blocks are fetched at
-        once, one ranged read per run of consecutive blocks of a shard; a block another
-        thread is fetching already is awaited, not fetched again."""
-        size = self._block_size
-        spans = [(int(s), int(start), int(start + n)) for s, start, n in zip(shards, starts, sizes)]
-        wanted = sorted({(s, b) for s, start, end in spans
-                         for b in range(start // size, (end - 1) // size + 1)})
-        with self._lock:
-            have = {key: self._blocks[key] for key in wanted if key in self._blocks}
-            awaited = {key: self._fetching[key] for key in wanted
-                       if key not in have and key in self._fetching}
-            mine = [key for key in wanted if key not in have and key not in awaited]
-            for key in mine:
-                self._fetching[key] = threading.Event()
-        errors = {}
-        try:
-            self._fetch(mine, have, errors)
-        finally:
-            with self._lock:
-                for key in mine:
-                    self._fetching.pop(key).set()
-        for key, done in awaited.items():
-            done.wait()
-        with self._lock:  # what the other threads fetched (unless already evicted)
-            have.update({key: self._blocks[key] for key in awaited if key in self._blocks})
-        again = [key for key in awaited if key not in have]
-        if again:  # failed or evicted: fetch them here
-            self._fetch(again, have, errors)
-        out = []
-        for shard, start, end in spans:
-            blocks = range(start // size, (end - 1) // size + 1)
-            error = next((errors[(shard, b)] for b in blocks if (shard, b) in errors), None)
-            if error is not None:
-                out.append(error)
-                continue
-            data = b"".join(have[(shard, b)] for b in blocks)
-            out.append(data[start - blocks[0] * size:end - blocks[0] * size])
-        return out
-
-    def _fetch(self, keys, have, errors):
-        """Fetch the blocks ``keys`` (sorted ``(shard, block)``) into ``have`` and the cache,
-        one ranged read per run of consecutive blocks; failures go to ``errors``."""
-        size, runs = self._block_size, []  # (shard, first block, last block)
-        for shard, block in keys:
-            if runs and runs[-1][0] == shard and runs[-1][2] == block - 1:
-                runs[-1][2] = block
-            else:
-                runs.append([shard, block, block])
-        found = self._store.read_ranges([
-            (self._shards[shard].name, first * size,
-             min((last + 1) * size, self._shards[shard].bytes))
-            for shard, first, last in runs])
-        fetched = {}
-        for (shard, first, last), data in zip(runs, found):
-            for block in range(first, last + 1):
-                if isinstance(data, Exception):
-                    errors[(shard, block)] = data
-                else:
-                    fetched[(shard, block)] = \
-                        data[(block - first) * size:(block - first + 1) * size]
-        have.update(fetched)
-        self._remember(fetched)
-
-    def _remember(self, blocks):
-        with self._lock:
-            for key, data in blocks.items():
-                if key not in self._blocks:
-                    self._blocks[key] = data
-                    self._cached += len(data)
-            while self._cached > self._cache_bytes and self._blocks:
-                self._cached -= len(self._blocks.popitem(last=False)[1])
 
     # parsing
 

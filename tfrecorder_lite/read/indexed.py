@@ -8,10 +8,15 @@ position it has reached (its size does not grow with the split's) and restore it
 exactly; the reads run in a ``tf.py_function``, which holds no state, so the checkpoint policy
 for it is IGNORE.
 
-Each new iterator starts at the dataset's :class:`InputPosition`, which is ``start`` unless
+The first iterator starts at the dataset's :class:`InputPosition`, which is ``start`` unless
 something moved it before the iterator was made (:class:`~tfrecorder_lite.read.resume.
-BackupAndRestore` does, from its backup).
+BackupAndRestore` does, from its backup). Each later iterator of a dataset of whole epochs
+reads the epochs after the previous one's (Keras' ``fit(epochs=N)``, ``repeat()`` and a
+second ``for`` loop each see the next permutation), still a pure function of the global
+position.
 """
+
+import threading
 
 import numpy as np
 
@@ -22,6 +27,8 @@ _READ_GROUP = 64  # records read per call into Python
 # groups read at once: remote reads wait on the store, and more groups in flight hide it
 _GROUPS_IN_FLIGHT = {True: 2, False: 4}  # by "the store is local"
 _NO_END = np.iinfo(np.int64).max
+_LAST_POSITION = 1 << 62  # global positions stay below it: int64 arithmetic on them never overflows
+_READ_AHEAD = 1024  # records beyond each group whose remote blocks are fetched ahead
 
 
 class InputPosition:
@@ -40,13 +47,37 @@ class InputPosition:
         self.next_start = start
         self.num_records, self.stop, self.batch_size = num_records, stop, batch_size
         self.num_hosts, self.host_index = num_hosts, host_index
+        self._iterations = 0
+        self._lock = threading.Lock()
 
     def after_steps(self, start, steps):
         """The global position reached from ``start`` after ``steps`` batches of every host."""
         return start + steps * (self.batch_size or 1) * self.num_hosts
 
+    def next_span(self):
+        """``(first, stop)``: the global positions a new iterator reads. The first iterator
+        reads ``[next_start, stop)``; each later one the same number of whole epochs after
+        the previous one's (an endless dataset: from ``next_start`` each time)."""
+        if self.stop is None:
+            return self.next_start, _NO_END
+        with self._lock:
+            k, self._iterations = self._iterations, self._iterations + 1
+        if k == 0:
+            return self.next_start, self.stop
+        whole = self.stop - self.next_start // self.num_records * self.num_records \
+            if self.num_records else 0  # the first iterator's epochs, from the first's start
+        first = self.stop + (k - 1) * whole
+        return first, first + whole
 
-def records(tf, source, order, position):
+    @property
+    def repeats_evenly(self):
+        """Whether every iterator reads as many records (the first starts at an epoch's
+        start), so that the dataset has a cardinality."""
+        return self.stop is not None and (not self.num_records or
+                                          self.next_start % self.num_records == 0)
+
+
+def records(tf, source, order, position, symbolic=True):
     """The dataset of serialized records at the global positions of one host.
 
     Args:
@@ -54,29 +85,35 @@ def records(tf, source, order, position):
         source: the split's DataSource.
         order: its GlobalOrder.
         position: the InputPosition (its ``next_start`` is read when an iterator starts).
+        symbolic: turn tf.data's symbolic checkpointing on (off for a pipeline that adds a
+            shuffle buffer, which it cannot save).
 
     Returns:
-        A ``tf.data.Dataset`` of scalar ``tf.string`` records, with symbolic checkpointing on.
+        A ``tf.data.Dataset`` of scalar ``tf.string`` records.
     """
-    stop = _NO_END if position.stop is None else position.stop
     hosts, host = position.num_hosts, position.host_index
 
-    def first_position():
-        return np.int64(position.next_start + host)
+    def span():
+        first, stop = position.next_span()
+        return np.int64(first + host), np.int64(stop)
 
     def positions(_):
-        first = tf.py_function(first_position, [], tf.int64)
+        first, stop = tf.py_function(span, [], (tf.int64, tf.int64))
         return tf.data.Dataset.range(first, stop, hosts)
 
     def read(group):
-        found = source.read_serialized(order.records(group.numpy()))
+        group = group.numpy()
+        if not source.is_local and len(group):  # this group's blocks first, then the next
+            ahead = np.arange(group[-1] + hosts, group[-1] + hosts * _READ_AHEAD, hosts)
+            source.prefetch(order.records(np.concatenate([group, ahead])))
+        found = source.read_serialized(order.records(group))
         return np.array(found, dtype=object)
 
     dataset = tf.data.Dataset.range(1).flat_map(positions).batch(_READ_GROUP).map(
         lambda group: tf.py_function(read, [group], tf.string),
         num_parallel_calls=_GROUPS_IN_FLIGHT[source.is_local], deterministic=True).unbatch()
     options = tf.data.Options()
-    options.experimental_symbolic_checkpoint = True
+    options.experimental_symbolic_checkpoint = symbolic
     options.experimental_external_state_policy = \
         tf.data.experimental.ExternalStatePolicy.IGNORE
     return dataset.with_options(options)
@@ -90,11 +127,14 @@ def count(position):
                           position.host_index))
 
 
-def global_order(num_records, shuffle, seed):
-    """The GlobalOrder of ``load()``'s ``shuffle`` and ``seed`` (a random seed for None)."""
+def global_order(num_records, shuffle, seed, shard_sizes=(), cycle_length=0):
+    """The GlobalOrder of ``load()``'s ``shuffle`` and ``seed`` (a random seed for None);
+    with ``shard_sizes``, the shards are shuffled (or, without shuffle, read
+    ``cycle_length`` at a time in turn), not the records."""
     if shuffle and seed is None:
         seed = int.from_bytes(np.random.default_rng().bytes(8), "little") >> 1
-    return GlobalOrder(num_records, bool(shuffle), seed or 0)
+    return GlobalOrder(num_records, bool(shuffle), seed or 0, tuple(shard_sizes),
+                       cycle_length)
 
 
 def by_index_wanted(shuffle, start, epochs, num_hosts, host_index, input_context):
@@ -116,11 +156,17 @@ def input_position(num_records, shuffle, seed, start, epochs, batch_size, num_ho
     Raises:
         SchemaError: naming the argument and what it allows.
     """
-    if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or start < 0:
-        raise SchemaError(f"start must be a global position (an int >= 0), not {start!r}")
+    if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or \
+            not 0 <= start < _LAST_POSITION:
+        raise SchemaError(f"start must be a global position (an int from 0 to 2**62), not "
+                          f"{start!r}")
     if epochs is not None and (isinstance(epochs, bool) or
                                not isinstance(epochs, (int, np.integer)) or epochs < 1):
         raise SchemaError(f"epochs must be an int >= 1, or None for endless, not {epochs!r}")
+    if epochs is not None and num_records and \
+            (start // num_records + epochs) * num_records >= _LAST_POSITION:
+        raise SchemaError(f"start={start} and epochs={epochs} end past global position 2**62, "
+                          f"the last this reader counts to")
     if input_context is not None:
         if (num_hosts, host_index) != (1, 0):
             raise SchemaError("pass input_context or num_hosts and host_index, not both")

@@ -10,25 +10,25 @@ import os
 
 import joblib
 
-from . import shard_cache, verification
-from . import data_source, indexed
+from . import checkpoints, data_source, indexed, shard_cache, verification
 from ..errors import SchemaError
 from ..options import LoadOptions
 from ..output.manifest import as_of, read_manifest, split_shards
 from ..record.features import ImageFeature, parse_spec
 from ..record.kinds import features_of
 from ..table.splits import pick
-from ..storage import Store
+from ..storage import Store, stat_many
 from ..record.tensorflow import import_tensorflow
 from .data_source import check_uncompressed
 
+CYCLE_LENGTH = 8  # shards read in turn by load() without shuffle="global"
 
 
 def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=False, seed=None,
          as_supervised=True, shuffle_buffer=1000, drop_remainder=False, channels=3,
          dct_method="INTEGER_ACCURATE", storage_options=None, cache_dir=None, label=None,
          multi_hot=False, box_format="rel_yxyx", start=0, epochs=1, num_hosts=1, host_index=0,
-         input_context=None, generation=None):
+         input_context=None, generation=None, cache_limit=None):
     """Return a ``tf.data.Dataset`` of a split, or a dict split -> dataset when split is None.
 
     Args:
@@ -39,7 +39,8 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         image_size: (height, width) to resize to (images stay uint8), or None.
         shuffle: True: shuffle shard order and examples (with a buffer of
             ``shuffle_buffer``); "global": each epoch in a permutation of all the split's
-            records, read by index (see docs/training.md).
+            records, read by index (see docs/training.md). Either way, each iteration of the
+            dataset (each epoch of Keras' ``fit``) is in an order of its own.
         seed: shuffle seed (None: a different order every run; a seed repeats exactly).
         as_supervised: yield ``(image, label)`` (``(features, label)`` for an output without
             images: a dict of its other columns); False yields the feature dict plus ``image``.
@@ -49,10 +50,15 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         dct_method: JPEG inverse DCT. "INTEGER_ACCURATE" (default) gives the pixels Pillow and
             most viewers show; "" is TensorFlow's default, faster and off by a few levels.
         storage_options: fsspec options for a remote ``output_dir``.
-        cache_dir: where remote shards are copied before reading (see ``shard_cache``).
-            TensorFlow reads ``gs://`` on Google Cloud itself, so those are copied only when
-            ``cache_dir`` or ``storage_options`` is given, or ``STORAGE_EMULATOR_HOST`` is set;
-            every other remote shard is copied (default: ``~/.cache/tfrecorder_lite``).
+        cache_dir: a local folder where the remote shards read are also kept, whole, so that
+            later epochs and processes read them from the disk (None: nothing is kept on
+            disk, unless ``cache_limit`` is given: then ``~/.cache/tfrecorder_lite``). Remote
+            shards are streamed by ranged reads as they are needed; TensorFlow reads
+            ``gs://`` on Google Cloud itself when neither ``cache_dir``, ``cache_limit`` nor
+            ``storage_options`` is given (and ``STORAGE_EMULATOR_HOST`` is not set).
+        cache_limit: at most this many bytes in ``cache_dir`` (an int, or text such as
+            ``"20GB"``): the copies used least recently make room; None: every shard read
+            is kept. Compressed shards, which cannot be streamed, are copied whole first.
         label: with label levels, the level the label is (``"fine"``), or a list of levels
             for a dict of labels; None: a dict of every level.
         multi_hot: the label as a float32 vector of the vocabulary's size, 1 for each label
@@ -68,10 +74,12 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         input_context: a ``tf.distribute.InputContext``, for ``num_hosts`` and
             ``host_index``.
 
-        ``shuffle="global"``, ``start``, ``epochs`` and the hosts read the records by index
-        (:mod:`~tfrecorder_lite.read.indexed`): the pipeline's iterators then save their
-        position in a ``tf.train.Checkpoint``, and
-        :class:`~tfrecorder_lite.read.resume.BackupAndRestore` restores it with Keras.
+        ``shuffle="global"``, ``start``, ``epochs``, the hosts and remote outputs read the
+        records by index (:mod:`~tfrecorder_lite.read.indexed`): their iterators save a few
+        integers in a ``tf.train.Checkpoint``, and
+        :class:`~tfrecorder_lite.read.resume.BackupAndRestore` restores them with Keras.
+        Every pipeline's iterator can be saved in a ``tf.train.Checkpoint`` and restored
+        into the pipeline it came from (elsewhere, it fails naming what differs).
         generation: read the output as it was after this generation (0: the first
             conversion, ``k``: after its ``k``-th append; None: all of it), for experiments
             that must see the same records after later appends.
@@ -81,13 +89,16 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         asked; features of varying length are batched as ``tf.RaggedTensor``).
 
     Raises:
-        ManifestError: no finished output in ``output_dir``, or no such generation.
-        SchemaError: an unknown split, or batching images of different sizes without image_size.
+        ManifestError: no finished output in ``output_dir``, no such generation, or a
+            shard file missing.
+        SchemaError: an unknown split, batching images of different sizes without
+            image_size, or an argument out of its range.
     """
     options = LoadOptions(batch_size, image_size, shuffle, seed, as_supervised,
                               shuffle_buffer, drop_remainder, channels, dct_method, label,
                               multi_hot, box_format)
     store = Store(output_dir, storage_options)
+    cache = (cache_dir, shard_cache.byte_count(cache_limit))
     # as it was after the generation: its labels (multi_hot's width), its images' sizes
     manifest = as_of(read_manifest(store)[0], generation, strict=False)
     by_index = None
@@ -96,15 +107,17 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
                                      start=start, epochs=epochs, batch_size=batch_size,
                                      num_hosts=num_hosts, host_index=host_index,
                                      input_context=input_context)
+        by_index(1)  # its arguments checked now, before any record is read
     if split is None:
-        return {name: _load_split(store, manifest, name, options, cache_dir, by_index,
+        return {name: _load_split(store, manifest, name, options, cache, by_index,
                                   generation) for name in manifest.splits}
-    return _load_split(store, manifest, pick(split, manifest.splits), options, cache_dir,
+    return _load_split(store, manifest, pick(split, manifest.splits), options, cache,
                        by_index, generation)
 
 
-def _load_split(store, manifest, split, options, cache_dir, by_index=None, generation=None):
-    """The pipeline of one split of the output in ``store`` (see :func:`load`)."""
+def _load_split(store, manifest, split, options, cache, by_index=None, generation=None):
+    """The pipeline of one split of the output in ``store`` (see :func:`load`; ``cache``:
+    ``(cache_dir, cache_limit)``)."""
     features = features_of(manifest)
     label_outputs(features, options.label)  # SchemaError before TensorFlow starts
     image = manifest.image
@@ -118,15 +131,25 @@ def _load_split(store, manifest, split, options, cache_dir, by_index=None, gener
         )
     shards = split_shards(manifest, split, generation)  # ManifestError: no such generation
     num_examples = sum(shard.num_examples for shard in shards)
-    if by_index is not None:  # shuffle="global", a start, epochs or hosts
+    streamed = by_index is None and not reads_natively(store, *cache) and \
+        not manifest.compression
+    if streamed:  # remote shards, read by ranged reads as the pipeline needs them
+        by_index = functools.partial(
+            indexed.input_position, shuffle=False, seed=options.seed, start=0, epochs=1,
+            batch_size=options.batch_size, num_hosts=1, host_index=0, input_context=None)
+    if by_index is not None:  # shuffle="global", a start, epochs or hosts, or streamed
         position = by_index(num_examples)
         check_uncompressed(store, manifest, "load() by index (shuffle='global', start, "
                                             "epochs, hosts)")
-    tf = import_tensorflow()
-    if by_index is not None:
-        return _load_by_index(tf, store, manifest, split, options, position, features, shards)
+        cached = data_source.shard_cache_of(store, *cache)
+        if not store.is_local:
+            _check_remote_shards(store, shards, cached)
+        tf = import_tensorflow()
+        return _load_by_index(tf, store, manifest, split, options, position, features, shards,
+                              generation, cached, streamed)
 
-    paths = _shard_files(store, shards, cache_dir)
+    paths = _shard_files(store, shards, cache)
+    tf = import_tensorflow()
     read_shard = _shard_reader(tf, manifest.format, manifest.compression or "", store.url)
     ratios = ImageFeature.useful_jpeg_ratios(image, options.image_size) if image else ()
     decode = decoder(tf, features, options, ratios, parse_spec(manifest.features))
@@ -140,32 +163,65 @@ def _load_split(store, manifest, split, options, cache_dir, by_index=None, gener
         (paths, names, tf.constant([shard.num_examples for shard in shards], tf.int64)))
     if options.shuffle:
         files = files.shuffle(len(paths), seed=options.seed, reshuffle_each_iteration=True)
-    cycle_length = max(1, min(len(paths), 8))
+    cycle_length = max(1, min(len(paths), CYCLE_LENGTH))
     records = files.interleave(
         read_shard, cycle_length=cycle_length, num_parallel_calls=cycle_length,
         deterministic=deterministic,
     ).apply(tf.data.experimental.assert_cardinality(num_examples))
-    return decoded_pipeline(tf, records, decode, options, deterministic, features)
+    dataset = decoded_pipeline(tf, records, decode, options, deterministic, features)
+    return checkpoints.bind(tf, dataset, checkpoints.describe(
+        split, shards, generation, bool(options.shuffle), options.seed))
 
 
-def _load_by_index(tf, store, manifest, split, options, position, features, shards):
+def _load_by_index(tf, store, manifest, split, options, position, features, shards,
+                   generation, cache, streamed=False):
     """The pipeline of one split (its ``shards``) read by index at the global positions of
-    ``position``."""
+    ``position``: in the global order of ``shuffle="global"``, else in manifest order, or
+    when ``streamed`` (a remote output read as load() reads local ones) in the order of
+    the local pipeline (``shuffle=True``: whole shards in an order of each epoch's, and a
+    shuffle buffer)."""
     image = manifest.image
-    source = data_source.DataSource(store, split, shards,
-                                    data_source.value_specs(manifest))
-    order = indexed.global_order(position.num_records, options.shuffle == "global",
-                                 options.seed)
-    records = indexed.records(tf, source, order, position)
-    if position.stop is not None:
+    source = data_source.DataSource(store, split, shards, data_source.value_specs(manifest),
+                                    cache=cache, generation=generation)
+    seed, sizes = options.seed, tuple(s.num_examples for s in shards)
+    if options.shuffle is True:  # streamed: the shards shuffled, their records in order
+        order = indexed.global_order(position.num_records, True, seed, sizes)
+    elif streamed:  # in the order load() reads local shards: CYCLE_LENGTH of them in turn
+        order = indexed.global_order(position.num_records, False, seed, sizes,
+                                     min(len(shards), CYCLE_LENGTH))
+    else:
+        order = indexed.global_order(position.num_records, options.shuffle == "global", seed)
+    buffered = options.shuffle is True  # the by-index orders need no buffer
+    records = indexed.records(tf, source, order, position, symbolic=not buffered)
+    if position.repeats_evenly:
         records = records.apply(tf.data.experimental.assert_cardinality(
             indexed.count(position)))
     ratios = ImageFeature.useful_jpeg_ratios(image, options.image_size) if image else ()
     decode = decoder(tf, features, options, ratios, parse_spec(manifest.features))
-    dataset = decoded_pipeline(tf, records, decode, dataclasses.replace(options, shuffle=False),
-                               True, features)
+    dataset = decoded_pipeline(tf, records, decode,
+                               dataclasses.replace(options, shuffle=buffered),
+                               not buffered or seed is not None, features)
+    dataset = checkpoints.bind(tf, dataset, checkpoints.describe(
+        split, shards, generation, options.shuffle, order.seed if order.shuffle else None,
+        position.num_hosts, position.host_index))
     dataset._tfrecorder_lite_position = position  # for BackupAndRestore
     return dataset
+
+
+def _check_remote_shards(store, shards, cache):
+    """ManifestError for a remote shard that is missing or not of its size (asked of the
+    store at once for all, but those the cache holds a checked copy of)."""
+    if cache is not None:
+        shards = [s for s in shards
+                  if cache.copy_of(shard_cache.copy_name(store, s), s) is None]
+    found = stat_many([store.path(s.name) for s in shards], store.storage_options)
+    for shard, info in zip(shards, found):
+        if isinstance(info, FileNotFoundError):
+            raise verification.shard_error(store, shard,
+                                           verification.size_problem(shard, None))
+        if isinstance(info, tuple) and info[0] and info[0] != shard.bytes:
+            raise verification.shard_error(store, shard,
+                                           verification.size_problem(shard, info[0]))
 
 
 def decoded_pipeline(tf, records, decode, options, deterministic, features):
@@ -191,10 +247,12 @@ def decoded_pipeline(tf, records, decode, options, deterministic, features):
         # a plain batch: parallel batching only adds threads that compete with the decoders
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     dataset = dataset.prefetch(tf.data.AUTOTUNE)
-    if autotune_enabled(cores):
-        return dataset
     tuning = tf.data.Options()
-    tuning.autotune.enabled = False
+    # checkpoints: the reads in tf.py_function and the count on a damaged shard's error path
+    # hold no state of their own
+    tuning.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
+    if not autotune_enabled(cores):
+        tuning.autotune.enabled = False
     return dataset.with_options(tuning)
 
 
@@ -257,15 +315,15 @@ def label_outputs(features, label=None):
     return tuple(levels[name] for name in wanted), not isinstance(label, str)
 
 
-def reads_natively(store, cache_dir=None):
+def reads_natively(store, cache_dir=None, cache_limit=None):
     """True when TensorFlow should open the store's shard URLs itself (local, or real GCS)."""
     if store.is_local:
         return True
-    return (store.protocol == "gs" and cache_dir is None and not store.storage_options
-            and not os.environ.get("STORAGE_EMULATOR_HOST"))
+    return (store.protocol == "gs" and cache_dir is None and cache_limit is None and
+            not store.storage_options and not os.environ.get("STORAGE_EMULATOR_HOST"))
 
 
-def _shard_files(store, shards, cache_dir):
+def _shard_files(store, shards, cache):
     """Paths or URLs that TensorFlow can open for ``shards`` (manifest entries).
 
     Raises:
@@ -277,9 +335,9 @@ def _shard_files(store, shards, cache_dir):
             problem = verification.size_problem(shard, store.size(shard.name))
             if problem:
                 raise verification.shard_error(store, shard, problem)
-    if reads_natively(store, cache_dir):
+    if reads_natively(store, *cache):
         return [store.path(shard.name) for shard in shards]
-    return shard_cache.local_copies(store, shards, cache_dir)
+    return shard_cache.local_copies(store, shards, *cache)
 
 
 def _shard_reader(tf, file_format, compression, output_url):

@@ -12,6 +12,7 @@ positions of one global stream in turn (host ``h`` of ``H``: ``start + h``, ``st
 hosts continues the same global order.
 """
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,11 +86,22 @@ class GlobalOrder:
         num_records: the split's records.
         shuffle: each epoch in a permutation of its own; False: manifest order every epoch.
         seed: the permutations' seed.
+        shard_sizes: with ``shuffle``, permute the shards instead of the records: each epoch
+            reads whole shards, in an order of its own, each shard's records in order (for
+            reads that stream shards; a shuffle buffer mixes their records). Without
+            ``shuffle`` and with ``cycle_length``, the order of :func:`interleaved`.
+        cycle_length: shards read in turn, without ``shuffle`` (0: one after the other).
     """
 
     num_records: int
     shuffle: bool = False
     seed: int = 0
+    shard_sizes: tuple = ()
+    cycle_length: int = 0
+
+    @functools.cached_property
+    def _interleaved(self):
+        return interleaved(self.shard_sizes, self.cycle_length)
 
     def records(self, positions):
         """The record index (manifest order) of each global position (an int array)."""
@@ -99,12 +111,49 @@ class GlobalOrder:
         n = self.num_records
         epochs, offsets = np.divmod(positions, n)
         if not self.shuffle:
-            return offsets
+            return self._interleaved[offsets] if self.cycle_length else offsets
         out = np.empty_like(offsets)
         for epoch in np.unique(epochs):
             chosen = epochs == epoch
-            out[chosen] = permute(offsets[chosen], n, self.seed, int(epoch))
+            if self.shard_sizes:
+                out[chosen] = self._by_shard(offsets[chosen], int(epoch))
+            else:
+                out[chosen] = permute(offsets[chosen], n, self.seed, int(epoch))
         return out
+
+    def _by_shard(self, offsets, epoch):
+        """The records at ``offsets`` of an epoch that reads the shards in a permutation."""
+        sizes = np.asarray(self.shard_sizes, dtype=np.int64)
+        firsts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        shards = permute(np.arange(len(sizes)), len(sizes), self.seed, epoch)
+        ends = np.cumsum(sizes[shards])  # where each shard ends in this epoch's order
+        slot = np.searchsorted(ends, offsets, side="right")
+        return firsts[shards[slot]] + offsets - (ends[slot] - sizes[shards[slot]])
+
+
+def interleaved(shard_sizes, cycle_length):
+    """The record indexes (manifest order) in the order a deterministic ``tf.data``
+    ``interleave`` of the shards (``cycle_length`` open at once, one record from each in
+    turn) reads them: ``load()``'s order of local shards, for the same order from a store.
+
+    A turn at a slot yields the next record of its shard; the turn after its last record
+    closes it, and the slot's next turn opens the next shard and yields its first record.
+    So a shard of ``s`` records opened at round ``r`` yields at rounds ``r`` to ``r + s - 1``
+    and its slot opens the next shard at round ``r + s + 1``.
+    """
+    import heapq
+
+    sizes = np.asarray(shard_sizes, dtype=np.int64)
+    slots = [(0, j) for j in range(max(1, min(cycle_length, len(sizes))))]  # (round, slot)
+    opened = np.zeros((len(sizes), 2), dtype=np.int64)  # the round and slot of each shard
+    for shard, size in enumerate(sizes):
+        rnd, slot = heapq.heappop(slots)
+        opened[shard] = rnd, slot
+        heapq.heappush(slots, (rnd + int(size) + 1, slot))
+    shard_of = np.repeat(np.arange(len(sizes)), sizes)
+    firsts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    within = np.arange(int(sizes.sum())) - firsts[shard_of]
+    return np.lexsort((opened[shard_of, 1], opened[shard_of, 0] + within)).astype(np.int64)
 
 
 def host_share(start, stop, num_hosts=1, host_index=0):

@@ -1,0 +1,261 @@
+"""Remote shards read by blocks: ranged reads of whole blocks, many in flight at once, fetched
+ahead of the reader when it says what comes next, kept in a bounded memory cache and, with a
+:class:`~tfrecorder_lite.read.shard_cache.ShardCache`, written into whole local copies that
+later reads (and other processes) use instead of the store.
+
+A store answers each request after a latency of tens of milliseconds and serves each
+connection at a limited rate: throughput comes from requests in flight, so every block is a
+request of its own, and :meth:`RemoteBlocks.prefetch` keeps up to ``readahead`` bytes of
+blocks on their way while the reader works on the blocks it has.
+"""
+
+import collections
+import os
+import threading
+import time
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+
+from .. import redaction
+from ..errors import VerifyError
+from .shard_cache import copy_name
+
+logger = redaction.logger(__name__)  # every record redacted
+
+_PREFETCH_THREADS = 2  # each call sends all its requests at once on fsspec's event loop
+_RECHECK_SECONDS = 1.0  # how often a copy another process is filling is looked for
+
+
+class RemoteBlocks:
+    """Byte ranges of a split's remote shards, read through blocks of ``block_size`` bytes.
+
+    Picklable: a worker process keeps its own memory cache and shares the cache folder.
+
+    Args:
+        store: the output's Store.
+        shards: the split's ShardEntry list.
+        block_size: bytes of each ranged read.
+        memory_bytes: at most this many bytes of blocks are kept in memory.
+        readahead: at most this many bytes of blocks are fetched ahead of the reader.
+        cache: a ShardCache for local copies, or None.
+    """
+
+    def __init__(self, store, shards, block_size, memory_bytes, readahead, cache=None):
+        self._store, self._shards, self._size = store, tuple(shards), block_size
+        self._memory, self._readahead, self._cache = memory_bytes, readahead, cache
+        self._setup()
+
+    def _setup(self):
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._blocks = collections.OrderedDict()  # (shard, block) -> bytes, oldest first
+        self._cached = 0
+        self._fetching = {}  # (shard, block) -> Event set once its fetch has ended
+        self._ahead = 0  # blocks being prefetched
+        self._pool = None
+        self._names = [copy_name(self._store, s) for s in self._shards] if self._cache else []
+        self._local = {}  # shard -> open file of its finished local copy
+        self._partials = {}  # shard -> PartialCopy being filled, or the time to look again
+        self._finalizer = weakref.finalize(self, _close, self._local, self._partials)
+
+    def __getstate__(self):
+        return {k: getattr(self, k) for k in ("_store", "_shards", "_size", "_memory",
+                                               "_readahead", "_cache")}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._setup()
+
+    def _this_process(self):
+        if os.getpid() != self._pid:  # forked: threads, locks and files stay behind
+            self._setup()
+
+    # reading
+
+    def read(self, spans):
+        """The bytes of ``spans`` (``(shard, start, end)`` triples, ``end`` excluded): a
+        ``bytes`` each, or the exception its read raised (a VerifyError for a shard shorter
+        than metadata.json says)."""
+        self._this_process()
+        out = [None] * len(spans)
+        remote = []
+        for i, (shard, start, end) in enumerate(spans):
+            local = self._local_copy(shard)
+            if local is None:
+                remote.append(i)
+                continue
+            data = os.pread(local.fileno(), end - start, start)
+            out[i] = data if len(data) == end - start else self._short(shard, start + len(data))
+        if remote:
+            found = self._read_blocks([spans[i] for i in remote])
+            for i, data in zip(remote, found):
+                out[i] = data
+        return out
+
+    def prefetch(self, spans):
+        """Start fetching the blocks of ``spans`` that are neither kept nor on their way, in
+        the background, up to the readahead budget; returns at once."""
+        self._this_process()
+        size, budget = self._size, max(1, self._readahead // self._size)
+        local = {shard for shard in {s for s, _, _ in spans}
+                 if self._local_copy(shard) is not None}
+        with self._lock:
+            keys = []
+            for shard, start, end in spans:
+                if shard in local:
+                    continue
+                for block in range(start // size, (end - 1) // size + 1):
+                    key = (shard, block)
+                    if key in self._blocks or key in self._fetching or key in keys:
+                        continue
+                    if self._ahead + len(keys) >= budget:
+                        break
+                    keys.append(key)
+            for key in keys:
+                self._fetching[key] = threading.Event()
+            self._ahead += len(keys)
+            if not keys:
+                return
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(_PREFETCH_THREADS,
+                                                thread_name_prefix="tfrecorder_lite-prefetch")
+        self._pool.submit(self._prefetch, keys)
+
+    def _prefetch(self, keys):
+        try:
+            self._fetch(keys, {}, {})
+        finally:
+            with self._lock:
+                self._ahead -= len(keys)
+                for key in keys:
+                    self._fetching.pop(key).set()
+
+    def _read_blocks(self, spans):
+        """Spans of shards without a local copy, from kept blocks; the missing blocks are
+        fetched at once, each by a request of its own; a block another thread is fetching
+        already is awaited, not fetched again."""
+        size = self._size
+        wanted = sorted({(s, b) for s, start, end in spans
+                         for b in range(start // size, (end - 1) // size + 1)})
+        with self._lock:
+            have = {key: self._blocks[key] for key in wanted if key in self._blocks}
+            for key in have:
+                self._blocks.move_to_end(key)
+            awaited = {key: self._fetching[key] for key in wanted
+                       if key not in have and key in self._fetching}
+            mine = [key for key in wanted if key not in have and key not in awaited]
+            for key in mine:
+                self._fetching[key] = threading.Event()
+        errors = {}
+        try:
+            self._fetch(mine, have, errors)
+        finally:
+            with self._lock:
+                for key in mine:
+                    self._fetching.pop(key).set()
+        for done in awaited.values():
+            done.wait()
+        with self._lock:  # what the other threads fetched (unless already evicted)
+            have.update({key: self._blocks[key] for key in awaited if key in self._blocks})
+        again = [key for key in awaited if key not in have]
+        if again:  # failed or evicted: fetch them here
+            self._fetch(again, have, errors)
+        out = []
+        for shard, start, end in spans:
+            blocks = range(start // size, (end - 1) // size + 1)
+            error = next((errors[(shard, b)] for b in blocks if (shard, b) in errors), None)
+            if error is not None:
+                out.append(error)
+                continue
+            data = b"".join(have[(shard, b)] for b in blocks)
+            out.append(data[start - blocks[0] * size:end - blocks[0] * size])
+        return out
+
+    def _fetch(self, keys, have, errors):
+        """Fetch the blocks ``keys`` into ``have``, the memory cache and the local copies;
+        failures go to ``errors``."""
+        if not keys:
+            return
+        size, shards = self._size, self._shards
+        ranges = [(shards[s].name, b * size, min((b + 1) * size, shards[s].bytes))
+                  for s, b in keys]
+        found = self._store.read_ranges(ranges)
+        fetched = {}
+        for key, (_, start, end), data in zip(keys, ranges, found):
+            if not isinstance(data, Exception) and len(data) != end - start:
+                data = self._short(key[0], start + len(data))
+            if isinstance(data, Exception):
+                errors[key] = data
+            else:
+                fetched[key] = data
+        have.update(fetched)
+        self._remember(fetched)
+        if self._cache is not None:
+            for (shard, block), data in fetched.items():
+                self._keep(shard, block * size, data)
+
+    def _remember(self, blocks):
+        with self._lock:
+            for key, data in blocks.items():
+                if key not in self._blocks:
+                    self._blocks[key] = data
+                    self._cached += len(data)
+            while self._cached > self._memory and self._blocks:
+                self._cached -= len(self._blocks.popitem(last=False)[1])
+
+    def _short(self, shard, end):
+        entry = self._shards[shard]
+        return VerifyError(f"{self._store.path(entry.name)}: ends at byte {end}, metadata.json "
+                           f"says it holds {entry.bytes} bytes (truncated or replaced since "
+                           f"it was written); run tfrecorder-lite verify {self._store.url}")
+
+    # local copies
+
+    def _local_copy(self, shard):
+        """The open file of the shard's finished local copy, or None."""
+        if self._cache is None:
+            return None
+        local = self._local.get(shard)
+        if local is not None:
+            return local
+        waiting = self._partials.get(shard)
+        if isinstance(waiting, float) and time.monotonic() < waiting:
+            return None
+        if waiting is None or isinstance(waiting, float):
+            path = self._cache.copy_of(self._names[shard], self._shards[shard])
+            if path is not None:
+                return self._open_local(shard, path)
+        return None
+
+    def _open_local(self, shard, path):
+        with self._lock:
+            if shard not in self._local:
+                self._local[shard] = open(path, "rb")
+            return self._local[shard]
+
+    def _keep(self, shard, offset, data):
+        """Write a fetched block into the shard's local copy, begun on its first block."""
+        with self._lock:
+            copy = self._partials.get(shard)
+            if copy is None or (isinstance(copy, float) and time.monotonic() >= copy):
+                copy = self._cache.begin(self._names[shard], self._shards[shard],
+                                         self._store.path(self._shards[shard].name))
+                self._partials[shard] = copy or time.monotonic() + _RECHECK_SECONDS
+        if copy is None or isinstance(copy, float) or copy.done:
+            return
+        try:
+            path = copy.write(offset, data)
+        except VerifyError as exc:  # the copy is dropped; each record's CRC is still checked
+            logger.warning("%s", exc)
+            return
+        if path is not None:
+            self._open_local(shard, path)
+
+
+def _close(local, partials):
+    """Close the local copies and delete the copies left unfinished."""
+    for f in local.values():
+        f.close()
+    for copy in partials.values():
+        if not isinstance(copy, float) and copy is not None and not copy.done:
+            copy.abandon()

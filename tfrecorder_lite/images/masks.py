@@ -1,8 +1,8 @@
 """Segmentation masks with Pillow and numpy: check one mask against its image and the labels,
 and give the single-channel PNG of class ids to store, with its pixel counts.
 
-A semantic mask is a single-channel image of class ids ("L", or "1"), a palette image ("P",
-the index is the class), or a colour image ("RGB", "RGBA" opaque) mapped to classes through a
+A semantic mask is a single-channel image of class ids (greyscale of 1, 2, 4, 8 or 16 bits: each
+sample is an id, never rescaled), a palette image ("P", the index is the class), or a colour image ("RGB", "RGBA" opaque) mapped to classes through a
 colour table. Masks stay class ids, pixel for pixel: a lossy mask (JPEG, WebP) is refused
 unless allowed, and nothing here resizes or interpolates. Instance masks (COCO polygons and
 RLE, or polygons relative to the image) are rasterized to 0/1 arrays and stored one PNG each.
@@ -21,6 +21,10 @@ LOSSY_FORMATS = ("JPEG", "MPO", "WEBP")
 _ID_MODES = ("L", "1", "P", "I", "I;16")
 _COLOUR_MODES = ("RGB", "RGBA", "P", "L")
 _SHOWN = 3  # unknown values a reason names
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_PNG_GREY = 0  # the colour type of a greyscale PNG
+# bit depth -> the factor its samples are scaled by to 0-255 when decoded to 8 bits
+_SCALED_GREY = {2: 255 // 3, 4: 255 // 15}
 # an instance mask given as polygons relative to its image: {RELATIVE_POLYGONS: [[x1, y1, ...]]}
 RELATIVE_POLYGONS = "relative_polygons"
 
@@ -100,13 +104,14 @@ def prepare_mask(data, size, options=MaskOptions()):
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError,
             Image.DecompressionBombError) as exc:
         raise MaskRejected(f"mask cannot be read: {type(exc).__name__}: {exc}") from None
-    kept = options.colors is None and mask_format == "PNG" and mask.mode == "L"
-    if kept:  # already a single-channel PNG of ids
+    bits = _png_grey_bits(data) if mask_format == "PNG" else None
+    kept = options.colors is None and mask.mode == "L" and bits == 8
+    if kept:  # already a single-channel 8-bit PNG of ids
         ids = mask
     elif options.colors is not None:
         ids = Image.fromarray(_colour_ids(mask, options.colors, options.ignore_value), "L")
     else:
-        ids = _class_ids(mask)
+        ids = _class_ids(mask, bits)
     counts = id_counts(ids, options.num_labels, options.ignore_value)
     problem = _unknown_ids(counts, options)
     if problem:
@@ -136,8 +141,22 @@ def id_counts(ids, num_labels=None, ignore_value=DEFAULT_IGNORE):
     return np.array(ids.histogram())
 
 
-def _class_ids(mask):
-    """The "L" image of the class ids of a mask that holds ids (or palette indexes)."""
+def _png_grey_bits(data):
+    """The bit depth of a greyscale PNG's samples (1, 2, 4, 8 or 16, from its header), or None
+    for any other file."""
+    if data[:8] == _PNG_SIGNATURE and data[12:16] == b"IHDR" and len(data) > 25 and \
+            data[25] == _PNG_GREY:
+        return data[24]
+    return None
+
+
+def _class_ids(mask, bits=None):
+    """The "L" image of the class ids of a mask that holds ids (or palette indexes); ``bits``:
+    the bit depth of a greyscale PNG's samples."""
+    if mask.mode == "L" and bits in _SCALED_GREY:
+        # Pillow (like libpng and TensorFlow's decode_png) scales 2- and 4-bit grey samples
+        # to 0-255 (sample 1 of 4 bits reads as 17): the ids are the samples
+        return mask.point([value // _SCALED_GREY[bits] for value in range(256)])
     if mask.mode == "L":
         return mask
     if mask.mode not in _ID_MODES:
@@ -231,7 +250,8 @@ def decode_ids(encoded):
     """The uint8 ``[H, W]`` class ids of a stored mask PNG (single channel).
 
     Raises:
-        ValueError: not a single-channel 8-bit PNG.
+        ValueError: not a single-channel 8-bit PNG (a 2- or 4-bit one is named: TensorFlow's
+            ``decode_png`` scales its samples, so that its ids read as others).
     """
     try:
         mask = Image.open(io.BytesIO(encoded))
@@ -241,6 +261,11 @@ def decode_ids(encoded):
     if mask.format != "PNG" or mask.mode != "L":
         raise ValueError(f"its mask is a {mask.format} {mask.mode} image, not a single-channel "
                          "8-bit PNG")
+    bits = _png_grey_bits(encoded)
+    if bits != 8:
+        raise ValueError(f"its mask is a {bits}-bit greyscale PNG, not a single-channel 8-bit "
+                         f"PNG: decode_png scales its samples to 0-255 (class id 1 reads as "
+                         f"{_SCALED_GREY.get(bits, 1)})")
     return np.asarray(mask)
 
 

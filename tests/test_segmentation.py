@@ -15,7 +15,7 @@ from PIL import Image
 
 import tfrecorder_lite
 from conftest import photo, save
-from imagegen import grey_png, read_examples
+from imagegen import exif_bytes, grey_png, read_examples, sideways
 from tfrecorder_lite.errors import InvalidRowError, SchemaError
 from tfrecorder_lite.images.masks import decode_ids
 from tfrecorder_lite.read.verification import verify
@@ -168,6 +168,36 @@ def test_low_bit_greyscale_masks_are_written_as_their_class_ids(tmp_path, bits):
     for record in records:
         assert np.array_equal(decode_ids(record[MASK]), truth[record["image/filename"].decode()])
     assert "verified" in str(verify(tmp_path / "out", decode=True))
+
+
+def test_a_mask_covers_its_image_as_displayed_whatever_their_exif_orientations(tmp_path):
+    # a photo whose file holds 48x64 pixels (height x width) with EXIF orientation 6 is
+    # displayed, and written, 64x48: its mask is 64x48, or a file its own orientation turns so
+    ids = _ids(64, 48, 1)
+    image = save(sideways(photo(64, 48, seed=3), 6), tmp_path / "images" / "turned.jpg", "JPEG",
+                 exif=exif_bytes(6))
+    upright = save(Image.fromarray(ids, "L"), tmp_path / "masks" / "upright.png")
+    unturned = save(sideways(ids, 6), tmp_path / "masks" / "unturned.png")
+    own = save(sideways(ids, 6), tmp_path / "masks" / "own.png", "PNG", exif=exif_bytes(6))
+    df = pd.DataFrame([("TRAIN", image, upright), ("TRAIN", image, unturned),
+                       ("TRAIN", image, own)], columns=["split", "image_uri", "mask_uri"],
+                      index=["upright", "unturned", "own"])
+    result = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False, on_error="skip",
+                                     mask_labels=LABELS)
+    assert list(result.rejected.index) == ["unturned"]
+    assert result.rejected.reason.iloc[0] == (
+        "mask is 48x64 pixels (height x width), its image 64x48 as displayed (its file holds "
+        "48x64 pixels, which its EXIF orientation 6 turns upright): a mask covers the image as "
+        "displayed")
+    records = read_examples(tmp_path / "out")
+    assert len(records) == 2
+    for record in records:
+        assert (record["image/height"], record["image/width"]) == (64, 48)
+        assert np.array_equal(decode_ids(record[MASK]), ids)
+    problems = df.tfrecord.validate(mask_labels=LABELS)
+    masks = problems[problems["column"] == "mask_uri"]
+    assert list(masks["row"]) == ["unturned"] and \
+        list(masks["problem"]) == list(result.rejected.reason)
 
 
 def test_validate_lists_every_bad_mask_with_its_reason(tmp_path):

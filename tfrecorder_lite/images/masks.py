@@ -12,8 +12,9 @@ import io
 from dataclasses import dataclass
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
+from .containers import EXIF_ORIENTATION
 from .normalize import DEFAULT_MAX_PIXELS
 
 DEFAULT_IGNORE = 255  # the TF Model Garden's ignore_label
@@ -21,6 +22,8 @@ LOSSY_FORMATS = ("JPEG", "MPO", "WEBP")
 _ID_MODES = ("L", "1", "P", "I", "I;16")
 _COLOUR_MODES = ("RGB", "RGBA", "P", "L")
 _SHOWN = 3  # unknown values a reason names
+_TURNS = range(2, 9)  # the EXIF orientations that turn or flip the pixels to display them
+_SIDEWAYS = range(5, 9)  # those that swap the height and width
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _PNG_GREY = 0  # the colour type of a greyscale PNG
 # bit depth -> the factor its samples are scaled by to 0-255 when decoded to 8 bits
@@ -69,16 +72,23 @@ class PreparedMask:
     ignored: int = 0
 
 
-def prepare_mask(data, size, options=MaskOptions()):
+def prepare_mask(data, size, options=MaskOptions(), orientation=1):
     """Check ``data`` (a mask file's bytes) against its image and give the mask to store.
+
+    Both are taken as they are displayed: the image upright (its EXIF orientation applied, as
+    it is stored), and the mask too when its own file has an EXIF orientation.
 
     Args:
         data: the mask file's bytes.
-        size: ``(height, width)`` of the row's image, as it was read (before any resize).
+        size: ``(height, width)`` of the row's image, as it was read (upright, before any
+            resize).
         options: MaskOptions.
+        orientation: the EXIF orientation the image was turned upright by (1: none), named
+            when the mask is of another size.
 
     Returns:
-        A PreparedMask; a single-channel 8-bit PNG of known ids is kept byte for byte.
+        A PreparedMask; a single-channel 8-bit PNG of known ids (and no EXIF turn) is kept
+        byte for byte.
 
     Raises:
         MaskRejected: with the reason (another size, a lossy format, an unknown id or colour
@@ -93,19 +103,21 @@ def prepare_mask(data, size, options=MaskOptions()):
         if mask_format in LOSSY_FORMATS and not options.allow_lossy:
             raise MaskRejected(f"mask is a {mask_format} file, which is lossy (its class ids "
                                "change near edges): use PNG masks, or allow_lossy_masks=True")
-        if (mask.height, mask.width) != tuple(size):
-            raise MaskRejected(f"mask is {mask.height}x{mask.width} pixels (height x width), "
-                               f"its image {size[0]}x{size[1]}")
         if getattr(mask, "n_frames", 1) > 1:
             raise MaskRejected(f"mask has {mask.n_frames} frames; a mask is one image")
         mask.load()
+        turn = mask.getexif().get(EXIF_ORIENTATION, 1)
+        if turn in _TURNS:
+            mask = ImageOps.exif_transpose(mask)
+        if (mask.height, mask.width) != tuple(size):
+            raise MaskRejected(_size_reason(mask, turn, size, orientation))
     except MaskRejected:
         raise
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError,
             Image.DecompressionBombError) as exc:
         raise MaskRejected(f"mask cannot be read: {type(exc).__name__}: {exc}") from None
     bits = _png_grey_bits(data) if mask_format == "PNG" else None
-    kept = options.colors is None and mask.mode == "L" and bits == 8
+    kept = options.colors is None and mask.mode == "L" and bits == 8 and turn not in _TURNS
     if kept:  # already a single-channel 8-bit PNG of ids
         ids = mask
     elif options.colors is not None:
@@ -121,6 +133,20 @@ def prepare_mask(data, size, options=MaskOptions()):
     ignored = int(counts[options.ignore_value]) if options.ignore_value is not None else 0
     return PreparedMask(encoded, tuple(present), tuple(int(counts[i]) for i in present),
                         ignored)
+
+
+def _size_reason(mask, turn, size, orientation):
+    """Why a mask (upright) does not fit its image of ``size`` (upright), naming the EXIF
+    orientations that turned either."""
+    turned = f" (upright: its EXIF orientation {turn} applied)" if turn in _TURNS else ""
+    reason = (f"mask is {mask.height}x{mask.width} pixels (height x width){turned}, its image "
+              f"{size[0]}x{size[1]}")
+    if orientation not in _TURNS:
+        return reason
+    stored = size[::-1] if orientation in _SIDEWAYS else size
+    return (f"{reason} as displayed (its file holds {stored[0]}x{stored[1]} pixels, which its "
+            f"EXIF orientation {orientation} turns upright): a mask covers the image as "
+            "displayed")
 
 
 _FEW_LABELS = 32  # up to this many labels, each is counted apart (faster than a histogram)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from imagegen import grey_png
+from imagegen import grey_png, png_chunk
 from tfrecorder_lite.images.masks import (MaskOptions, MaskRejected, decode_ids, encode_ids,
                                           prepare_mask)
 
@@ -143,3 +143,12 @@ def test_a_low_bit_greyscale_mask_stored_as_it_is_is_named_by_decode_ids():
     # decode_png reads its id 1 as 17
     with pytest.raises(ValueError, match=r"4-bit greyscale PNG.*class id 1 reads as 17"):
         decode_ids(grey_png(np.array([[0, 1], [2, 3]]), 4))
+
+
+def test_a_mask_whose_exif_data_cannot_be_read_is_refused_saying_so():
+    # which way up it is displayed (its EXIF orientation) is unknown, as for an image
+    data = grey_png(np.zeros((4, 5), np.uint8), 8)
+    at = data.index(b"IDAT") - 4
+    data = data[:at] + png_chunk(b"eXIf", b"garbage") + data[at:]
+    with pytest.raises(MaskRejected, match="mask's EXIF data cannot be read .*which way up"):
+        prepare_mask(data, (4, 5), MaskOptions(num_labels=2))

@@ -1,11 +1,13 @@
 """Segmentation masks with Pillow and numpy: check one mask against its image and the labels,
 and give the single-channel PNG of class ids to store, with its pixel counts.
 
-A semantic mask is a single-channel image of class ids (greyscale of 1, 2, 4, 8 or 16 bits: each
-sample is an id, never rescaled), a palette image ("P", the index is the class), or a colour image ("RGB", "RGBA" opaque) mapped to classes through a
-colour table. Masks stay class ids, pixel for pixel: a lossy mask (JPEG, WebP) is refused
-unless allowed, and nothing here resizes or interpolates. Instance masks (COCO polygons and
-RLE, or polygons relative to the image) are rasterized to 0/1 arrays and stored one PNG each.
+A semantic mask is a single-channel image of class ids (greyscale of 1, 2, 4, 8 or 16 bits:
+each sample is an id, never rescaled), a palette image ("P", the index is the class), or a
+colour image ("RGB", "RGBA" opaque) mapped to classes through a colour table. Masks stay class
+ids, pixel for pixel: a lossy mask (JPEG, WebP) is refused unless allowed, and nothing here
+resizes or interpolates; a mask is taken as it is displayed (its EXIF orientation applied).
+Instance masks (COCO polygons and RLE, or polygons relative to the image) are rasterized to
+0/1 arrays and stored one PNG each.
 """
 
 import io
@@ -106,7 +108,11 @@ def prepare_mask(data, size, options=MaskOptions(), orientation=1):
         if getattr(mask, "n_frames", 1) > 1:
             raise MaskRejected(f"mask has {mask.n_frames} frames; a mask is one image")
         mask.load()
-        turn = mask.getexif().get(EXIF_ORIENTATION, 1)
+        try:
+            turn = mask.getexif().get(EXIF_ORIENTATION, 1)
+        except (OSError, SyntaxError, ValueError, EOFError) as exc:
+            raise MaskRejected(f"mask's EXIF data cannot be read ({type(exc).__name__}: {exc}), "
+                               "so which way up it is shown is unknown") from None
         if turn in _TURNS:
             mask = ImageOps.exif_transpose(mask)
         if (mask.height, mask.width) != tuple(size):

@@ -59,9 +59,9 @@ def to_coco(output_dir, split, path, *, storage_options=None):
         raise SchemaError(f"{redact(store.url)} is a {manifest.task or 'classification'} "
                           "output; COCO instances are exported from a detection output (boxes)")
     name = pick(split, manifest.splits, store.url)
-    if storage.is_dir(storage.resolve(path), storage_options):
-        raise SchemaError(f"to_coco's path {storage.resolve(path)} is a folder: give the JSON "
-                          "file to write")
+    target = storage.resolve(path)
+    if not storage.is_remote(target) and storage.is_dir(target):
+        raise SchemaError(f"to_coco's path {target} is a folder: give the JSON file to write")
     images, annotations = [], []
     for shard in manifest.splits[name].shards:
         where = store.path(shard.name)

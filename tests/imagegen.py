@@ -152,6 +152,19 @@ def raw_png(width, height, scanlines, *, bit_depth=8, color_type=2):
             + png_chunk(b"IEND", b""))
 
 
+def grey_png(samples, bit_depth):
+    """A greyscale PNG of ``bit_depth`` (1, 2, 4, 8 or 16) bits a sample, its samples the
+    values of the ``(H, W)`` array ``samples`` as they are (Pillow writes no 2- or 4-bit PNG)."""
+    samples = np.asarray(samples)
+    height, width = samples.shape
+    if bit_depth == 16:
+        rows = [row.astype(">u2").tobytes() for row in samples]
+    else:
+        rows = [np.packbits(np.unpackbits(row.astype(np.uint8)[:, None], axis=1)
+                            [:, 8 - bit_depth:].ravel()).tobytes() for row in samples]
+    return raw_png(width, height, rows, bit_depth=bit_depth, color_type=0)
+
+
 def png16_rgb(pixels):
     """A 16-bit RGB PNG (Pillow cannot write one) from an (H, W, 3) uint16 array."""
     height, width, _ = pixels.shape

@@ -138,6 +138,24 @@ def test_a_changed_label_or_split_is_rejected_naming_both(tmp_path):
     assert tfrecorder_lite.verify(out).startswith("OK")
 
 
+def test_labels_a_spreadsheet_would_run_are_compared_as_the_table_has_them(tmp_path):
+    # the hashes file keeps "+ve" as "'+ve" (spreadsheet-safe); the table's "+ve" is the same
+    # label, and a table's "'+ve" is another
+    labels = ("+ve", "-ve", "=x", "@y", "cat")
+    df = _table(tmp_path / "images", n=10, labels=labels)
+    out = tmp_path / "out"
+    df.tfrecord.to_tfrecord(out, progress=False)
+    assert "'+ve" in (out / layout.hashes_name(0)).read_text()
+    result = df.tfrecord.to_tfrecord(out, progress=False, append=True)
+    assert result.skipped == 10 and result.counts == {} and result.rejected.empty
+    quoted = df.iloc[[0, 1]].assign(label=["'+ve", "-ve"])
+    result = quoted.tfrecord.to_tfrecord(out, progress=False, append=True, on_error="skip")
+    assert result.skipped == 1
+    assert result.rejected.reason[0].startswith(
+        "label changed from '+ve' to \"'+ve\": the same image as row '0'")
+    assert tfrecorder_lite.verify(out).startswith("OK")
+
+
 def test_an_append_with_nothing_new_changes_no_file(tmp_path):
     df = _table(tmp_path / "images", n=8)
     out = tmp_path / "out"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tfrecorder_lite
-from tfrecorder_lite import SchemaError, cli
+from tfrecorder_lite import SchemaError, VerifyError, cli
 from conftest import photo, save
 
 pytestmark = pytest.mark.slow  # pycocotools' COCOeval, the Model Garden's decoder: other readers
@@ -110,6 +110,28 @@ def test_export_coco_on_the_command_line_and_what_it_refuses(coco_file, tmp_path
                                           "exported from a detection output"):
         tfrecorder_lite.to_coco(tmp_path / "classes", "TRAIN", tmp_path / "y.json")
     assert not os.path.exists(tmp_path / "y.json")
+
+
+def test_to_coco_names_a_damaged_or_missing_shard_and_refuses_a_folder(coco_file, tmp_path):
+    path, _ = coco_file
+    out = tmp_path / "out"
+    tfrecorder_lite.convert(path, out, image_dir=tmp_path / "val", **OPTIONS)
+    (tmp_path / "exports").mkdir()
+    with pytest.raises(SchemaError, match="to_coco's path .*exports is a folder"):
+        tfrecorder_lite.to_coco(out, "validation", tmp_path / "exports")
+    assert not os.path.exists(tmp_path / "exports.tmp")
+    shard = next(out.glob("validation-*.tfrecord"))
+    data = bytearray(shard.read_bytes())
+    data[-10] ^= 0xFF  # in the last record's data
+    shard.write_bytes(bytes(data))
+    with pytest.raises(VerifyError, match=rf"{shard.name}: record \d+: data CRC mismatch.*"
+                                          "run tfrecorder-lite verify"):
+        tfrecorder_lite.to_coco(out, "validation", tmp_path / "gt.json")
+    shard.unlink()
+    with pytest.raises(VerifyError, match=rf"{shard.name}: missing \(metadata.json lists it "
+                                          r"in VALIDATION\)"):
+        tfrecorder_lite.to_coco(out, "validation", tmp_path / "gt.json")
+    assert not os.path.exists(tmp_path / "gt.json")
 
 
 def test_a_yolo_folders_records_are_read_by_the_model_garden_decoder(tmp_path):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from imagegen import grey_png, png_chunk
 from tfrecorder_lite.images.masks import (MaskOptions, MaskRejected, decode_ids, encode_ids,
                                           prepare_mask)
 
@@ -120,3 +121,34 @@ def test_stored_masks_decode_only_as_single_channel_pngs():
     assert np.array_equal(decode_ids(encode_ids(ids)), ids)
     with pytest.raises(ValueError, match="not a single-channel 8-bit PNG"):
         decode_ids(_file(Image.fromarray(np.zeros((4, 4, 3), np.uint8), "RGB")))
+
+
+@pytest.mark.parametrize("bits", [1, 2, 4, 8, 16])
+def test_the_samples_of_a_greyscale_png_are_its_class_ids_whatever_its_bit_depth(bits):
+    # a 2-bit sample 3 is id 3 (not 255, the ignore value); 4-bit 0..4 stay 0..4 (not 0, 17..)
+    classes = min(2 ** bits, 5)
+    ids = (np.arange(7 * 9).reshape(7, 9) % classes).astype(np.uint16)
+    if bits == 16:
+        ids[0, 0] = 255  # the ignore value, in range
+    mask = prepare_mask(grey_png(ids, bits), ids.shape, MaskOptions(num_labels=classes))
+    stored = Image.open(io.BytesIO(mask.encoded))
+    assert (stored.format, stored.mode) == ("PNG", "L")
+    assert mask.encoded[24] == 8  # stored as 8 bits a sample, which every decoder reads as is
+    assert np.array_equal(decode_ids(mask.encoded), ids)
+    assert dict(zip(mask.ids, mask.pixels)) == _counts(ids)
+
+
+def test_a_low_bit_greyscale_mask_stored_as_it_is_is_named_by_decode_ids():
+    # what an output written before the samples were read as ids holds: TensorFlow's
+    # decode_png reads its id 1 as 17
+    with pytest.raises(ValueError, match=r"4-bit greyscale PNG.*class id 1 reads as 17"):
+        decode_ids(grey_png(np.array([[0, 1], [2, 3]]), 4))
+
+
+def test_a_mask_whose_exif_data_cannot_be_read_is_refused_saying_so():
+    # which way up it is displayed (its EXIF orientation) is unknown, as for an image
+    data = grey_png(np.zeros((4, 5), np.uint8), 8)
+    at = data.index(b"IDAT") - 4
+    data = data[:at] + png_chunk(b"eXIf", b"garbage") + data[at:]
+    with pytest.raises(MaskRejected, match="mask's EXIF data cannot be read .*which way up"):
+        prepare_mask(data, (4, 5), MaskOptions(num_labels=2))

@@ -350,6 +350,18 @@ def test_to_tfrecord_warns_writes_every_row_and_lists_the_pairs_beside_the_manif
     assert tfrecorder_lite.verify(tmp_path / "out").startswith("OK")
 
 
+def test_a_rerun_names_rows_a_spreadsheet_would_run_as_the_table_does(tmp_path):
+    # near-duplicates.csv keeps row "=r0" as "'=r0" (spreadsheet-safe); the problems of a
+    # re-run of the finished output, read from it, name the table's rows
+    df, _ = _leaky_table(tmp_path / "images", distinct=4)
+    df.index = [f"{'=-+@'[i % 4]}r{i}" for i in range(len(df))]
+    result = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    assert "'=r4" in (tmp_path / "out" / layout.NEAR_DUPLICATES).read_text()
+    again = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    assert set(again.problems.row) <= set(df.index)
+    assert again.problems.equals(result.problems)
+
+
 def test_a_placeholder_in_many_rows_of_two_splits_is_reported_once_a_row(tmp_path):
     # 1,200 rows of one "no image" file, TRAIN and TEST in turn: each pair of rows would be
     # 360,000 problems; each row after the first of the other split is reported once, and

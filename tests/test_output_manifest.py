@@ -6,12 +6,13 @@ import json
 import os
 import re
 
+import numpy as np
 import pytest
 
 from tfrecorder_lite.errors import ManifestError
 from tfrecorder_lite.output.manifest import (
     FORMAT_VERSION, ImageSummary, IndexEntry, Manifest, Receipt, ShardEntry, SplitEntry,
-    read_manifest, split_entry,
+    as_of, read_manifest, split_entry, split_shards,
 )
 from tfrecorder_lite.output.record_hashes import RecordHashes
 from tfrecorder_lite.record.keys import BYTES, IMAGE_KEYS, INT64, label_keys
@@ -144,6 +145,20 @@ def test_a_manifest_of_an_earlier_version_reads_and_keeps_what_it_does_not_know(
     assert manifest.splits["TEST"].shards[0].checksums == {"sha256": SHA}
     assert manifest.other == {"written_on": "a later version"}
     assert manifest.to_json() == content
+
+
+def test_a_generation_is_any_whole_number_of_the_outputs_and_the_message_says_which():
+    manifest = _manifest()  # one generation
+    assert split_shards(manifest, "TRAIN", np.int64(0)) == manifest.splits["TRAIN"].shards
+    assert as_of(manifest, np.uint8(0)) is manifest
+    for value in (1, np.int64(1), -1):
+        with pytest.raises(ManifestError, match=r"generation must be 0 \(the output has one "
+                                                rf"generation\), not {int(value)}$"):
+            as_of(manifest, value)
+    for value, shown in ((True, "True"), (np.bool_(False), "np.False_"), (0.0, "0.0"),
+                         ("0", "'0'")):
+        with pytest.raises(ManifestError, match=rf"generation must be 0 .*, not {shown}$"):
+            split_shards(manifest, "TRAIN", value)
 
 
 def test_receipts_round_trip_and_earlier_receipts_still_read():

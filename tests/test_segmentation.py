@@ -15,7 +15,7 @@ from PIL import Image
 
 import tfrecorder_lite
 from conftest import photo, save
-from imagegen import read_examples
+from imagegen import exif_bytes, grey_png, read_examples, sideways
 from tfrecorder_lite.errors import InvalidRowError, SchemaError
 from tfrecorder_lite.images.masks import decode_ids
 from tfrecorder_lite.read.verification import verify
@@ -141,6 +141,63 @@ def test_bad_rows_are_rejected_whole_with_their_reason(tmp_path):
     allowed = rows.iloc[[1]].tfrecord.to_tfrecord(tmp_path / "lossy", progress=False,
                                                   mask_labels=LABELS, allow_lossy_masks=True)
     assert allowed.counts == {"TRAIN": 1}
+
+
+@pytest.mark.parametrize("bits", [2, 4])
+def test_low_bit_greyscale_masks_are_written_as_their_class_ids(tmp_path, bits):
+    # Pillow and decode_png scale 2- and 4-bit samples to 0-255: 2-bit 3 read as 255 (the
+    # ignore value) and 4-bit 1, 2 as 17, 34 (labels of their own)
+    df, truth = _table(tmp_path, "ids", n=6)
+    for mask, ids in zip(df["mask_uri"], truth.values()):
+        ids[ids == 255] = 0
+        with open(mask, "wb") as f:
+            f.write(grey_png(ids, bits))
+    three = truth["img0.png"].copy()
+    three[1:3, 2:5] = 3  # six pixels of class 3, no label
+    bad = tmp_path / "masks" / "three.png"
+    bad.write_bytes(grey_png(three, bits))
+    table = pd.concat([df, pd.DataFrame([("TRAIN", df["image_uri"][0], str(bad))],
+                                        columns=df.columns, index=["three"])])
+    result = table.tfrecord.to_tfrecord(tmp_path / "out", progress=False, on_error="skip",
+                                        mask_labels=LABELS)
+    assert result.labels == LABELS
+    assert list(result.rejected.index) == ["three"]
+    assert "mask class id 3 (6 pixels) is not a label" in result.rejected["reason"].iloc[0]
+    records = read_examples(tmp_path / "out")
+    assert len(records) == len(df)
+    for record in records:
+        assert np.array_equal(decode_ids(record[MASK]), truth[record["image/filename"].decode()])
+    assert "verified" in str(verify(tmp_path / "out", decode=True))
+
+
+def test_a_mask_covers_its_image_as_displayed_whatever_their_exif_orientations(tmp_path):
+    # a photo whose file holds 48x64 pixels (height x width) with EXIF orientation 6 is
+    # displayed, and written, 64x48: its mask is 64x48, or a file its own orientation turns so
+    ids = _ids(64, 48, 1)
+    image = save(sideways(photo(64, 48, seed=3), 6), tmp_path / "images" / "turned.jpg", "JPEG",
+                 exif=exif_bytes(6))
+    upright = save(Image.fromarray(ids, "L"), tmp_path / "masks" / "upright.png")
+    unturned = save(sideways(ids, 6), tmp_path / "masks" / "unturned.png")
+    own = save(sideways(ids, 6), tmp_path / "masks" / "own.png", "PNG", exif=exif_bytes(6))
+    df = pd.DataFrame([("TRAIN", image, upright), ("TRAIN", image, unturned),
+                       ("TRAIN", image, own)], columns=["split", "image_uri", "mask_uri"],
+                      index=["upright", "unturned", "own"])
+    result = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False, on_error="skip",
+                                     mask_labels=LABELS)
+    assert list(result.rejected.index) == ["unturned"]
+    assert result.rejected.reason.iloc[0] == (
+        "mask is 48x64 pixels (height x width), its image 64x48 as displayed (its file holds "
+        "48x64 pixels, which its EXIF orientation 6 turns upright): a mask covers the image as "
+        "displayed")
+    records = read_examples(tmp_path / "out")
+    assert len(records) == 2
+    for record in records:
+        assert (record["image/height"], record["image/width"]) == (64, 48)
+        assert np.array_equal(decode_ids(record[MASK]), ids)
+    problems = df.tfrecord.validate(mask_labels=LABELS)
+    masks = problems[problems["column"] == "mask_uri"]
+    assert list(masks["row"]) == ["unturned"] and \
+        list(masks["problem"]) == list(result.rejected.reason)
 
 
 def test_validate_lists_every_bad_mask_with_its_reason(tmp_path):
@@ -340,6 +397,8 @@ def test_verify_catches_a_mask_that_disagrees_with_its_record():
     rgb = io.BytesIO()
     Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(rgb, "PNG")
     assert "not a single-channel 8-bit PNG" in feature.check_values({**good, MASK: [rgb.getvalue()]})
+    low = {**good, MASK: [grey_png(np.where(ids == 255, 0, ids), 4)]}
+    assert "a 4-bit greyscale PNG" in feature.check_values(low)  # decode_png reads 1 as 17
 
 
 def test_inspect_draws_the_mask_over_its_thumbnail(tmp_path):

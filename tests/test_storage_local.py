@@ -125,6 +125,13 @@ def test_write_file_writes_a_whole_file_by_path_and_refuses_read_only_urls(tmp_p
 
 # ------------------------------------------------------------------ the folder, and its lock
 
+def test_a_commit_that_cannot_take_its_name_leaves_no_temporary_file(tmp_path):
+    (tmp_path / "taken").mkdir()  # the final name is a folder
+    with pytest.raises(OSError):
+        storage.write_file(tmp_path / "taken", "{}")
+    assert sorted(os.listdir(tmp_path)) == ["taken"]
+
+
 def test_a_local_store_lists_sizes_reads_and_removes(tmp_path):
     store = storage.Store(f"file://{tmp_path}/out")
     assert store.url == str(tmp_path / "out") and store.is_local

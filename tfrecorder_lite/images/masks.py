@@ -1,19 +1,22 @@
 """Segmentation masks with Pillow and numpy: check one mask against its image and the labels,
 and give the single-channel PNG of class ids to store, with its pixel counts.
 
-A semantic mask is a single-channel image of class ids ("L", or "1"), a palette image ("P",
-the index is the class), or a colour image ("RGB", "RGBA" opaque) mapped to classes through a
-colour table. Masks stay class ids, pixel for pixel: a lossy mask (JPEG, WebP) is refused
-unless allowed, and nothing here resizes or interpolates. Instance masks (COCO polygons and
-RLE, or polygons relative to the image) are rasterized to 0/1 arrays and stored one PNG each.
+A semantic mask is a single-channel image of class ids (greyscale of 1, 2, 4, 8 or 16 bits:
+each sample is an id, never rescaled), a palette image ("P", the index is the class), or a
+colour image ("RGB", "RGBA" opaque) mapped to classes through a colour table. Masks stay class
+ids, pixel for pixel: a lossy mask (JPEG, WebP) is refused unless allowed, and nothing here
+resizes or interpolates; a mask is taken as it is displayed (its EXIF orientation applied).
+Instance masks (COCO polygons and RLE, or polygons relative to the image) are rasterized to
+0/1 arrays and stored one PNG each.
 """
 
 import io
 from dataclasses import dataclass
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
+from .containers import EXIF_ORIENTATION
 from .normalize import DEFAULT_MAX_PIXELS
 
 DEFAULT_IGNORE = 255  # the TF Model Garden's ignore_label
@@ -21,6 +24,12 @@ LOSSY_FORMATS = ("JPEG", "MPO", "WEBP")
 _ID_MODES = ("L", "1", "P", "I", "I;16")
 _COLOUR_MODES = ("RGB", "RGBA", "P", "L")
 _SHOWN = 3  # unknown values a reason names
+_TURNS = range(2, 9)  # the EXIF orientations that turn or flip the pixels to display them
+_SIDEWAYS = range(5, 9)  # those that swap the height and width
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_PNG_GREY = 0  # the colour type of a greyscale PNG
+# bit depth -> the factor its samples are scaled by to 0-255 when decoded to 8 bits
+_SCALED_GREY = {2: 255 // 3, 4: 255 // 15}
 # an instance mask given as polygons relative to its image: {RELATIVE_POLYGONS: [[x1, y1, ...]]}
 RELATIVE_POLYGONS = "relative_polygons"
 
@@ -65,16 +74,23 @@ class PreparedMask:
     ignored: int = 0
 
 
-def prepare_mask(data, size, options=MaskOptions()):
+def prepare_mask(data, size, options=MaskOptions(), orientation=1):
     """Check ``data`` (a mask file's bytes) against its image and give the mask to store.
+
+    Both are taken as they are displayed: the image upright (its EXIF orientation applied, as
+    it is stored), and the mask too when its own file has an EXIF orientation.
 
     Args:
         data: the mask file's bytes.
-        size: ``(height, width)`` of the row's image, as it was read (before any resize).
+        size: ``(height, width)`` of the row's image, as it was read (upright, before any
+            resize).
         options: MaskOptions.
+        orientation: the EXIF orientation the image was turned upright by (1: none), named
+            when the mask is of another size.
 
     Returns:
-        A PreparedMask; a single-channel 8-bit PNG of known ids is kept byte for byte.
+        A PreparedMask; a single-channel 8-bit PNG of known ids (and no EXIF turn) is kept
+        byte for byte.
 
     Raises:
         MaskRejected: with the reason (another size, a lossy format, an unknown id or colour
@@ -89,24 +105,31 @@ def prepare_mask(data, size, options=MaskOptions()):
         if mask_format in LOSSY_FORMATS and not options.allow_lossy:
             raise MaskRejected(f"mask is a {mask_format} file, which is lossy (its class ids "
                                "change near edges): use PNG masks, or allow_lossy_masks=True")
-        if (mask.height, mask.width) != tuple(size):
-            raise MaskRejected(f"mask is {mask.height}x{mask.width} pixels (height x width), "
-                               f"its image {size[0]}x{size[1]}")
         if getattr(mask, "n_frames", 1) > 1:
             raise MaskRejected(f"mask has {mask.n_frames} frames; a mask is one image")
         mask.load()
+        try:
+            turn = mask.getexif().get(EXIF_ORIENTATION, 1)
+        except (OSError, SyntaxError, ValueError, EOFError) as exc:
+            raise MaskRejected(f"mask's EXIF data cannot be read ({type(exc).__name__}: {exc}), "
+                               "so which way up it is shown is unknown") from None
+        if turn in _TURNS:
+            mask = ImageOps.exif_transpose(mask)
+        if (mask.height, mask.width) != tuple(size):
+            raise MaskRejected(_size_reason(mask, turn, size, orientation))
     except MaskRejected:
         raise
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError,
             Image.DecompressionBombError) as exc:
         raise MaskRejected(f"mask cannot be read: {type(exc).__name__}: {exc}") from None
-    kept = options.colors is None and mask_format == "PNG" and mask.mode == "L"
-    if kept:  # already a single-channel PNG of ids
+    bits = _png_grey_bits(data) if mask_format == "PNG" else None
+    kept = options.colors is None and mask.mode == "L" and bits == 8 and turn not in _TURNS
+    if kept:  # already a single-channel 8-bit PNG of ids
         ids = mask
     elif options.colors is not None:
         ids = Image.fromarray(_colour_ids(mask, options.colors, options.ignore_value), "L")
     else:
-        ids = _class_ids(mask)
+        ids = _class_ids(mask, bits)
     counts = id_counts(ids, options.num_labels, options.ignore_value)
     problem = _unknown_ids(counts, options)
     if problem:
@@ -116,6 +139,20 @@ def prepare_mask(data, size, options=MaskOptions()):
     ignored = int(counts[options.ignore_value]) if options.ignore_value is not None else 0
     return PreparedMask(encoded, tuple(present), tuple(int(counts[i]) for i in present),
                         ignored)
+
+
+def _size_reason(mask, turn, size, orientation):
+    """Why a mask (upright) does not fit its image of ``size`` (upright), naming the EXIF
+    orientations that turned either."""
+    turned = f" (upright: its EXIF orientation {turn} applied)" if turn in _TURNS else ""
+    reason = (f"mask is {mask.height}x{mask.width} pixels (height x width){turned}, its image "
+              f"{size[0]}x{size[1]}")
+    if orientation not in _TURNS:
+        return reason
+    stored = size[::-1] if orientation in _SIDEWAYS else size
+    return (f"{reason} as displayed (its file holds {stored[0]}x{stored[1]} pixels, which its "
+            f"EXIF orientation {orientation} turns upright): a mask covers the image as "
+            "displayed")
 
 
 _FEW_LABELS = 32  # up to this many labels, each is counted apart (faster than a histogram)
@@ -136,8 +173,22 @@ def id_counts(ids, num_labels=None, ignore_value=DEFAULT_IGNORE):
     return np.array(ids.histogram())
 
 
-def _class_ids(mask):
-    """The "L" image of the class ids of a mask that holds ids (or palette indexes)."""
+def _png_grey_bits(data):
+    """The bit depth of a greyscale PNG's samples (1, 2, 4, 8 or 16, from its header), or None
+    for any other file."""
+    if data[:8] == _PNG_SIGNATURE and data[12:16] == b"IHDR" and len(data) > 25 and \
+            data[25] == _PNG_GREY:
+        return data[24]
+    return None
+
+
+def _class_ids(mask, bits=None):
+    """The "L" image of the class ids of a mask that holds ids (or palette indexes); ``bits``:
+    the bit depth of a greyscale PNG's samples."""
+    if mask.mode == "L" and bits in _SCALED_GREY:
+        # Pillow (like libpng and TensorFlow's decode_png) scales 2- and 4-bit grey samples
+        # to 0-255 (sample 1 of 4 bits reads as 17): the ids are the samples
+        return mask.point([value // _SCALED_GREY[bits] for value in range(256)])
     if mask.mode == "L":
         return mask
     if mask.mode not in _ID_MODES:
@@ -231,7 +282,8 @@ def decode_ids(encoded):
     """The uint8 ``[H, W]`` class ids of a stored mask PNG (single channel).
 
     Raises:
-        ValueError: not a single-channel 8-bit PNG.
+        ValueError: not a single-channel 8-bit PNG (a 2- or 4-bit one is named: TensorFlow's
+            ``decode_png`` scales its samples, so that its ids read as others).
     """
     try:
         mask = Image.open(io.BytesIO(encoded))
@@ -241,6 +293,11 @@ def decode_ids(encoded):
     if mask.format != "PNG" or mask.mode != "L":
         raise ValueError(f"its mask is a {mask.format} {mask.mode} image, not a single-channel "
                          "8-bit PNG")
+    bits = _png_grey_bits(encoded)
+    if bits != 8:
+        raise ValueError(f"its mask is a {bits}-bit greyscale PNG, not a single-channel 8-bit "
+                         f"PNG: decode_png scales its samples to 0-255 (class id 1 reads as "
+                         f"{_SCALED_GREY.get(bits, 1)})")
     return np.asarray(mask)
 
 

@@ -71,6 +71,7 @@ class StoredImage:
     channels: int
     source_size: tuple = None  # (height, width) before a resize (upright), when resized
     luminance: bytes = None  # the image's phash.luminance_grid as displayed, when asked for
+    orientation: int = 1  # the EXIF orientation turned upright (1: the file's pixels as they are)
 
 
 class ImageRejected(Exception):
@@ -293,8 +294,10 @@ def _prepare(data, options):
     if rotate:
         image = ImageOps.exif_transpose(image)
     if fmt == "jpeg":  # a second JPEG generation: high quality, no chroma subsampling
-        return _encode(_to_8bit(image), "jpeg", 95, subsampling=0), image
-    return _encode(_to_8bit(image), "png", None), image
+        stored = _encode(_to_8bit(image), "jpeg", 95, subsampling=0)
+    else:
+        stored = _encode(_to_8bit(image), "png", None)
+    return replace(stored, orientation=orientation if rotate else 1), image
 
 
 def _plain_jpeg(data, options):
@@ -438,5 +441,5 @@ def _resize(image, fmt, rotate, orientation, options):
     if image.mode != "RGB":
         image = image.convert("RGB")  # resized output is uniform: 3 channels, alpha dropped
     resized = image.resize((width, height), Image.BILINEAR)
-    return replace(_encode(resized, options.format, options.quality),
-                   source_size=source_size), image
+    return replace(_encode(resized, options.format, options.quality), source_size=source_size,
+                   orientation=orientation if rotate else 1), image

@@ -174,10 +174,14 @@ class WrittenImages:
         perceptual: each image's perceptual hashes (whole image, then crops), uint64 rows;
             zeros where it has none.
         hashed: whether it has them (an image that did not decode has none).
+        labels: the output's label texts as metadata.json lists them (the table's, which
+            the files keep spreadsheet-safe: ``'+ve`` for ``+ve``), a frozenset; empty
+            unless the reader sets them.
     """
 
     def __init__(self, hashed_by=content_hash.DEFAULT):
         self.hashed_by = hashed_by
+        self.labels = frozenset()
         self.generations = np.zeros(0, dtype=np.int32)
         self.digests = np.zeros((0, content_hash.digest_bytes(hashed_by)), dtype=np.uint8)
         self.perceptual = np.zeros((0, 0), dtype=np.uint64)
@@ -214,7 +218,7 @@ class WrittenImages:
         return self._split_names[self._split_codes[index]]
 
     def label_of(self, index):
-        """One image's label text."""
+        """One image's label text, as its hashes file keeps it (spreadsheet-safe)."""
         return self._labels[index]
 
     def digest_of(self, index):

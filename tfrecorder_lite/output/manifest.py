@@ -7,6 +7,7 @@ malformed field.
 """
 
 import json
+import numbers
 from collections import Counter
 from html import escape
 from dataclasses import dataclass, field, replace
@@ -465,14 +466,28 @@ def split_shards(manifest, split, generation=None):
     if split not in manifest.splits:
         raise ManifestError(f"split {split!r} is not in the output (it has "
                             f"{', '.join(manifest.splits)})")
+    generation = generation_number(manifest, generation)
+    return tuple(s for s in manifest.splits[split].shards if s.generation <= generation)
+
+
+def generation_number(manifest, generation):
+    """``generation`` as the int of one of the output's generations (None: the latest; a
+    numpy integer is an integer, a bool is not).
+
+    Raises:
+        ManifestError: ``generation`` is no whole number of the output's generations (the
+            message says which are).
+    """
     latest = len(manifest.generations) - 1 if manifest.generations else 0
     if generation is None:
-        generation = latest
-    if isinstance(generation, bool) or not isinstance(generation, int) or \
-            not 0 <= generation <= latest:
-        raise ManifestError(f"generation must be 0 to {latest} (the output's generations), "
-                            f"not {generation!r}")
-    return tuple(s for s in manifest.splits[split].shards if s.generation <= generation)
+        return latest
+    whole = isinstance(generation, numbers.Integral) and not isinstance(generation, bool)
+    if not whole or not 0 <= generation <= latest:
+        allowed = "0 (the output has one generation)" if latest == 0 else \
+            f"0 to {latest} (the output's generations)"
+        raise ManifestError(f"generation must be {allowed}, not "
+                            f"{int(generation) if whole else repr(generation)}")
+    return int(generation)
 
 
 def as_of(manifest, generation=None, strict=True):
@@ -491,8 +506,9 @@ def as_of(manifest, generation=None, strict=True):
         ManifestError: ``generation`` is not one of the output's, or (``strict``)
             metadata.json does not record what its generations held.
     """
+    generation = generation_number(manifest, generation)
     shards = {split: split_shards(manifest, split, generation) for split in manifest.splits}
-    if generation is None or generation == len(manifest.generations or [None]) - 1:
+    if generation == len(manifest.generations or [None]) - 1:
         return manifest
     entries = manifest.generations[:generation + 1]
     lacking = [g["generation"] for g in entries

@@ -22,11 +22,11 @@ import numpy as np
 from PIL import Image
 
 from .. import storage
-from ..errors import SchemaError
+from ..errors import SchemaError, VerifyError
 from ..output.manifest import read_manifest
 from ..redaction import redact
 from ..record.encoding import decode_example
-from ..record.framing import iter_records
+from ..record.framing import RecordError, iter_records
 from ..record.boxes import BBOX_KEYS, OBJECT_LABEL, OBJECT_MASK, object_key
 from ..record.keys import FILENAME, HEIGHT, SOURCE_ID, WIDTH
 from ..storage import Store
@@ -49,7 +49,9 @@ def to_coco(output_dir, split, path, *, storage_options=None):
 
     Raises:
         ManifestError: the folder holds no finished output.
-        SchemaError: the output is not a detection output, or has no such split.
+        SchemaError: the output is not a detection output, or has no such split; ``path``
+            is a folder.
+        VerifyError: a shard is missing or damaged (the message names it).
     """
     store = Store(output_dir, storage_options)
     manifest, _ = read_manifest(store)
@@ -57,15 +59,31 @@ def to_coco(output_dir, split, path, *, storage_options=None):
         raise SchemaError(f"{redact(store.url)} is a {manifest.task or 'classification'} "
                           "output; COCO instances are exported from a detection output (boxes)")
     name = pick(split, manifest.splits, store.url)
+    target = storage.resolve(path)
+    if not storage.is_remote(target) and storage.is_dir(target):
+        raise SchemaError(f"to_coco's path {target} is a folder: give the JSON file to write")
     images, annotations = [], []
     for shard in manifest.splits[name].shards:
-        with store.open_read(shard.name) as f:
-            for data in iter_records(f, manifest.compression):
-                record = {key: values for key, (_, values) in decode_example(data).items()}
-                image = _image(record, len(images) + 1)
-                annotations += _annotations(record, image, len(images),
-                                            manifest.image.stored, len(annotations) + 1)
-                images.append(image)
+        where = store.path(shard.name)
+        try:
+            with store.open_read(shard.name) as f:
+                for index, data in enumerate(iter_records(f, manifest.compression)):
+                    try:
+                        record = {key: values
+                                  for key, (_, values) in decode_example(data).items()}
+                        image = _image(record, len(images) + 1)
+                        annotations += _annotations(record, image, len(images),
+                                                    manifest.image.stored, len(annotations) + 1)
+                    except (ValueError, KeyError, IndexError, OSError) as exc:
+                        raise RecordError(index, f"not a record of a detection output "
+                                                 f"({type(exc).__name__}: {exc})") from None
+                    images.append(image)
+        except FileNotFoundError:
+            raise VerifyError(f"{where}: missing (metadata.json lists it in {name}); run "
+                              f"tfrecorder-lite verify {store.url}") from None
+        except RecordError as exc:
+            raise VerifyError(f"{where}: {exc}; run tfrecorder-lite verify {store.url}") \
+                from None
     ids = [int(i["source_id"]) if _WHOLE.match(i["source_id"]) else 0 for i in images]
     if min(ids, default=1) < 1 or len(set(ids)) < len(ids):
         for number, image in enumerate(images, 1):  # renumber: ids must be unique ints

@@ -72,15 +72,16 @@ class SegmentationMask(ClassLabel):
     def encode(self, value, image=None, files=()):
         """``value``: ``((), (), source id)`` (the ids and texts the mask holds are known once
         it is read); ``image``: the row's ``(StoredImage, file name)``; ``files``: the mask
-        file's bytes. A mask is checked against the image as it was read; an image resized as
-        it is written takes its mask resized by nearest neighbour."""
+        file's bytes. A mask is checked against the image as it was read and is displayed (upright,
+        its EXIF orientation applied, as it is stored); an image resized as it is written takes
+        its mask resized by nearest neighbour."""
         from ..images import masks
 
         (_, _, source_id), (data,) = value, files
         stored = image[0]
         size = stored.source_size or (stored.height, stored.width)
         try:
-            mask = masks.prepare_mask(data, size, self.mask_options())
+            mask = masks.prepare_mask(data, size, self.mask_options(), stored.orientation)
             if size != (stored.height, stored.width):
                 mask = masks.resized(mask, (stored.height, stored.width), self.ignore_value)
         except masks.MaskRejected as exc:

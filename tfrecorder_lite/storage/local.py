@@ -242,7 +242,11 @@ class LocalPendingFile(PendingFile):
         self._file.flush()
         os.fsync(self._file.fileno())
         self._file.close()
-        os.replace(self._temp_path, self._path)
+        try:
+            os.replace(self._temp_path, self._path)
+        except OSError:  # the final name is a folder, say: no temporary file left behind
+            self.discard()
+            raise
         fsync_folder(os.path.dirname(self._path))
 
 

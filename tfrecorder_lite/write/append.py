@@ -22,6 +22,7 @@ from ..output.layout import hashes_name
 from ..output.manifest import SplitEntry
 from ..storage import read_many
 from ..table.splits import SPLITS
+from .csv_files import safe_cells
 from .leakage import label_texts
 
 logger = redaction.logger(__name__)  # every record redacted
@@ -35,7 +36,9 @@ def written_before(store, manifest):
         ManifestError: a hashes file is missing, differs from what metadata.json records of
             it, or is no hashes file (``hashes_files.read_written_images``).
     """
-    return read_written_images(store, manifest.near_duplicates or {})
+    before = read_written_images(store, manifest.near_duplicates or {})
+    before.labels = frozenset(manifest.labels)
+    return before
 
 
 _CHUNK = 1 << 12  # rows looked at a time (by each thread)
@@ -102,7 +105,9 @@ def decide(records, before):
 
     Args:
         records: ``(position, split, content hash, label text)`` of the new records (the
-            hash ``before.hashed_by``).
+            hash ``before.hashed_by``; the label as the table has it, compared with the
+            earlier one as its table had it, never with the hashes file's spreadsheet-safe
+            text).
         before: :func:`written_before`'s WrittenImages.
 
     Returns:
@@ -114,23 +119,40 @@ def decide(records, before):
     known = {}  # only the earlier images a new record repeats: the oldest of each
     for index in before.holding({digest for _, _, digest, _ in records}).tolist():
         known.setdefault(before.digest_of(index), index)
-    out = {}
+    out, tables = {}, {}
     for position, split, digest, label in records:
         index = known.get(digest)
         if index is None:
             continue
-        if before.split_of(index) == split and before.label_of(index) == label:
+        kept = before.label_of(index)
+        if kept not in tables:
+            tables[kept] = _table_label(kept, before.labels)
+        same_label = label == tables[kept] if tables[kept] is not None else \
+            safe_cells([label])[0] == kept
+        if before.split_of(index) == split and same_label:
             out[position] = SKIPPED
             continue
         old = before.image(index)
         where = f"row {old.row!r} ({old.image_uri}) of generation {old.generation}"
         if old.split != split:
             out[position] = f"already in {old.split}: the same image as {where}"
-        elif old.label != label:
-            out[position] = (f"label changed from {old.label!r} to {label!r}: the same image "
-                             f"as {where}; relabelling is not an append: convert the "
-                             "corrected table again (docs/generations.md)")
+        elif not same_label:
+            was = kept if tables[kept] is None else tables[kept]
+            out[position] = (f"label changed from {was!r} to {label!r}: the same image as "
+                             f"{where}; relabelling is not an append: convert the corrected "
+                             "table again (docs/generations.md)")
     return out
+
+
+def _table_label(kept, labels):
+    """The label text the table had, of the text ``kept`` of a hashes file (written
+    spreadsheet-safe, as ``rejected.csv``: ``'+ve`` for ``+ve``): the one of ``kept`` and
+    ``kept`` unquoted that is written so and is a label of ``labels`` (several joined by "|");
+    None when none is, or both are."""
+    found = [text for text in {kept, kept[1:] if kept.startswith("'") else kept}
+             if (text in labels or all(part in labels for part in text.split("|")))
+             and safe_cells([text])[0] == kept]
+    return found[0] if len(found) == 1 else None
 
 
 def _counts(labels, old, new):

@@ -43,6 +43,12 @@ def _missing(value):
     return value is None or value is pd.NA or isinstance(value, float) and value != value
 
 
+def index_text(label):
+    """The text a row label is written as in the index of :func:`safe_csv`'s CSV (to find the
+    table's row of a label read back)."""
+    return str(spreadsheet_safe(redaction.redact(label)))
+
+
 def safe_csv(frame, index_header):
     """The CSV text of a frame bound for a file: redacted and spreadsheet-safe, its index
     under ``index_header`` (see :func:`index_label`)."""

@@ -34,7 +34,7 @@ from ..options import leakage_for
 from ..table.schema import problems_frame
 from . import append as appending
 from . import leakage as leaks
-from .csv_files import index_label, safe_csv
+from .csv_files import index_label, index_text, safe_csv
 from .runners import JoblibRunner
 
 logger = redaction.logger(__name__)  # every record redacted
@@ -473,7 +473,7 @@ def _result_from_disk(store, df):
     if near.get("file"):
         pairs = pd.read_csv(io.BytesIO(store.read_bytes(near["file"])), dtype=str,
                             keep_default_na=False)
-        row_of = {str(label): label for label in df.index}
+        row_of = {index_text(label): label for label in df.index}  # as the file has them
         problems = problems_frame([
             (row_of.get(p.row, p.row), None, p.image_uri, describe(
                 f"row {row_repr(row_of.get(p.other_row, p.other_row))} ({p.other_image_uri}, "

@@ -2,7 +2,8 @@
 
 ``python resume_jobs.py MODE OUTPUT_DIR WORK_DIR SHUFFLE STEPS KILL_AFTER`` trains a tiny model
 on ``load(OUTPUT_DIR, "TRAIN", shuffle=SHUFFLE, seed=7, batch_size=4, epochs=None)`` for STEPS
-batches in all, restoring first whatever WORK_DIR holds, and prints ``BATCH [file names]`` for
+batches in all (SHUFFLE ``default`` and ``buffer``: load()'s one-epoch pipeline without and
+with ``shuffle=True``), restoring first whatever WORK_DIR holds, and prints ``BATCH [file names]`` for
 each batch it trains on. MODE ``checkpoint`` is a custom loop saving
 ``tf.train.Checkpoint(model=..., it=iterator)`` after every batch; ``keras`` is ``model.fit``
 with ``tfrecorder_lite.BackupAndRestore(save_freq=1)``, 15 steps an epoch. With KILL_AFTER
@@ -98,8 +99,12 @@ def keras_fit(dataset, work, steps, kill_after):
 
 if __name__ == "__main__":
     mode, out, work, shuffle, steps, kill_after = sys.argv[1:]
-    data = tfrecorder_lite.load(out, "TRAIN", batch_size=4, image_size=(8, 8),
-                                as_supervised=False, seed=7, epochs=None,
-                                shuffle="global" if shuffle == "global" else False)
+    if shuffle in ("default", "buffer"):  # load()'s own pipeline, one epoch (not by index)
+        data = tfrecorder_lite.load(out, "TRAIN", batch_size=4, image_size=(8, 8),
+                                    as_supervised=False, seed=7, shuffle=shuffle == "buffer")
+    else:
+        data = tfrecorder_lite.load(out, "TRAIN", batch_size=4, image_size=(8, 8),
+                                    as_supervised=False, seed=7, epochs=None,
+                                    shuffle="global" if shuffle == "global" else False)
     {"checkpoint": custom_loop, "keras": keras_fit}[mode](data, work, int(steps),
                                                            int(kill_after))

@@ -46,22 +46,33 @@ def differences(saved, current):
     return "; ".join(found)
 
 
+def refuse(tf, saved, description):
+    """Raise the error of an iterator restored from a checkpoint of ``saved`` (a description,
+    bytes) into a pipeline of ``description``: a ``tf.errors.FailedPreconditionError``, which
+    TensorFlow passes on as it is."""
+    saved = saved.decode("utf-8", "replace") if isinstance(saved, bytes) else saved
+    raise tf.errors.FailedPreconditionError(
+        None, None, "this iterator was restored from a checkpoint of another pipeline, which "
+        f"it cannot resume: {differences(saved, description)}. Restore it into load() of the "
+        "output, split, generation, seed and hosts it was saved from")
+
+
+def carry(tf, dataset, description):
+    """``dataset``'s elements as ``(description, element)``: a ``scan`` whose state (saved in
+    checkpoints) is the description of the pipeline it was created in."""
+    return dataset.scan(tf.constant(description),
+                        lambda saved, element: (saved, (saved, element)))
+
+
 def bind(tf, dataset, description):
     """``dataset`` with its checkpoints bound to ``description`` (see the module's doc)."""
     expected = tf.constant(description)
 
-    def refuse(saved):
-        saved = saved.numpy().decode("utf-8", "replace")
-        raise tf.errors.FailedPreconditionError(
-            None, None, "this iterator was restored from a checkpoint of another pipeline, "
-            f"which it cannot resume: {differences(saved, description)}. Restore it into "
-            "load() of the output, split, generation, seed and hosts it was saved from")
-
     def check(saved, element):
         same = tf.equal(saved, expected)
-        checked = tf.cond(same, lambda: same,
-                          lambda: tf.py_function(refuse, [saved], tf.bool))
+        checked = tf.cond(same, lambda: same, lambda: tf.py_function(
+            lambda s: refuse(tf, s.numpy(), description), [saved], tf.bool))
         with tf.control_dependencies([checked]):
             return tf.nest.map_structure(tf.identity, element, expand_composites=True)
 
-    return dataset.scan(expected, lambda saved, element: (saved, (saved, element))).map(check)
+    return carry(tf, dataset, description).map(check)

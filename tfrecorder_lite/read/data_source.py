@@ -188,15 +188,17 @@ class DataSource:
         indices = np.array([self._checked(i) for i in indices], dtype=np.int64)
         if not len(indices):
             return []
-        spans = self._spans(indices)
-        if self._store.is_local:
-            self._check_files({s for s, _, _ in spans})
-            found = self._store.read_ranges([(self._shards[s].name, start, end)
-                                             for s, start, end in spans])
-        else:
-            self._check_files(())
-            found = self._blocks.read(spans)
+        if self._seen is None:  # once in each process: the output is still the one opened
+            self._check_manifest()
+            self._seen = {}
         try:
+            spans = self._spans(indices)
+            if self._store.is_local:
+                self._check_files({s for s, _, _ in spans})
+                found = self._store.read_ranges([(self._shards[s].name, start, end)
+                                                 for s, start, end in spans])
+            else:
+                found = self._blocks.read(spans)
             return [self._unframe(data, shard, int(i - self._first[shard]))
                     for data, (shard, _, _), i in zip(found, spans, indices)]
         except VerifyError:
@@ -220,14 +222,8 @@ class DataSource:
     # the output changing under the reader
 
     def _check_files(self, shards):
-        """Refuse to read from an output rewritten since this source was opened: checked
-        against metadata.json once in each process, and for local shard files whenever one
-        of ``shards`` is no longer the file this process saw."""
-        if self._seen is None:
-            self._check_manifest()
-            self._seen = {}
-        if not self._store.is_local:
-            return
+        """Refuse to read local shard files rewritten since this process first read them:
+        metadata.json is read again whenever one of ``shards`` is no longer the file seen."""
         for shard in shards:
             try:
                 info = os.stat(self._store.path(self._shards[shard].name))

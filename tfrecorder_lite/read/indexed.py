@@ -20,6 +20,7 @@ import threading
 
 import numpy as np
 
+from . import checkpoints
 from ..errors import SchemaError
 from .order import GlobalOrder, check_hosts, host_share
 
@@ -77,7 +78,7 @@ class InputPosition:
                                           self.next_start % self.num_records == 0)
 
 
-def records(tf, source, order, position, symbolic=True):
+def records(tf, source, order, position, description, symbolic=True):
     """The dataset of serialized records at the global positions of one host.
 
     Args:
@@ -85,6 +86,9 @@ def records(tf, source, order, position, symbolic=True):
         source: the split's DataSource.
         order: its GlobalOrder.
         position: the InputPosition (its ``next_start`` is read when an iterator starts).
+        description: what the pipeline reads (:func:`~tfrecorder_lite.read.checkpoints.
+            describe`): an iterator restored from a checkpoint of another is refused before
+            any record is read.
         symbolic: turn tf.data's symbolic checkpointing on (off for a pipeline that adds a
             shuffle buffer, which it cannot save).
 
@@ -101,7 +105,9 @@ def records(tf, source, order, position, symbolic=True):
         first, stop = tf.py_function(span, [], (tf.int64, tf.int64))
         return tf.data.Dataset.range(first, stop, hosts)
 
-    def read(group):
+    def read(saved, group):
+        if saved.numpy()[0] != expected:
+            checkpoints.refuse(tf, saved.numpy()[0], description)
         group = group.numpy()
         if not source.is_local and len(group):  # this group's blocks first, then the next
             ahead = np.arange(group[-1] + hosts, group[-1] + hosts * _READ_AHEAD, hosts)
@@ -109,8 +115,10 @@ def records(tf, source, order, position, symbolic=True):
         found = source.read_serialized(order.records(group))
         return np.array(found, dtype=object)
 
-    dataset = tf.data.Dataset.range(1).flat_map(positions).batch(_READ_GROUP).map(
-        lambda group: tf.py_function(read, [group], tf.string),
+    expected = description.encode()
+    dataset = checkpoints.carry(tf, tf.data.Dataset.range(1).flat_map(positions), description)
+    dataset = dataset.batch(_READ_GROUP).map(
+        lambda saved, group: tf.py_function(read, [saved, group], tf.string),
         num_parallel_calls=_GROUPS_IN_FLIGHT[source.is_local], deterministic=True).unbatch()
     options = tf.data.Options()
     options.experimental_symbolic_checkpoint = symbolic

@@ -13,7 +13,7 @@ import joblib
 from . import checkpoints, data_source, indexed, shard_cache, verification
 from ..errors import SchemaError
 from ..options import LoadOptions
-from ..output.manifest import as_of, read_manifest, split_shards
+from ..output.manifest import as_of, generation_number, read_manifest, split_shards
 from ..record.features import ImageFeature, parse_spec
 from ..record.kinds import features_of
 from ..table.splits import pick
@@ -170,7 +170,8 @@ def _load_split(store, manifest, split, options, cache, by_index=None, generatio
     ).apply(tf.data.experimental.assert_cardinality(num_examples))
     dataset = decoded_pipeline(tf, records, decode, options, deterministic, features)
     return checkpoints.bind(tf, dataset, checkpoints.describe(
-        split, shards, generation, bool(options.shuffle), options.seed))
+        split, shards, generation_number(manifest, generation), bool(options.shuffle),
+        options.seed))
 
 
 def _load_by_index(tf, store, manifest, split, options, position, features, shards,
@@ -192,7 +193,10 @@ def _load_by_index(tf, store, manifest, split, options, position, features, shar
     else:
         order = indexed.global_order(position.num_records, options.shuffle == "global", seed)
     buffered = options.shuffle is True  # the by-index orders need no buffer
-    records = indexed.records(tf, source, order, position, symbolic=not buffered)
+    description = checkpoints.describe(
+        split, shards, generation_number(manifest, generation), options.shuffle,
+        order.seed if order.shuffle else None, position.num_hosts, position.host_index)
+    records = indexed.records(tf, source, order, position, description, symbolic=not buffered)
     if position.repeats_evenly:
         records = records.apply(tf.data.experimental.assert_cardinality(
             indexed.count(position)))
@@ -201,9 +205,6 @@ def _load_by_index(tf, store, manifest, split, options, position, features, shar
     dataset = decoded_pipeline(tf, records, decode,
                                dataclasses.replace(options, shuffle=buffered),
                                not buffered or seed is not None, features)
-    dataset = checkpoints.bind(tf, dataset, checkpoints.describe(
-        split, shards, generation, options.shuffle, order.seed if order.shuffle else None,
-        position.num_hosts, position.host_index))
     dataset._tfrecorder_lite_position = position  # for BackupAndRestore
     return dataset
 

@@ -223,6 +223,7 @@ def test_the_options_page_lists_every_option_and_flag():
                  "read_vertex": [tfrecorder_lite.read_vertex, tfrecorder_lite.read_yolo,
                                  tfrecorder_lite.to_coco],
                  "data_source": [tfrecorder_lite.data_source],
+                 "RecordSampler": [tfrecorder_lite.RecordSampler],
                  "BackupAndRestore": [tfrecorder_lite.BackupAndRestore]}
     missing = []
     for key, calls in functions.items():

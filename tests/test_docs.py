@@ -4,8 +4,8 @@ script and notebook, and the options page lists every option and flag there is.
 Each page runs in a folder of its own that starts holding the sample ``images.csv`` and
 ``images/`` (samples/sample_images.py): its Python blocks top to bottom in one interpreter, its
 shell blocks at their place in the same folder (tests/run_doc_blocks.py). A block right after
-``<!-- not run: REASON -->`` is skipped; one after ``<!-- own process -->`` is Python run by a
-fresh interpreter.
+``<!-- not run: REASON -->`` is skipped; one after ``<!-- own process -->`` is Python pasted into
+a script file and run by a fresh interpreter, as a user would run it.
 """
 
 import importlib.util

@@ -11,7 +11,7 @@ import os
 import joblib
 
 from . import shard_cache, verification
-from . import data_source, indexed
+from . import data_source, indexed, keras_layout
 from ..errors import SchemaError
 from ..options import LoadOptions
 from ..output.manifest import as_of, read_manifest, split_shards
@@ -19,6 +19,7 @@ from ..record.features import ImageFeature, parse_spec
 from ..record.kinds import features_of
 from ..table.splits import pick
 from ..storage import Store
+from ..redaction import redact
 from ..record.tensorflow import import_tensorflow
 from .data_source import check_uncompressed
 
@@ -42,7 +43,11 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
             records, read by index (see docs/training.md).
         seed: shuffle seed (None: a different order every run; a seed repeats exactly).
         as_supervised: yield ``(image, label)`` (``(features, label)`` for an output without
-            images: a dict of its other columns); False yields the feature dict plus ``image``.
+            images: a dict of its other columns); False yields the feature dict plus ``image``;
+            "keras": the dict Keras 3's image augmentation layers take, ``{"images",
+            "bounding_boxes": {"boxes", "labels"}}`` (boxes in ``box_format``), ``{"images",
+            "segmentation_masks"}`` or ``{"images", "labels"}`` (see
+            :mod:`~tfrecorder_lite.read.keras_layout`).
         shuffle_buffer: examples held by the shuffle buffer.
         drop_remainder: drop the last, smaller batch.
         channels: channels of the decoded image (3: RGB, 1: grayscale).
@@ -96,11 +101,13 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
                                      start=start, epochs=epochs, batch_size=batch_size,
                                      num_hosts=num_hosts, host_index=host_index,
                                      input_context=input_context)
+    keras_layout.check(features_of(manifest), options, redact(store.url))
+    layout = functools.partial(keras_layout.apply, features_of(manifest), options)
     if split is None:
-        return {name: _load_split(store, manifest, name, options, cache_dir, by_index,
-                                  generation) for name in manifest.splits}
-    return _load_split(store, manifest, pick(split, manifest.splits), options, cache_dir,
-                       by_index, generation)
+        return {name: layout(_load_split(store, manifest, name, options, cache_dir, by_index,
+                                         generation)) for name in manifest.splits}
+    return layout(_load_split(store, manifest, pick(split, manifest.splits), options,
+                              cache_dir, by_index, generation))
 
 
 def _load_split(store, manifest, split, options, cache_dir, by_index=None, generation=None):

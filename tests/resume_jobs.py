@@ -6,7 +6,8 @@ batches in all (SHUFFLE ``default`` and ``buffer``: load()'s one-epoch pipeline 
 with ``shuffle=True``), restoring first whatever WORK_DIR holds, and prints ``BATCH [file names]`` for
 each batch it trains on. MODE ``checkpoint`` is a custom loop saving
 ``tf.train.Checkpoint(model=..., it=iterator)`` after every batch; ``keras`` is ``model.fit``
-with ``tfrecorder_lite.BackupAndRestore(save_freq=1)``, 15 steps an epoch. With KILL_AFTER
+with ``tfrecorder_lite.BackupAndRestore(save_freq=1)``, 15 steps an epoch; ``keras-map`` is
+``keras`` on the dataset followed by a normalizing ``map()`` and ``prefetch()``. With KILL_AFTER
 k > 0 the job kills itself (SIGKILL) after its k-th batch of this run, once it is saved.
 At the end it prints ``STATE <bytes>``: the size of a checkpoint of the iterator alone.
 """
@@ -69,8 +70,14 @@ class Recording(keras.Sequential):
 
     def train_step(self, data):
         print("BATCH", json.dumps(names(data)), flush=True)
-        return super().train_step((tf.cast(data["image"], tf.float32) / 255,
-                                   data["image/class/label"]))
+        image = data["image"]  # uint8, or float already with keras-map
+        image = tf.cast(image, tf.float32) / 255 if image.dtype == tf.uint8 else image
+        return super().train_step((image, data["image/class/label"]))
+
+
+def normalize(batch):
+    """A preprocessing map after load(): the images as floats in [0, 1]."""
+    return {**batch, "image": tf.cast(batch["image"], tf.float32) / 255}
 
 
 class KillAfter(keras.callbacks.Callback):
@@ -106,5 +113,7 @@ if __name__ == "__main__":
         data = tfrecorder_lite.load(out, "TRAIN", batch_size=4, image_size=(8, 8),
                                     as_supervised=False, seed=7, epochs=None,
                                     shuffle="global" if shuffle == "global" else False)
-    {"checkpoint": custom_loop, "keras": keras_fit}[mode](data, work, int(steps),
-                                                           int(kill_after))
+    if mode == "keras-map":
+        data = data.map(normalize, num_parallel_calls=2).prefetch(2)
+    {"checkpoint": custom_loop, "keras": keras_fit, "keras-map": keras_fit}[mode](
+        data, work, int(steps), int(kill_after))

@@ -283,3 +283,62 @@ def test_grain_and_torch_read_every_record_once_per_epoch_with_2_workers(outputs
     for names in epochs:
         assert sorted(names) == expected  # every record exactly once
     assert epochs[0] != epochs[1] and epochs[0] != expected  # shuffled, anew each epoch
+
+
+# ------------------------------------------------------------------ image_size: as load()
+
+@pytest.fixture(scope="module")
+def sized_output(tmp_path_factory):
+    """JPEGs large enough for 1/2, 1/4 and 1/8 scale decodes at 24x32, JPEGs and PNGs smaller
+    than that (enlarged), a grayscale JPEG and a progressive one."""
+    root = tmp_path_factory.mktemp("sized")
+    sizes = [(300, 260), (130, 150), (60, 70), (40, 90), (30, 40), (20, 20), (100, 33)]
+    rows = []
+    for i, (height, width) in enumerate(sizes):
+        rows.append(("TRAIN", save(photo(height, width, seed=i), root / f"{i}.jpg", quality=90),
+                     "a"))
+        rows.append(("TRAIN", save(photo(height, width, seed=10 + i), root / f"{i}.png", "PNG"),
+                     "b"))
+    rows.append(("TRAIN", save(photo(200, 180, seed=30, mode="L"), root / "gray.jpg"), "a"))
+    rows.append(("TRAIN", save(photo(170, 210, seed=31), root / "progressive.jpg",
+                               progressive=True), "b"))
+    table = pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+    return table.tfrecord.to_tfrecord(root / "out", num_shards=2, progress=False).output_dir
+
+
+@pytest.mark.parametrize("size, channels", [((24, 32), 3), ((24, 32), 1), (50, 3)])
+def test_image_size_gives_load_pixels_within_one_level(sized_output, size, channels):
+    # load() decodes a JPEG at 1/2, 1/4 or 1/8 scale (libjpeg) and resizes with
+    # tf.image.resize in float32; here Pillow's libjpeg decodes at the same scale and its
+    # bilinear transform samples the same points, also in float32. The two sum the same
+    # four weighted pixels in another order: a sum that lands next to .5 may round the other
+    # way, one level apart, in a handful of pixels. Anything else (another scale, antialiasing,
+    # truncating instead of rounding) moves most pixels, or some by many levels.
+    src = tfrecorder_lite.data_source(sized_output, "TRAIN", decode_image=True,
+                                      image_size=size, channels=channels)
+    loaded = {r["image/filename"].numpy(): r["image"].numpy() for r in tfrecorder_lite.load(
+        sized_output, "TRAIN", image_size=size, channels=channels, as_supervised=False)}
+    height, width = (size, size) if isinstance(size, int) else size
+    off = total = 0
+    for i in range(len(src)):
+        record = src[i]
+        image, expected = record["image"], loaded.pop(record["image/filename"])
+        assert image.dtype == np.uint8 and image.shape == (height, width, channels)
+        difference = np.abs(image.astype(int) - expected.astype(int))
+        assert difference.max() <= 1, (record["image/filename"], difference.max())
+        off, total = off + int((difference > 0).sum()), total + difference.size
+    assert not loaded
+    assert off <= total // 100, (off, total)
+
+
+def test_image_size_is_refused_where_it_cannot_apply(outputs, tmp_path):
+    with pytest.raises(SchemaError, match="decode_image=True"):
+        tfrecorder_lite.data_source(outputs["classification"], "TRAIN", image_size=(8, 8))
+    with pytest.raises(SchemaError, match="image_size must be \\(height, width\\)"):
+        tfrecorder_lite.data_source(outputs["classification"], "TRAIN", decode_image=True,
+                                    image_size=(8, 0))
+    table = pd.DataFrame({"split": ["TRAIN"] * 2, "x": [1.0, 2.0], "label": ["a", "b"]})
+    out = table.tfrecord.to_tfrecord(tmp_path / "no-images", progress=False,
+                                     image_col=None).output_dir
+    with pytest.raises(SchemaError, match="holds no images, so image_size does not apply"):
+        tfrecorder_lite.data_source(out, "TRAIN", decode_image=True, image_size=(8, 8))

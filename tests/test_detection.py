@@ -342,3 +342,39 @@ def test_the_documented_keras_example_fits_any_number_of_boxes(tmp_path, monkeyp
     exec(compile(block, "docs/detection.md", "exec"), namespace)
     assert namespace["max_boxes"] == 7 and namespace["num_classes"] == 4
     assert [tuple(shape) for shape in namespace["model"].output_shape] == [(None, 7, 4)] * 2
+
+
+def test_keras_layout_batches_go_through_keras_augmentation_layers(box_table, tmp_path):
+    import keras
+
+    rows = pd.concat([box_table, box_table.iloc[[0]].assign(image_uri=save(
+        photo(30, 40, seed=9), tmp_path / "images" / "9.jpg"))])  # an image with one box
+    rows.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    data = tfrecorder_lite.load(tmp_path / "out", "TRAIN", image_size=(32, 40), batch_size=5,
+                                box_format="rel_xyxy", as_supervised="keras")
+    batch = next(iter(data))
+    assert set(batch) == {"images", "bounding_boxes"}
+    assert set(batch["bounding_boxes"]) == {"boxes", "labels"}
+    assert batch["images"].shape == (5, 32, 40, 3)
+    assert batch["bounding_boxes"]["boxes"].shape == (5, 2, 4)
+    assert (batch["bounding_boxes"]["labels"].numpy() == -1).sum() == 1  # padding
+
+    images, boxes, labels = (batch["images"].numpy(), batch["bounding_boxes"]["boxes"].numpy(),
+                             batch["bounding_boxes"]["labels"].numpy())
+    flip = keras.layers.RandomFlip("horizontal", bounding_box_format="rel_xyxy", seed=3)
+    # eager (the layer writes into the dict it is given), and in tf.data
+    for out in (flip(tf.nest.map_structure(tf.identity, batch)), next(iter(data.map(flip)))):
+        flipped = []
+        for i in range(5):
+            image = out["images"][i].numpy()
+            flipped.append(np.allclose(image, images[i][:, ::-1]))
+            assert flipped[-1] or np.allclose(image, images[i])
+            real = labels[i] != -1
+            expected = boxes[i][real]
+            if flipped[-1]:  # x mirrored: [1 - xmax, ymin, 1 - xmin, ymax]
+                expected = np.stack([1 - expected[:, 2], expected[:, 1], 1 - expected[:, 0],
+                                     expected[:, 3]], axis=-1)
+            np.testing.assert_allclose(out["bounding_boxes"]["boxes"][i].numpy()[real],
+                                       expected, atol=1e-5)
+            assert out["bounding_boxes"]["labels"][i].numpy().tolist() == labels[i].tolist()
+        assert any(flipped) and not all(flipped)  # seed 3: both cases seen

@@ -4,8 +4,8 @@ script and notebook, and the options page lists every option and flag there is.
 Each page runs in a folder of its own that starts holding the sample ``images.csv`` and
 ``images/`` (samples/sample_images.py): its Python blocks top to bottom in one interpreter, its
 shell blocks at their place in the same folder (tests/run_doc_blocks.py). A block right after
-``<!-- not run: REASON -->`` is skipped; one after ``<!-- own process -->`` is Python run by a
-fresh interpreter.
+``<!-- not run: REASON -->`` is skipped; one after ``<!-- own process -->`` is Python pasted into
+a script file and run by a fresh interpreter, as a user would run it.
 """
 
 import importlib.util
@@ -223,6 +223,7 @@ def test_the_options_page_lists_every_option_and_flag():
                  "read_vertex": [tfrecorder_lite.read_vertex, tfrecorder_lite.read_yolo,
                                  tfrecorder_lite.to_coco],
                  "data_source": [tfrecorder_lite.data_source],
+                 "RecordSampler": [tfrecorder_lite.RecordSampler],
                  "BackupAndRestore": [tfrecorder_lite.BackupAndRestore]}
     missing = []
     for key, calls in functions.items():

@@ -13,6 +13,7 @@ from pycocotools import mask as mask_api
 import tfrecorder_lite
 from conftest import photo, save
 from imagegen import read_examples
+from tfrecorder_lite import SchemaError
 from tfrecorder_lite.images import coco_rle
 from tfrecorder_lite.images.masks import MaskRejected, rasterize_polygons, rle_mask
 from tfrecorder_lite.read.verification import verify
@@ -206,3 +207,10 @@ def test_to_coco_exports_each_instance_mask_as_pycocotools_reads_it(tmp_path):
         assert len(found[name]) == len(masks)
         for ours, theirs in zip(found[name], masks):
             assert np.array_equal(ours, theirs)
+
+
+def test_keras_layout_refuses_instance_masks_that_the_layers_would_not_move(tmp_path):
+    path, _ = _coco(tmp_path)
+    tfrecorder_lite.convert(path, tmp_path / "out", include_masks=True, progress=False)
+    with pytest.raises(SchemaError, match="instance masks, which Keras' augmentation layers"):
+        tfrecorder_lite.load(tmp_path / "out", "TRAIN", as_supervised="keras")

@@ -457,3 +457,44 @@ def test_bad_mask_options_are_refused_before_any_file_is_read(options, message):
         df.tfrecord.to_tfrecord("unused-out", **options)
     with pytest.raises(SchemaError, match=message):
         df.tfrecord.validate(**options)
+
+
+def test_keras_layout_batches_go_through_keras_augmentation_layers(tmp_path):
+    keras = pytest.importorskip("keras")
+    df, _ = _table(tmp_path, "ids")
+    df.tfrecord.to_tfrecord(tmp_path / "out", progress=False, mask_labels=LABELS)
+    data = tfrecorder_lite.load(tmp_path / "out", "TRAIN", batch_size=8, image_size=(16, 16),
+                                as_supervised="keras")
+    batch = next(iter(data))
+    assert set(batch) == {"images", "segmentation_masks"}
+    assert batch["images"].shape == (8, 16, 16, 3)
+    assert batch["segmentation_masks"].shape == (8, 16, 16, 1)
+    images, masks = batch["images"].numpy(), batch["segmentation_masks"].numpy()
+    flip = keras.layers.RandomFlip("horizontal", seed=3)
+    out = next(iter(data.map(flip)))
+    flipped = []
+    for i in range(8):
+        flipped.append(np.allclose(out["images"][i].numpy(), images[i][:, ::-1]))
+        assert flipped[-1] or np.allclose(out["images"][i].numpy(), images[i])
+        expected = masks[i][:, ::-1] if flipped[-1] else masks[i]
+        assert np.array_equal(out["segmentation_masks"][i].numpy(), expected)
+    assert any(flipped) and not all(flipped)  # seed 3: both cases seen
+
+
+def test_keras_layout_gives_class_labels_and_refuses_what_the_layers_cannot_take(
+        outputs_of_every_kind):
+    plain, _ = outputs_of_every_kind["plain"]
+    batch = next(iter(tfrecorder_lite.load(plain, "TRAIN", batch_size=2, image_size=8,
+                                           as_supervised="keras")))
+    assert set(batch) == {"images", "labels"} and batch["labels"].shape == (2,)
+    levels, _ = outputs_of_every_kind["levels"]
+    with pytest.raises(SchemaError, match="label levels \\['coarse', 'label'\\].*label='LEVEL'"):
+        tfrecorder_lite.load(levels, "TRAIN", as_supervised="keras")
+    assert set(next(iter(tfrecorder_lite.load(levels, "TRAIN", as_supervised="keras",
+                                              label="coarse")))) == {"images", "labels"}
+    columns, _ = outputs_of_every_kind["columns"]
+    with pytest.raises(SchemaError, match="holds no images"):
+        tfrecorder_lite.load(columns, "TRAIN", as_supervised="keras")
+    with pytest.raises(SchemaError, match="as_supervised must be one of \\(True, False, "
+                                          "'keras'\\), not 'dict'"):
+        tfrecorder_lite.load(plain, "TRAIN", as_supervised="dict")

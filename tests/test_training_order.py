@@ -238,16 +238,16 @@ def test_a_job_killed_after_k_batches_resumes_exactly_from_its_checkpoint(
 
 
 @pytest.mark.slow  # training jobs in subprocesses
-@pytest.mark.parametrize("kill_after", [4, 17])
+@pytest.mark.parametrize("mode, kill_after", [("keras", 4), ("keras", 17), ("keras-map", 17)])
 def test_keras_resumes_its_input_with_backup_and_restore(sorted_output, tmp_path,
-                                                         uninterrupted, kill_after):
+                                                         uninterrupted, mode, kill_after):
     steps = 30  # 2 epochs of 15 steps
-    expected, _ = uninterrupted("keras", "global", steps)
-    done, first, _ = _run("keras", sorted_output, tmp_path, "global", steps, kill_after)
+    expected, _ = uninterrupted("keras", "global", steps)  # keras-map: the same batches
+    done, first, _ = _run(mode, sorted_output, tmp_path, "global", steps, kill_after)
     assert done.returncode == -9 and len(first) == kill_after
     metadata = json.load(open(tmp_path / "backup" / "training_metadata.json"))
     assert metadata["steps"] == kill_after
-    done, rest, _ = _run("keras", sorted_output, tmp_path, "global", steps, 0)
+    done, rest, _ = _run(mode, sorted_output, tmp_path, "global", steps, 0)
     assert done.returncode == 0, done.stderr[-3000:]
     assert first + rest == expected  # the same batches; the run ends where it would have
     counts = collections.Counter(n for batch in expected[:25] for n in batch)
@@ -256,9 +256,25 @@ def test_keras_resumes_its_input_with_backup_and_restore(sorted_output, tmp_path
 
 def test_backup_and_restore_needs_an_endless_dataset_read_by_index(sorted_output, tmp_path):
     for dataset in (tfrecorder_lite.load(sorted_output, "TRAIN", shuffle=True),
-                    tfrecorder_lite.load(sorted_output, "TRAIN", shuffle="global", seed=1)):
+                    tfrecorder_lite.load(sorted_output, "TRAIN", shuffle="global", seed=1),
+                    tfrecorder_lite.load(sorted_output, "TRAIN", shuffle=True).map(
+                        lambda image, label: (image, label))):
         with pytest.raises(SchemaError, match="epochs=None"):
             tfrecorder_lite.BackupAndRestore(str(tmp_path), dataset, save_freq=1)
+
+
+def test_backup_and_restore_counts_batches_through_maps_only(sorted_output, tmp_path):
+    endless = tfrecorder_lite.load(sorted_output, "TRAIN", shuffle="global", seed=1,
+                                   batch_size=4, epochs=None)
+    mapped = endless.map(lambda image, label: (tf.cast(image, tf.float32) / 255, label),
+                         num_parallel_calls=2).prefetch(1)
+    backup = tfrecorder_lite.BackupAndRestore(str(tmp_path), mapped, save_freq=1)
+    assert backup._position is endless._tfrecorder_lite_position
+    for changed, name in ((endless.unbatch(), "UnbatchDataset"),
+                          (endless.map(lambda i, l: (i, l)).filter(lambda i, l: True),
+                           "FilterDataset")):
+        with pytest.raises(SchemaError, match=f"the dataset has a {name}"):
+            tfrecorder_lite.BackupAndRestore(str(tmp_path), changed, save_freq=1)
 
 
 def test_the_table_pipeline_has_no_global_shuffle(tmp_path):

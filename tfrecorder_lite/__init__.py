@@ -25,6 +25,7 @@ _LAZY = {  # public name -> the module that defines it
     "convert": "conversion", "data_source": "read.data_source", "inspect": "read.report",
     "load": "read.loader", "read_coco": "table.detection_sources",
     "read_metadata": "output.manifest", "read_vertex": "table.vertex",
+    "RecordSampler": "read.torch_sampler",
     "read_voc": "table.detection_sources", "read_yolo": "table.yolo",
     "to_coco": "read.coco_export", "to_tfrecord": "conversion", "validate": "table.validation",
     "verify": "read.verification",
@@ -32,8 +33,8 @@ _LAZY = {  # public name -> the module that defines it
 
 __all__ = [
     "BackupAndRestore", "ConversionResult", "InvalidRowError", "ManifestError",
-    "MissingDependencyError", "OutputExistsError", "OutputLockedError", "SchemaError",
-    "TFRecorderError", "UnsupportedURLError", "VerifyError",
+    "MissingDependencyError", "OutputExistsError", "OutputLockedError", "RecordSampler",
+    "SchemaError", "TFRecorderError", "UnsupportedURLError", "VerifyError",
     "__version__", "convert", "data_source", "inspect", "load", "read_coco", "read_metadata",
     "read_vertex", "read_voc", "read_yolo", "to_coco", "to_tfrecord", "validate", "verify",
 ]

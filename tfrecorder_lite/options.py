@@ -194,6 +194,7 @@ class LoadOptions:
         object.__setattr__(self, "image_size", image_size(self.image_size))
         one_of("box_format", self.box_format, BOX_FORMATS)
         one_of("channels", self.channels, CHANNELS)
+        one_of("as_supervised", self.as_supervised, (True, False, "keras"))
         if self.batch_size is not None and (isinstance(self.batch_size, bool) or
                                             not isinstance(self.batch_size, int) or
                                             self.batch_size <= 0):

@@ -15,7 +15,6 @@ and the image decoded (on request) by Pillow.
 """
 
 import functools
-import io
 import operator
 import os
 import struct
@@ -31,6 +30,7 @@ from ..formats.tfrecord import TFRECORD
 from ..record.framing import RecordError, file_digest, masked_crc
 from ..record.keys import BYTES, ENCODED, FLOAT, INT64
 from .. import redaction
+from ..images import resize
 from ..redaction import redact
 from ..table.splits import pick
 from ..storage import Store, read_many
@@ -47,8 +47,8 @@ DEFAULT_READAHEAD = 48 << 20
 
 
 def data_source(output_dir, split, *, storage_options=None, decode_image=False, channels=3,
-                block_size=DEFAULT_BLOCK_SIZE, cache_bytes=DEFAULT_CACHE_BYTES, generation=None,
-                cache_dir=None, cache_limit=None):
+                image_size=None, block_size=DEFAULT_BLOCK_SIZE, cache_bytes=DEFAULT_CACHE_BYTES,
+                generation=None, cache_dir=None, cache_limit=None):
     """Random access to the records of one split of an output, in manifest order.
 
     Args:
@@ -58,6 +58,10 @@ def data_source(output_dir, split, *, storage_options=None, decode_image=False, 
         storage_options: fsspec options for a remote ``output_dir``.
         decode_image: add ``"image"``, the decoded uint8 ``[height, width, channels]`` array.
         channels: channels of the decoded image (3: RGB, 1: grayscale).
+        image_size: ``(height, width)`` (or an int, a square) to resize the decoded image to,
+            as ``load(image_size=...)`` does: a JPEG decoded at 1/2, 1/4 or 1/8 scale where
+            that still covers the size, then bilinear without antialiasing, uint8 (the pixels
+            ``load()`` gives, to within one level). Needs ``decode_image=True``.
         block_size: bytes of each ranged read of a remote shard (records are read in whole
             blocks, and a record larger than a block in several).
         cache_bytes: at most this many bytes of remote blocks are kept in memory, per
@@ -76,11 +80,16 @@ def data_source(output_dir, split, *, storage_options=None, decode_image=False, 
 
     Raises:
         ManifestError: no finished output in ``output_dir``, or no such generation.
-        SchemaError: an unknown split, or a compressed output (offsets into a GZIP or ZLIB
-            stream cannot be read at random).
+        SchemaError: an unknown split, a compressed output (offsets into a GZIP or ZLIB
+            stream cannot be read at random), or an ``image_size`` that cannot apply.
     """
+    from ..options import image_size as parse_size  # not at import: it imports pandas
+
     if channels not in (1, 3):
         raise SchemaError(f"channels must be one of (1, 3), not {channels!r}")
+    image_size = parse_size(image_size)
+    if image_size is not None and not decode_image:
+        raise SchemaError("image_size resizes the decoded image: pass decode_image=True too")
     for name, value in (("block_size", block_size), ("cache_bytes", cache_bytes)):
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise SchemaError(f"{name} must be a positive number of bytes, not {value!r}")
@@ -88,11 +97,13 @@ def data_source(output_dir, split, *, storage_options=None, decode_image=False, 
     cache = shard_cache_of(store, cache_dir, cache_limit)
     manifest = as_of(read_manifest(store)[0], generation, strict=False)
     split = pick(split, manifest.splits)
+    if image_size is not None and manifest.image is None:
+        raise SchemaError(f"{redact(store.url)} holds no images, so image_size does not apply")
     check_uncompressed(store, manifest)
     return DataSource(store, split, split_shards(manifest, split, generation),
                       value_specs(manifest),
                       decode_image and manifest.image is not None, channels, block_size,
-                      cache_bytes, cache=cache, generation=generation)
+                      cache_bytes, image_size, cache=cache, generation=generation)
 
 
 def shard_cache_of(store, cache_dir=None, cache_limit=None):
@@ -133,11 +144,11 @@ class DataSource:
     """
 
     def __init__(self, store, split, shards, specs, decode_image=False, channels=3,
-                 block_size=DEFAULT_BLOCK_SIZE, cache_bytes=DEFAULT_CACHE_BYTES, cache=None,
-                 generation=None):
+                 block_size=DEFAULT_BLOCK_SIZE, cache_bytes=DEFAULT_CACHE_BYTES,
+                 image_size=None, cache=None, generation=None):
         self._store, self.split, self._shards = store, split, tuple(shards)
         self._specs, self._decode_image, self._channels = specs, decode_image, channels
-        self._generation = generation
+        self._image_size, self._generation = image_size, generation
         self._first = np.cumsum([0] + [s.num_examples for s in self._shards])
         self.num_records = int(self._first[-1])
         self._blocks = None if store.is_local else RemoteBlocks(
@@ -307,7 +318,7 @@ class DataSource:
             values = found.get(key, (kind, []))[1]
             record[key] = _value(kind, shape, values, key)
         if self._decode_image:
-            record["image"] = decode(record[ENCODED], self._channels)
+            record["image"] = decode(record[ENCODED], self._channels, self._image_size)
         return record
 
     # the index
@@ -336,13 +347,10 @@ def _value(kind, shape, values, key):
     return array.reshape(shape)
 
 
-def decode(encoded, channels=3):
-    """The uint8 ``[height, width, channels]`` array of an encoded image (Pillow)."""
-    from PIL import Image
-
-    with Image.open(io.BytesIO(encoded)) as image:
-        return np.asarray(image.convert("RGB" if channels == 3 else "L")).reshape(
-            image.height, image.width, channels)
+def decode(encoded, channels=3, image_size=None):
+    """The uint8 ``[height, width, channels]`` array of an encoded image (Pillow), resized to
+    ``image_size`` as ``load()`` resizes when given (see :mod:`~tfrecorder_lite.images.resize`)."""
+    return resize.decode(encoded, channels, image_size)
 
 
 # ----------------------------------------------------------------------------- index files

@@ -10,7 +10,7 @@ import dataclasses
 
 import joblib
 
-from . import loader
+from . import keras_layout, loader
 from ..table import schema
 from ..table.kinds import prepare
 from ..errors import InvalidRowError
@@ -69,6 +69,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     tf = import_tensorflow()
     df = prepared.frame  # one element per record (e.g. per image of a table of boxes)
     plan = build_plan(prepared, write, image, storage_options)
+    keras_layout.check(plan.features, options, "this table")
     wanted = pick(split, plan.splits, "this table")
     shards = [s for s in plan.shards if s.split == wanted]
     splits = schema.table_splits(df, split_col, image_col, plan.assignment).tolist()
@@ -102,7 +103,8 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     serialized = tf.data.Dataset.from_generator(
         records, output_signature=tf.TensorSpec((), tf.string),
     ).apply(tf.data.experimental.assert_cardinality(len(kept)))
-    out = loader.decoded_pipeline(tf, serialized, decode, options, True, plan.features)
+    out = keras_layout.apply(plan.features, options, loader.decoded_pipeline(
+        tf, serialized, decode, options, True, plan.features))
     info = TableDatasetInfo(wanted, len(kept), plan.labels, tuple(rejected))
     out.rejected = rejected
     out.labels = plan.labels

@@ -10,7 +10,7 @@ import os
 
 import joblib
 
-from . import checkpoints, data_source, indexed, shard_cache, verification
+from . import checkpoints, data_source, indexed, keras_layout, shard_cache, verification
 from ..errors import SchemaError
 from ..options import LoadOptions
 from ..output.manifest import as_of, generation_number, read_manifest, split_shards
@@ -18,6 +18,7 @@ from ..record.features import ImageFeature, parse_spec
 from ..record.kinds import features_of
 from ..table.splits import pick
 from ..storage import Store, stat_many
+from ..redaction import redact
 from ..record.tensorflow import import_tensorflow
 from .data_source import check_uncompressed
 
@@ -43,7 +44,11 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
             dataset (each epoch of Keras' ``fit``) is in an order of its own.
         seed: shuffle seed (None: a different order every run; a seed repeats exactly).
         as_supervised: yield ``(image, label)`` (``(features, label)`` for an output without
-            images: a dict of its other columns); False yields the feature dict plus ``image``.
+            images: a dict of its other columns); False yields the feature dict plus ``image``;
+            "keras": the dict Keras 3's image augmentation layers take, ``{"images",
+            "bounding_boxes": {"boxes", "labels"}}`` (boxes in ``box_format``), ``{"images",
+            "segmentation_masks"}`` or ``{"images", "labels"}`` (see
+            :mod:`~tfrecorder_lite.read.keras_layout`).
         shuffle_buffer: examples held by the shuffle buffer.
         drop_remainder: drop the last, smaller batch.
         channels: channels of the decoded image (3: RGB, 1: grayscale).
@@ -108,11 +113,13 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
                                      num_hosts=num_hosts, host_index=host_index,
                                      input_context=input_context)
         by_index(1)  # its arguments checked now, before any record is read
+    keras_layout.check(features_of(manifest), options, redact(store.url))
+    layout = functools.partial(keras_layout.apply, features_of(manifest), options)
     if split is None:
-        return {name: _load_split(store, manifest, name, options, cache, by_index,
-                                  generation) for name in manifest.splits}
-    return _load_split(store, manifest, pick(split, manifest.splits), options, cache,
-                       by_index, generation)
+        return {name: layout(_load_split(store, manifest, name, options, cache, by_index,
+                                         generation)) for name in manifest.splits}
+    return layout(_load_split(store, manifest, pick(split, manifest.splits), options, cache,
+                              by_index, generation))
 
 
 def _load_split(store, manifest, split, options, cache, by_index=None, generation=None):

@@ -15,12 +15,47 @@ from keras.src.utils import file_utils
 
 from ..errors import SchemaError
 
+# tf.data transformations that give one element for each element of their input, in order: a
+# step after them is a batch of load()'s, so load()'s position can be counted through them
+_ONE_FOR_ONE = ("MapDataset", "ParallelMapDataset", "PrefetchDataset", "OptionsDataset")
+
+
+def load_position(dataset):
+    """The InputPosition of the ``load()`` dataset that ``dataset`` is, or is made of by
+    ``map()`` and ``prefetch()`` (and ``with_options()``) applied after it.
+
+    Raises:
+        SchemaError: no ``load()`` dataset read by index under ``dataset``, or a
+            transformation between them that does not give one element per element (its
+            name said), through which batches trained cannot be counted as ``load()``'s.
+    """
+    found, between = dataset, []
+    while found is not None and getattr(found, "_tfrecorder_lite_position", None) is None:
+        between.append(type(found).__name__.lstrip("_"))
+        inputs = found._inputs() if hasattr(found, "_inputs") else []
+        found = inputs[0] if len(inputs) == 1 else None
+    position = getattr(found, "_tfrecorder_lite_position", None)
+    if position is None or position.stop is not None:
+        raise SchemaError(
+            "BackupAndRestore needs the dataset load() returns with epochs=None (an endless "
+            "stream read by index, e.g. load(..., shuffle='global', seed=1, epochs=None)), "
+            "passed to fit() as it is or after map() and prefetch(), with steps_per_epoch")
+    other = next((name for name in between if name not in _ONE_FOR_ONE), None)
+    if other is not None:
+        raise SchemaError(
+            f"BackupAndRestore counts the batches trained as batches of load(): between "
+            f"load() and fit() only map(), prefetch() and with_options() keep one batch per "
+            f"step, and the dataset has a {other}. Give load() the batch_size (and shuffle) "
+            "instead, and apply only element-wise maps after it")
+    return position
+
 
 class BackupAndRestore(keras.callbacks.BackupAndRestore):
     """Keras' ``BackupAndRestore`` that also resumes a ``load()`` dataset's position.
 
     Give it the dataset passed to ``fit``: one ``load()`` returned with ``epochs=None`` (an
-    endless stream, read by index), and give ``fit`` a ``steps_per_epoch``. List it before
+    endless stream, read by index), as it is or followed by element-wise ``map()`` (e.g. a
+    normalization) and ``prefetch()``, and give ``fit`` a ``steps_per_epoch``. List it before
     callbacks that stop training at an epoch's end (it clears the stop it sets to end a
     resumed epoch early).
 
@@ -31,17 +66,13 @@ class BackupAndRestore(keras.callbacks.BackupAndRestore):
         save_freq, double_checkpoint, delete_checkpoint: as Keras'.
 
     Raises:
-        SchemaError: the dataset is not an endless ``load()`` dataset read by index.
+        SchemaError: the dataset is not an endless ``load()`` dataset read by index, or is
+            made of one by transformations other than ``map()`` and ``prefetch()``.
     """
 
     def __init__(self, backup_dir, dataset, save_freq="epoch", double_checkpoint=False,
                  delete_checkpoint=True):
-        position = getattr(dataset, "_tfrecorder_lite_position", None)
-        if position is None or position.stop is not None:
-            raise SchemaError(
-                "BackupAndRestore needs the dataset load() returns with epochs=None (an "
-                "endless stream read by index, e.g. load(..., shuffle='global', seed=1, "
-                "epochs=None)), passed to fit() as it is, with steps_per_epoch")
+        position = load_position(dataset)
         super().__init__(backup_dir, save_freq, double_checkpoint, delete_checkpoint)
         self._position = position
         self._first = position.next_start  # the global position of step 0

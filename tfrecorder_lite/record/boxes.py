@@ -11,6 +11,7 @@ import itertools
 import numbers
 from dataclasses import dataclass
 
+from .. import redaction
 from .features import ClassLabel, Feature, RecordKind, RecordRejected, tfds_labels
 from .keys import BYTES, FLOAT, HEIGHT, INT64, KEY_SHA256, SOURCE_ID, WIDTH
 
@@ -73,7 +74,7 @@ def _coordinate_problem(box, limits, within):
                                           not isinstance(value, numbers.Real)):
             if value is None or type(value).__name__ == "NAType":
                 return f"{name} is missing"
-            return f"{name} {value!r} is not a number"
+            return f"{name} {redaction.shown(value)} is not a number"
         if value != value:
             return f"{name} is missing or not a number"
         if not 0 <= value <= limit:

@@ -299,10 +299,10 @@ def coco_table(data, path, image_dir=None, split=None, include_masks=False, *,
             objects.append((split, uri, names[annotation["category_id"]], *box, flag, area,
                             id_, *((annotation.get("segmentation"),) if include_masks else ())))
         if problem:  # one row, refused with the reason (an id that is no id, as text)
-            problems[len(rows)] = (f"image {_shown(id_)} ({_shown(image.get('file_name'))}) "
+            problems[len(rows)] = (f"image {redaction.shown(id_)} ({redaction.shown(image.get('file_name'))}) "
                                    f"of {storage.basename(path)}: {problem}")
             objects = [(split, uri, None, *_NO_BOX, None, math.nan,
-                        id_ if key else _shown(id_), *((None,) if include_masks else ()))]
+                        id_ if key else redaction.shown(id_), *((None,) if include_masks else ()))]
         rows += objects or [(split, uri, None, *_NO_BOX, None, math.nan, id_,
                              *((None,) if include_masks else ()))]
     for reason, where in skipped.items():
@@ -334,11 +334,11 @@ def _coco_key(value):
 def _coco_id_problem(id_, key, shared):
     """What is wrong with an image's id (not an integer or text, or shared), or None."""
     if key is None:
-        return f"image id {_shown(id_)} is not an integer (COCO image ids are integers)"
+        return f"image id {redaction.shown(id_)} is not an integer (COCO image ids are integers)"
     others = shared.get(str(id_))
     if others:
-        return (f"image id {_shown(id_)} is the id of {len(others)} images "
-                f"({', '.join(map(_shown, others[:3]))}{', ...' if len(others) > 3 else ''}): "
+        return (f"image id {redaction.shown(id_)} is the id of {len(others)} images "
+                f"({', '.join(map(redaction.shown, others[:3]))}{', ...' if len(others) > 3 else ''}): "
                 "COCO image ids are unique, so their annotations cannot be told apart")
     return None
 
@@ -351,12 +351,6 @@ def _shared_ids(images):
         if _coco_key(image.get("id")) is not None:
             files.setdefault(str(image["id"]), []).append(image.get("file_name"))
     return {id_: names for id_, names in files.items() if len(names) > 1}
-
-
-def _shown(value, limit=80):
-    """A value from the file as short text for a message."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _coco_split(split, path):
@@ -423,15 +417,15 @@ def _coco_box(annotation, image):
     bbox = annotation.get("bbox")
     values = [annotation_files.number(v) for v in bbox] if isinstance(bbox, list) else []
     if len(values) != 4 or None in values:
-        return None, (f"annotation {_shown(annotation.get('id'))} has bbox "
-                      f"{_shown(bbox)}, not four numbers [x, y, width, height]")
+        return None, (f"annotation {redaction.shown(annotation.get('id'))} has bbox "
+                      f"{redaction.shown(bbox)}, not four numbers [x, y, width, height]")
     x, y, w, h = values
     if w <= 0 or h <= 0:
         return None, "with a width or height <= 0"
     width, height = (annotation_files.number(image.get(k)) for k in ("width", "height"))
     if not (width and width > 0 and height and height > 0):
-        return None, (f"width {_shown(image.get('width'))} and height "
-                      f"{_shown(image.get('height'))} are not the image's size in pixels "
+        return None, (f"width {redaction.shown(image.get('width'))} and height "
+                      f"{redaction.shown(image.get('height'))} are not the image's size in pixels "
                       "(numbers > 0), which its boxes are divided by")
     if x + w > width or y + h > height:
         return None, "reaching past the image's edge"
@@ -444,13 +438,13 @@ def _coco_values(annotation):
     flag, area = annotation.get("iscrowd", 0), annotation.get("area")
     problem = None
     if flag not in (0, 1) or isinstance(flag, (bool, float)):
-        problem = f"iscrowd {_shown(flag)}, expected 0 or 1"
+        problem = f"iscrowd {redaction.shown(flag)}, expected 0 or 1"
         flag = None
     value = math.nan if area is None else annotation_files.number(area)
     if value is None:
-        problem = problem or f"area {_shown(area)} is not a number"
+        problem = problem or f"area {redaction.shown(area)} is not a number"
     if problem:
-        problem = f"annotation {_shown(annotation.get('id'))} has {problem}"
+        problem = f"annotation {redaction.shown(annotation.get('id'))} has {problem}"
     return flag, value, problem
 
 

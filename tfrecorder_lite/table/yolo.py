@@ -31,7 +31,7 @@ from . import annotation_files, detection_sources
 from .. import storage
 from .annotation_files import MAX_ANNOTATION_BYTES
 from ..errors import SchemaError
-from ..redaction import redact
+from ..redaction import redact, shown
 from .detection import MASK_COLUMN, SOURCE_PROBLEMS
 from .detection_sources import BOX_COLUMNS
 from .paths import confined
@@ -96,12 +96,12 @@ def read_yolo(folder, *, storage_options=None, allow_outside_paths=False,
 
 
 def _config(yaml_path, storage_options, max_bytes=MAX_ANNOTATION_BYTES):
-    """The mapping of ``data.yaml``."""
+    """The mapping of ``data.yaml``, read without YAML aliases (see :func:`_load`)."""
     import yaml  # PyYAML: only when a YOLO folder is read
 
     try:
-        config = yaml.safe_load(annotation_files.read_annotation_bytes(
-            yaml_path, storage_options, max_bytes))
+        config = _load(annotation_files.read_annotation_bytes(yaml_path, storage_options,
+                                                              max_bytes), yaml_path)
     except FileNotFoundError:
         raise SchemaError(redact(f"{yaml_path} not found")) from None
     except yaml.YAMLError as exc:
@@ -113,6 +113,35 @@ def _config(yaml_path, storage_options, max_bytes=MAX_ANNOTATION_BYTES):
     return config
 
 
+def _load(data, yaml_path):
+    """The document of a YAML file's bytes, as ``yaml.safe_load`` reads it, with aliases
+    (``*name``) refused: a data.yaml needs none, and nested ones expand without bound (a
+    few hundred bytes of "billion laughs" compose billions of values).
+
+    Raises:
+        SchemaError: the document holds an alias, naming the file, its line and the alias.
+        yaml.YAMLError: it is not YAML.
+    """
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise SchemaError(redact(
+                    f"{yaml_path}: line {event.start_mark.line + 1}: the YAML alias "
+                    f"*{event.anchor[:40]} is refused: aliases repeat other "
+                    "values, nested ones without bound, and a data.yaml needs none; write "
+                    "the value out"))
+            return super().compose_node(parent, index)
+
+    loader = Loader(data)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
 def _names(config, yaml_path):
     """``{class id: name}`` of ``names`` (a list, or a mapping of ids to names)."""
     names = config.get("names")
@@ -120,20 +149,20 @@ def _names(config, yaml_path):
         names = dict(enumerate(names))
     if not isinstance(names, dict) or not names:
         raise SchemaError(redact(f"{yaml_path}: names: expected the class names, a list or "
-                                 f"{{id: name}}, not {names!r}"))
+                                 f"{{id: name}}, not {shown(names)}"))
     checked, problems = {}, []
     for class_id, name in names.items():
         if isinstance(class_id, bool) or not isinstance(class_id, int) or class_id < 0:
-            problems.append(f"names: class id {class_id!r} is not a whole number >= 0")
+            problems.append(f"names: class id {shown(class_id)} is not a whole number >= 0")
         elif not isinstance(name, (str, int)) or not str(name).strip():
-            problems.append(f"names: class {class_id} has no name ({name!r})")
+            problems.append(f"names: class {class_id} has no name ({shown(name)})")
         elif str(name).strip() in checked.values():
-            problems.append(f"names: {str(name).strip()!r} names two classes")
+            problems.append(f"names: {shown(str(name).strip())} names two classes")
         else:
             checked[class_id] = str(name).strip()
     count = config.get("nc")
     if count is not None and count != len(names):
-        problems.append(f"nc: {count!r}, but names has {len(names)} classes")
+        problems.append(f"nc: {shown(count)}, but names has {len(names)} classes")
     refuse(yaml_path, "a YOLO data.yaml", problems)
     return checked
 
@@ -166,7 +195,7 @@ class _Reader:
         """The path of one ``data.yaml`` entry (a folder or image list), or None."""
         where = f"{self.yaml_name}: {key}"
         if not isinstance(entry, str) or not entry.strip():
-            self.problems.append(f"{where}: {entry!r} is not a path")
+            self.problems.append(f"{where}: {shown(entry)} is not a path")
             return None
         entry = entry.strip()
         candidates = [entry] + ([entry[3:]] if entry.startswith("../") else [])
@@ -179,7 +208,7 @@ class _Reader:
                 continue
             if storage.is_dir(path, self.options) or _is_file(path, self.options):
                 return path
-        hint = f" (data.yaml's path: {self.path!r} is not followed: name the dataset's folder " \
+        hint = f" (data.yaml's path: {shown(self.path)} is not followed: name the dataset's folder " \
             "itself)" if self.path else ""
         self.problems.append(refused or f"{where}: {entry} does not exist in {self.root}{hint}")
         return None
@@ -299,7 +328,7 @@ class _Reader:
                 continue
             class_id = _class_id(fields[0])
             if class_id not in self.names:
-                self.problems.append(f"{where}: class {fields[0]!r} is not in names "
+                self.problems.append(f"{where}: class {shown(fields[0])} is not in names "
                                      f"({_ids(self.names)})")
                 continue
             names = [f"{axis}{i}" for i in range(1, len(fields) // 2 + 1) for axis in "xy"] \
@@ -311,7 +340,7 @@ class _Reader:
                 except ValueError:
                     value = math.nan
                 if not math.isfinite(value):
-                    self.problems.append(f"{where}: {field} {text!r} is not a number")
+                    self.problems.append(f"{where}: {field} {shown(text)} is not a number")
                     break
                 values.append(value)
             else:

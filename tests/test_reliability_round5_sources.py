@@ -15,6 +15,7 @@ import pytest
 
 import tfrecorder_lite
 from tfrecorder_lite import InvalidRowError, SchemaError
+from tfrecorder_lite.table import sources
 from conftest import photo, save
 
 OPTIONS = dict(progress=False, n_jobs=1)
@@ -70,3 +71,99 @@ def test_a_data_yaml_alias_bomb_is_refused_naming_the_file_in_bounded_memory(tmp
     save(photo(20, 20), root / "images" / "train" / "a.jpg")
     assert tfrecorder_lite.read_yolo(root).image_uri.tolist() == \
         [str(root / "images" / "train" / "a.jpg")]
+
+
+# ----------------------------------------------------------------------------- symlinks
+
+def yolo_folder(root, count=4, names=("car", "bike")):
+    """A YOLO folder of ``count`` train images, image i holding one box of class i % 2."""
+    for i in range(count):
+        save(photo(30, 40, seed=i), root / "images" / "train" / f"im{i}.jpg")
+        (root / "labels" / "train").mkdir(parents=True, exist_ok=True)
+        (root / "labels" / "train" / f"im{i}.txt").write_text(f"{i % 2} 0.5 0.5 0.2 0.2\n")
+    (root / "data.yaml").write_text(f"train: images/train\nnames: {list(names)}\n")
+    return root
+
+
+@pytest.fixture
+def outside(tmp_path):
+    """A folder beside the dataset: a photo and a label file a link may point at."""
+    folder = tmp_path / "outside"
+    save(photo(30, 40, seed=9), folder / "private.jpg")
+    (folder / "private.txt").write_text("0 0.5 0.5 0.2 0.2\n")
+    save(photo(30, 40, seed=8), folder / "train" / "elsewhere.jpg")
+    return folder
+
+
+@pytest.mark.parametrize("link", ["image", "label", "train folder"])
+def test_a_yolo_symlink_leading_out_of_the_folder_is_refused_unless_allowed(tmp_path, outside,
+                                                                            link):
+    root = yolo_folder(tmp_path / "yolo")
+    if link == "image":
+        os.remove(root / "images" / "train" / "im1.jpg")
+        os.symlink(outside / "private.jpg", root / "images" / "train" / "im1.jpg")
+        named = os.path.join("images", "train", "im1.jpg")
+    elif link == "label":
+        os.remove(root / "labels" / "train" / "im1.txt")
+        os.symlink(outside / "private.txt", root / "labels" / "train" / "im1.txt")
+        named = os.path.join("labels", "train", "im1.txt")
+    else:
+        os.symlink(outside / "train", root / "more")
+        (root / "data.yaml").write_text("train: [images/train, more]\nnames: [car, bike]\n")
+        named = "data.yaml: train: 'more' leads outside"
+    with pytest.raises(SchemaError) as caught:
+        tfrecorder_lite.read_yolo(root)
+    assert named in str(caught.value) and "symbolic link" in str(caught.value)
+    assert "allow_outside_paths=True" in str(caught.value)
+    table = tfrecorder_lite.read_yolo(root, allow_outside_paths=True)
+    assert table.image_uri.nunique() == 5 if link == "train folder" else 4
+
+
+def test_an_image_folder_symlink_leading_out_is_a_rejected_row(tmp_path, outside):
+    root = tmp_path / "folder"
+    for i in range(3):
+        save(photo(30, 40, seed=i), root / "train" / "cat" / f"{i}.jpg")
+    os.symlink(outside / "private.jpg", root / "train" / "cat" / "linked.jpg")
+    os.symlink(root / "train" / "cat" / "0.jpg", root / "train" / "cat" / "inside.jpg")
+    result = convert(root, tmp_path / "out", on_error="skip")
+    assert result.counts == {"TRAIN": 4}  # a link that stays in the folder is read
+    reason, = result.rejected.reason
+    assert reason.startswith(f"train/cat/linked.jpg is a symbolic link to "
+                             f"{outside / 'private.jpg'}, outside {root}")
+    problems = sources.read_image_folder(root).tfrecord.validate(check=None)
+    assert problems.problem.tolist() == [reason]
+    with pytest.raises(InvalidRowError, match="linked.jpg is a symbolic link"):
+        convert(root, tmp_path / "raise")
+    allowed = convert(root, tmp_path / "allowed", allow_outside_paths=True)
+    assert allowed.counts == {"TRAIN": 5}
+
+
+def voc_folder(root, count=3):
+    (root / "ImageSets" / "Main").mkdir(parents=True)
+    (root / "Annotations").mkdir()
+    for i in range(count):
+        save(photo(30, 40, seed=i), root / "JPEGImages" / f"img{i}.jpg")
+        (root / "Annotations" / f"img{i}.xml").write_text(
+            f"<annotation><filename>img{i}.jpg</filename><size><width>40</width>"
+            "<height>30</height></size><object><name>car</name><bndbox><xmin>2</xmin>"
+            "<ymin>2</ymin><xmax>20</xmax><ymax>20</ymax></bndbox></object></annotation>")
+    (root / "ImageSets" / "Main" / "train.txt").write_text(
+        "".join(f"img{i}\n" for i in range(count)))
+    return root
+
+
+def test_a_voc_symlink_leading_out_rejects_its_image_or_refuses_the_folder(tmp_path, outside):
+    root = voc_folder(tmp_path / "VOC")
+    os.remove(root / "JPEGImages" / "img1.jpg")
+    os.symlink(outside / "private.jpg", root / "JPEGImages" / "img1.jpg")
+    result = convert(root, tmp_path / "out", on_error="skip")
+    assert result.counts == {"TRAIN": 2}
+    reason, = result.rejected.reason
+    assert "<filename> 'img1.jpg' names a file outside the image folder" in reason
+    assert "(through a symbolic link)" in reason
+    assert convert(root, tmp_path / "allowed", allow_outside_paths=True).counts == {"TRAIN": 3}
+    (outside / "img2.xml").write_text((root / "Annotations" / "img2.xml").read_text())
+    os.remove(root / "Annotations" / "img2.xml")
+    os.symlink(outside / "img2.xml", root / "Annotations" / "img2.xml")
+    with pytest.raises(SchemaError, match=r"img2\.xml is a symbolic link to .*outside"):
+        tfrecorder_lite.read_voc(root)

@@ -22,9 +22,10 @@ from .. import redaction, storage
 from ..errors import SchemaError
 from ..images.masks import RELATIVE_POLYGONS
 from ..record.boxes import BOX_COLUMNS, MAX_BOXES, box_problem  # noqa: F401 (public here too)
-from .annotation_files import MAX_ANNOTATION_BYTES
+from .annotation_files import ALLOW_OUTSIDE, MAX_ANNOTATION_BYTES
 from .detection import DECLARED_SIZES, SOURCE_PROBLEMS
 from .labels import label_problem
+from .paths import link_problem
 
 logger = redaction.logger(__name__)  # every record redacted
 
@@ -471,7 +472,9 @@ def read_voc(folder, storage_options=None, *, allow_outside_paths=False,
     pixels) are divided by ``size/width`` and ``size/height`` as the TF Object Detection API's
     ``create_pascal_tf_record.py`` does; ``difficult`` and ``truncated`` are kept (0 when
     absent). Images are ``JPEGImages/<filename>``; a ``<filename>`` outside ``JPEGImages/``
-    (``../``, an absolute path, a URL) refuses its image unless ``allow_outside_paths``. The
+    (``../``, an absolute path, a URL, a symbolic link out of the folder) refuses its image
+    unless ``allow_outside_paths``; an annotation, image list or ``Annotations/`` that is a
+    symbolic link out of the folder refuses the folder (SchemaError) unless it. The
     size the boxes were divided by is compared with the image's own when it is written.
     Each annotation and image list is refused past ``max_annotation_bytes`` before it is read.
 
@@ -481,10 +484,12 @@ def read_voc(folder, storage_options=None, *, allow_outside_paths=False,
             no usable size.
     """
     root = storage.resolve(folder)
-    found = {parts[0][:-4]: path for parts, path in
-             storage.walk_files(storage.resolve("Annotations", base=root), storage_options)
+    inside = functools.partial(_voc_inside, root=root, allow=allow_outside_paths)
+    found = {parts[0][:-4]: inside(path) for parts, path in
+             storage.walk_files(inside(storage.resolve("Annotations", base=root)),
+                                storage_options)
              if len(parts) == 1 and parts[0].lower().endswith(".xml")}
-    listed = _voc_image_sets(root, storage_options, max_annotation_bytes)
+    listed = _voc_image_sets(root, storage_options, max_annotation_bytes, inside)
     if listed is None:
         logger.info("%s has no ImageSets/Main/{train,val,trainval,test}.txt: its %d "
                     "annotation(s) are read as UNASSIGNED", root, len(found))
@@ -531,10 +536,20 @@ def _refuse_unread(path, data, max_bytes):
         raise SchemaError(f"cannot read {path}: {data}")
 
 
-def _voc_image_sets(root, storage_options, max_bytes):
-    """``{image id: split}`` from ``ImageSets/Main``, in the lists' order; None without lists."""
+def _voc_inside(path, root, allow):
+    """``path``, a file or folder of the VOC folder ``root``; SchemaError when a symbolic
+    link leads it outside ``root`` (unless ``allow``)."""
+    problem = None if allow else link_problem(path, root, path, ALLOW_OUTSIDE)
+    if problem:
+        raise SchemaError(problem)
+    return path
+
+
+def _voc_image_sets(root, storage_options, max_bytes, inside=lambda path: path):
+    """``{image id: split}`` from ``ImageSets/Main``, in the lists' order; None without lists
+    (``inside``: each list's path checked by it)."""
     main = storage.resolve(posixpath.join("ImageSets", "Main"), base=root)
-    paths = {name: storage.resolve(f"{name}.txt", base=main) for name in _VOC_SETS}
+    paths = {name: inside(storage.resolve(f"{name}.txt", base=main)) for name in _VOC_SETS}
     texts = dict(zip(paths, storage.read_many(list(paths.values()), storage_options,
                                               max_bytes=max_bytes)))
     texts = {n: t for n, t in texts.items() if not isinstance(t, FileNotFoundError)}

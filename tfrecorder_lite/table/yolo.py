@@ -34,7 +34,7 @@ from ..errors import SchemaError
 from ..redaction import redact, shown
 from .detection import MASK_COLUMN, SOURCE_PROBLEMS
 from .detection_sources import BOX_COLUMNS
-from .paths import confined
+from .paths import confined, link_problem
 from .problems import refuse
 
 YAML_NAMES = ("data.yaml", "data.yml")
@@ -243,8 +243,10 @@ class _Reader:
             labels = label_path(posixpath.join(path, "x.jpg") if storage.is_remote(path)
                                 else os.path.join(path, "x.jpg"))
             self.label_dirs.append(storage.parent(labels))
-            return [_below(path, parts) for parts, _ in storage.walk_files(path, self.options)
-                    if os.path.splitext(parts[-1])[1].lower() in _IMAGE_EXTENSIONS]
+            return [image for image in (
+                _below(path, parts) for parts, _ in storage.walk_files(path, self.options)
+                if os.path.splitext(parts[-1])[1].lower() in _IMAGE_EXTENSIONS)
+                if self._inside(image)]
         try:
             text = annotation_files.read_annotation_bytes(path, self.options,
                                                           self.max_bytes).decode("utf-8")
@@ -266,10 +268,22 @@ class _Reader:
                 self.problems.append(str(exc))
         return images
 
+    def _inside(self, path):
+        """Whether a file found in the folder stays in it (a problem noted when a symbolic
+        link leads it out, unless ``allow_outside_paths``)."""
+        problem = None if self.allow_outside_paths else \
+            link_problem(path, self.root, self._relative(path))
+        if problem:
+            self.problems.append(problem)
+        return problem is None
+
     def rows(self, images):
         """``(rows, label file of each row, masks, problems)``: the per-box rows of
         ``images`` (with ``masks``, when any label file holds a polygon, each row's mask
         last), and ``{row: reason}`` of the images refused (a box among polygons)."""
+        labels = [label_path(image) for _, image in images]
+        images = [(split, image) for (split, image), label in zip(images, labels)
+                  if self._inside(label)]
         labels = [label_path(image) for _, image in images]
         contents = storage.read_many(labels, self.options, max_bytes=self.max_bytes)
         found = []  # (split, image, label file, objects)

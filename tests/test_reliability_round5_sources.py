@@ -167,3 +167,78 @@ def test_a_voc_symlink_leading_out_rejects_its_image_or_refuses_the_folder(tmp_p
     os.symlink(outside / "img2.xml", root / "Annotations" / "img2.xml")
     with pytest.raises(SchemaError, match=r"img2\.xml is a symbolic link to .*outside"):
         tfrecorder_lite.read_voc(root)
+
+
+# ----------------------------------------------------------------------------- masks
+
+MALFORMED_MASKS = {  # image id: (segmentation, what the reason names)
+    1: ({"size": [30, 40], "counts": "~~~~"}, "RLE counts '~~~~': counts hold '~' at 0"),
+    2: ({"size": ["a", "b"], "counts": [1200]}, "RLE size ['a', 'b']: expected [height, width]"),
+    3: ({"size": [30, 40], "counts": None}, "RLE counts None: expected whole numbers >= 0"),
+    4: ({"size": [30, 40], "counts": [10**30]}, f"RLE counts cover {10**30} pixels, the image "
+                                                "30x40 = 1200"),
+    5: ([["a", "b", "c", "d", "e", "f"]], "polygon 1 holds 'a', not a number"),
+    6: ({"size": [30, 40], "counts": "P" * 200 + "0"}, "a number longer than any image's"),
+}
+
+
+def coco_with_masks(root):
+    """instances_train.json of seven 40x30 photos: image 0 a good polygon, images 1-6 the
+    malformed masks."""
+    images, annotations = [], []
+    for i in range(7):
+        save(photo(30, 40, seed=i), root / f"img{i}.jpg")
+        images.append({"id": i, "file_name": f"img{i}.jpg", "width": 40, "height": 30})
+        segmentation = MALFORMED_MASKS[i][0] if i else [[2, 2, 12, 2, 12, 12]]
+        annotations.append({"id": 10 + i, "image_id": i, "category_id": 1,
+                            "bbox": [2, 2, 10, 10], "segmentation": segmentation,
+                            "iscrowd": int(isinstance(segmentation, dict))})
+    path = root / "instances_train.json"
+    path.write_text(json.dumps({"images": images, "annotations": annotations,
+                                "categories": [{"id": 1, "name": "car"}]}))
+    return path
+
+
+def test_malformed_coco_masks_are_rejected_rows_naming_image_and_field(tmp_path):
+    path = coco_with_masks(tmp_path / "coco")
+    result = convert(path, tmp_path / "out", include_masks=True, on_error="skip")
+    assert result.counts == {"TRAIN": 1}
+    reasons = dict(zip(result.rejected.image_uri.map(os.path.basename),
+                       result.rejected.reason))
+    assert sorted(reasons) == [f"img{i}.jpg" for i in MALFORMED_MASKS]
+    for i, (_, named) in MALFORMED_MASKS.items():
+        assert reasons[f"img{i}.jpg"].startswith(
+            f"image {i} ('img{i}.jpg') of instances_train.json: annotation {10 + i} has "
+            "segmentation: "), reasons[f"img{i}.jpg"]
+        assert named in reasons[f"img{i}.jpg"]
+    with pytest.raises(InvalidRowError) as caught:
+        convert(path, tmp_path / "raise", include_masks=True)
+    assert "img1.jpg" in str(caught.value) and "segmentation: RLE counts '~~~~'" in \
+        str(caught.value)
+    table = tfrecorder_lite.read_coco(path, include_masks=True)
+    problems = table.tfrecord.validate(check=None)
+    assert sorted(problems.problem) == sorted(reasons.values())
+
+
+def test_malformed_masks_of_a_per_box_table_are_rejected_rows_and_problems(tmp_path):
+    """The same masks in a table made by hand: refused by the table's checks (validate()
+    names them), each image a rejected row, the good image written."""
+    import pandas as pd
+
+    rows = []
+    for i in range(7):
+        image = save(photo(30, 40, seed=i), tmp_path / f"img{i}.jpg")
+        mask = MALFORMED_MASKS[i][0] if i else [[2, 2, 12, 2, 12, 12]]
+        rows.append(("TRAIN", str(image), "car", 0.1, 0.1, 0.5, 0.5,
+                     json.dumps(mask) if i == 3 else mask))  # JSON text as from a CSV
+    table = pd.DataFrame(rows, columns=["split", "image_uri", "label", "xmin", "ymin", "xmax",
+                                        "ymax", "mask"])
+    problems = table.tfrecord.validate(check=None)
+    assert problems.row.tolist() == list(MALFORMED_MASKS)
+    for problem, (_, named) in zip(problems.problem, MALFORMED_MASKS.values()):
+        assert problem.startswith("box 1 of 1: ") and named in problem
+    result = table.tfrecord.to_tfrecord(tmp_path / "out", on_error="skip", **OPTIONS)
+    assert result.counts == {"TRAIN": 1}
+    assert result.rejected.reason.tolist() == problems.problem.tolist()
+    with pytest.raises(InvalidRowError, match=r"row 1 \(.*img1\.jpg\): box 1 of 1: RLE counts"):
+        table.tfrecord.to_tfrecord(tmp_path / "raise", **OPTIONS)

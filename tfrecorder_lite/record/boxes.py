@@ -275,8 +275,6 @@ def instance_masks(masks, stored):
         RecordRejected: "box 2 of 3: ..." for a missing mask, a polygon outside the image or an
             RLE of another size.
     """
-    import json
-
     import numpy as np
     from PIL import Image
 
@@ -286,23 +284,7 @@ def instance_masks(masks, stored):
     encoded = []
     for number, mask in enumerate(masks, 1):
         try:
-            if isinstance(mask, str):
-                try:
-                    mask = json.loads(mask)
-                except ValueError:
-                    raise rasterize.MaskRejected("mask is neither polygons nor an RLE (not "
-                                                 "JSON)") from None
-            if isinstance(mask, dict) and rasterize.RELATIVE_POLYGONS in mask:
-                pixels = rasterize.rasterize_relative(mask[rasterize.RELATIVE_POLYGONS],
-                                                      height, width)
-            elif isinstance(mask, dict):
-                pixels = rasterize.rle_mask(mask, height, width)
-            elif isinstance(mask, (list, tuple)) and mask and \
-                    all(isinstance(p, (list, tuple)) for p in mask):
-                pixels = rasterize.rasterize_polygons(mask, height, width)
-            else:
-                raise rasterize.MaskRejected(f"no mask ({str(mask)[:40]}): a mask is a list "
-                                             "of polygons or an RLE")
+            pixels = rasterize.rasterize_instance(mask, height, width)
         except rasterize.MaskRejected as exc:
             raise RecordRejected(f"box {number} of {len(masks)}: {exc}") from None
         if (height, width) != (stored.height, stored.width):

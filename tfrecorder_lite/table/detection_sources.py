@@ -294,7 +294,7 @@ def coco_table(data, path, image_dir=None, split=None, include_masks=False, *,
                 skipped[reason].append(f"annotation {annotation.get('id')} of {uri}")
                 continue
             flag, area, problem = _coco_values(annotation)
-            problem = reason or problem
+            problem = reason or problem or (include_masks and _coco_mask_problem(annotation))
             if problem:
                 break
             objects.append((split, uri, names[annotation["category_id"]], *box, flag, area,
@@ -431,6 +431,18 @@ def _coco_box(annotation, image):
     if x + w > width or y + h > height:
         return None, "reaching past the image's edge"
     return (x / width, y / height, (x + w) / width, (y + h) / height), None
+
+
+def _coco_mask_problem(annotation):
+    """None, or what is wrong with an annotation's ``segmentation`` as an instance mask (see
+    ``images.masks.instance_mask``; checked against its image when its record is written)."""
+    from ..images.masks import MaskRejected, instance_mask  # numpy, Pillow: masks only
+
+    try:
+        instance_mask(annotation.get("segmentation"))
+    except MaskRejected as exc:
+        return f"annotation {redaction.shown(annotation.get('id'))} has segmentation: {exc}"
+    return None
 
 
 def _coco_values(annotation):

@@ -242,3 +242,58 @@ def test_malformed_masks_of_a_per_box_table_are_rejected_rows_and_problems(tmp_p
     assert result.rejected.reason.tolist() == problems.problem.tolist()
     with pytest.raises(InvalidRowError, match=r"row 1 \(.*img1\.jpg\): box 1 of 1: RLE counts"):
         table.tfrecord.to_tfrecord(tmp_path / "raise", **OPTIONS)
+
+
+# ----------------------------------------------------------------------------- credentials
+
+SECRETS = ("hunter2", "SIGSECRET", "longpassword")
+
+
+def secret_urls(url):
+    """Image URLs with credentials: user info, a signed query, a password so long that a
+    reason cutting the URL short would lose its ``@``."""
+    host = url.replace("http://", "")
+    return [f"http://user:hunter2@{host}/missing.jpg?X-Amz-Signature=SIGSECRET",
+            f"http://me:{'longpassword' * 8}@{host}/also-missing.jpg"]
+
+
+def assert_no_secret(result, out, *texts):
+    shown = [result.rejected.to_csv(), *texts]
+    shown += [p.read_text(errors="replace") for p in out.rglob("*") if p.is_file()]
+    for secret in SECRETS:
+        assert not [text for text in shown if secret in text], secret
+
+
+def test_credentials_in_an_annotation_files_image_urls_reach_no_rejection(tmp_path, caplog):
+    from object_stores import Server
+
+    server = Server("http", root=tmp_path)
+    try:
+        urls = secret_urls(server.url)
+        save(photo(30, 40), tmp_path / "images" / "good.jpg")
+        names = ["good.jpg", *urls]
+        (tmp_path / "images" / "instances_train.json").write_text(json.dumps({
+            "images": [{"id": i, "file_name": name, "width": 40, "height": 30}
+                       for i, name in enumerate(names)],
+            "annotations": [{"id": i, "image_id": i, "category_id": 1, "bbox": [1, 1, 5, 5]}
+                            for i in range(3)],
+            "categories": [{"id": 1, "name": "car"}]}))
+        path = tmp_path / "images" / "instances_train.json"
+        for allow in (False, True):  # refused by the path rule, or not found on the server
+            out = tmp_path / f"out-{allow}"
+            result = convert(path, out, on_error="skip", allow_outside_paths=allow)
+            assert result.counts == {"TRAIN": 1} and len(result.rejected) == 2
+            assert_no_secret(result, out)
+            if allow:
+                assert (result.rejected.reason == "file not found").all()
+                assert result.rejected.image_uri.str.contains("REDACTED@").all()
+            else:
+                assert result.rejected.reason.str.contains("REDACTED@").all()
+            problems = tfrecorder_lite.read_coco(path, allow_outside_paths=allow).tfrecord \
+                .validate(check="header")
+            assert len(problems) == 2
+            with pytest.raises(InvalidRowError) as caught:
+                convert(path, tmp_path / f"raise-{allow}", allow_outside_paths=allow)
+            assert_no_secret(result, out, problems.to_csv(), str(caught.value), caplog.text)
+    finally:
+        server.stop()

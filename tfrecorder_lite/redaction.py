@@ -68,7 +68,12 @@ def _storable(value):
 
 def redact_cell(value):
     """A cell bound for a file: redacted, and text that is no valid Unicode escaped (so that
-    it can be written as UTF-8)."""
+    it can be written as UTF-8). A list, tuple or dict (a multi-label or mask cell) is written
+    as its text: that text redacted when it holds a URL with a secret, else the value as is."""
+    if isinstance(value, (list, tuple, dict)):
+        text = str(value)
+        clean = redact(text)
+        return value if clean == text else clean
     return redact(_storable(value))
 
 

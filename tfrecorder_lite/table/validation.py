@@ -291,7 +291,7 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
     columns.extra_columns(prepared.frame, schema.used_columns(split_col, image_col, label_col) |
                           prepared.used, features)  # SchemaError: unstorable
     found += kind.problems(df, prepared)
-    bad_rows = set(problems["row"])
+    bad_rows = set(problems["row"]) | set(refused_by_source)  # their images are not read
     splits = schema.table_splits(df, split_col, image_col, assignment).tolist()
 
     identical = _identical_rows(df, found)

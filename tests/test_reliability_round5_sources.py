@@ -297,3 +297,120 @@ def test_credentials_in_an_annotation_files_image_urls_reach_no_rejection(tmp_pa
             assert_no_secret(result, out, problems.to_csv(), str(caught.value), caplog.text)
     finally:
         server.stop()
+
+
+# ----------------------------------------------------------------------------- bad lines
+
+ML_USE = "aiplatform.googleapis.com/ml_use"
+
+
+def vertex_line(image, split="training", **annotations):
+    return json.dumps({"imageGcsUri": image, "dataItemResourceLabels": {ML_USE: split},
+                       **annotations})
+
+
+@pytest.fixture
+def sixteen(tmp_path):
+    """Sixteen photos in ``images/``."""
+    for i in range(16):
+        save(photo(30, 40, seed=i), tmp_path / "images" / f"im{i}.jpg")
+    return tmp_path
+
+
+BAD_LINES = {  # line: (its text, what its reason says)
+    3: ("{not json", "line 3: not JSON (Expecting property name"),
+    7: (vertex_line("images/im6.jpg", "trainig", classificationAnnotation={"displayName": "a"}),
+        f"line 7: dataItemResourceLabels[\"{ML_USE}\"]: 'trainig' is no ml_use"),
+    11: (vertex_line("images/im10.jpg", classificationAnnotation={"name": "a"}),
+         "line 11: classificationAnnotation.displayName: missing"),
+    16: (json.dumps({"classificationAnnotation": {"displayName": "b"}}),
+         "line 16: imageGcsUri: missing"),
+}
+
+
+def test_a_vertex_file_with_4_bad_lines_of_16_writes_the_12_and_rejects_each(sixteen):
+    lines = [BAD_LINES[n][0] if n in BAD_LINES else vertex_line(
+        f"images/im{n - 1}.jpg", classificationAnnotation={"displayName": "ab"[n % 2]})
+        for n in range(1, 17)]
+    (sixteen / "flowers.jsonl").write_text("\n".join(lines) + "\n")
+    result = convert(sixteen / "flowers.jsonl", sixteen / "out", on_error="skip")
+    assert result.counts == {"TRAIN": 12}
+    assert len(result.rejected) == 4
+    for reason, (_, expected) in zip(result.rejected.reason, BAD_LINES.values()):
+        assert reason.startswith(expected), (reason, expected)
+    assert len((sixteen / "out" / "rejected.csv").read_text().splitlines()) == 1 + 4
+    problems = tfrecorder_lite.read_vertex(sixteen / "flowers.jsonl").tfrecord.validate(
+        check=None)
+    assert problems.problem.tolist() == result.rejected.reason.tolist()
+    with pytest.raises(InvalidRowError) as caught:
+        convert(sixteen / "flowers.jsonl", sixteen / "raise")
+    assert str(caught.value).startswith("row 2 (JSON line 3 of flowers.jsonl): line 3: not JSON")
+
+
+def test_a_bad_vertex_box_or_csv_line_rejects_its_image_only(sixteen):
+    good = {"displayName": "car", "xMin": 0.1, "yMin": 0.1, "xMax": 0.5, "yMax": 0.5}
+    (sixteen / "boxes.jsonl").write_text("\n".join([
+        vertex_line("images/im0.jpg", boundingBoxAnnotations=[good]),
+        vertex_line("images/im1.jpg", boundingBoxAnnotations=[good, {**good,
+                                                                     "displayName": None}]),
+        vertex_line("images/im2.jpg", boundingBoxAnnotations={"not": "a list"}),
+        vertex_line("images/im3.jpg", boundingBoxAnnotations=[good]),
+        vertex_line("images/im1.jpg", boundingBoxAnnotations=[good]),  # im1's other line
+    ]) + "\n")
+    result = convert(sixteen / "boxes.jsonl", sixteen / "out", on_error="skip")
+    assert result.counts == {"TRAIN": 2}
+    assert dict(zip(result.rejected.image_uri.map(os.path.basename), result.rejected.reason)) \
+        == {"im1.jpg": "line 2: boundingBoxAnnotations[1].displayName: missing",
+            "im2.jpg": "line 3: boundingBoxAnnotations: not a list of annotations"}
+    with pytest.raises(InvalidRowError, match=r"JSON line 2 of boxes\.jsonl.*im1\.jpg"):
+        convert(sixteen / "boxes.jsonl", sixteen / "raise")
+    # a Vertex AI CSV, classification and detection, read as Vertex AI's
+    (sixteen / "labels.csv").write_text("".join(
+        f"{'later' if i == 2 else 'training'},images/im{i}.jpg,ab\n" for i in range(4)))
+    table = tfrecorder_lite.read_vertex(sixteen / "labels.csv")
+    result = table.tfrecord.to_tfrecord(sixteen / "csv", on_error="skip", **OPTIONS)
+    assert result.counts == {"TRAIN": 3}
+    assert result.rejected.reason.tolist() == [
+        "line 3: ML_USE: 'later' is no ml_use: expected training, validation or test (or "
+        "none: UNASSIGNED)"]
+    (sixteen / "boxes.csv").write_text("".join(
+        f"training,images/im{i}.jpg,car,0.1,{'x' if i == 1 else '0.2'},,,0.5,0.6,,\n"
+        for i in range(3)) + "later,images/im3.jpg,car,0.1,0.2,,,0.5,0.6,,\n")
+    table = tfrecorder_lite.read_vertex(sixteen / "boxes.csv")
+    result = table.tfrecord.to_tfrecord(sixteen / "csv-boxes", on_error="skip", **OPTIONS)
+    assert result.counts == {"TRAIN": 2}
+    reasons = dict(zip(result.rejected.image_uri.map(os.path.basename), result.rejected.reason))
+    assert reasons["im1.jpg"].startswith("line 2: not an AutoML detection row")
+    assert reasons["im3.jpg"].startswith("line 4: ML_USE: 'later' is no ml_use")
+    with pytest.raises(InvalidRowError, match=r"im1\.jpg\): line 2: not an AutoML"):
+        table.tfrecord.to_tfrecord(sixteen / "raise-csv", **OPTIONS)
+
+
+def test_an_automl_csv_row_with_a_bad_box_rejects_its_image_only(sixteen):
+    (sixteen / "boxes.csv").write_text("".join(
+        f"TRAIN,images/im{i}.jpg,car,0.1,0.2,,,{'0x1' if i == 2 else '0.5'},0.6,,\n"
+        for i in range(5)))
+    result = convert(sixteen / "boxes.csv", sixteen / "out", on_error="skip")
+    assert result.counts == {"TRAIN": 4}
+    reason, = result.rejected.reason
+    assert reason.startswith("line 3: not an AutoML detection row") and "'0x1'" in reason
+    assert tfrecorder_lite.validate(sources.read_source(sixteen / "boxes.csv")[0], check=None) \
+        .problem.tolist() == [reason]
+    with pytest.raises(InvalidRowError, match=r"\(CSV line 3\)"):
+        convert(sixteen / "boxes.csv", sixteen / "raise")
+
+
+def test_a_yolo_label_file_naming_an_unknown_class_rejects_its_image_only(tmp_path):
+    root = yolo_folder(tmp_path / "yolo")
+    (root / "labels" / "train" / "im2.txt").write_text("0 0.5 0.5 0.2 0.2\n7 0.5 0.5 0.2 0.2\n")
+    result = convert(root, tmp_path / "out", on_error="skip")
+    assert result.counts == {"TRAIN": 3}
+    reason, = result.rejected.reason
+    assert reason == (f"{os.path.join('labels', 'train', 'im2.txt')} line 2: class '7' is not "
+                      "in names (0-1)")
+    assert os.path.basename(result.rejected.image_uri.iloc[0]) == "im2.jpg"
+    with pytest.raises(InvalidRowError) as caught:
+        convert(root, tmp_path / "raise")
+    assert "im2.jpg" in str(caught.value) and "im2.txt line 2: class '7'" in str(caught.value)
+    problems = tfrecorder_lite.read_yolo(root).tfrecord.validate(check=None)
+    assert problems.problem.tolist() == [reason]

@@ -148,21 +148,26 @@ def automl_rows(records, name, task=None):
             detection CSV.
 
     Returns:
-        ``[(line, split, image, label, box), ...]`` (see :func:`automl_row`), or None.
+        ``[(line, split, image, label, box, reason), ...]`` (see :func:`automl_row`), or
+        None. ``reason`` is None, or why a row that is no AutoML detection row (too many
+        fields, a coordinate that is no number, vertices of no box) cannot be written: its
+        image is refused with it.
 
     Raises:
-        SchemaError: rows that do not fit a file read as detection, or a file whose coordinates
-            are all whole numbers (it could be integer labels of a multi-label CSV) without
-            ``task``.
+        SchemaError: a file whose coordinates are all whole numbers (it could be integer
+            labels of a multi-label CSV) without ``task``.
     """
     if task == "classification":
         return None
-    rows, bad, fraction = [], [], False
+    rows, bad, fraction = [], False, False
     for line, fields in records:
         try:
-            rows.append((line, *automl_row(fields)))
+            rows.append((line, *automl_row(fields), None))
         except ValueError as exc:
-            bad.append((line, str(exc)))
+            cells = [f.strip() for f in fields[:2]] + ["", ""]
+            rows.append((line, cells[0], cells[1], None, None,
+                         f"line {line}: not an AutoML detection row ({_AUTOML_FORMS}): {exc}"))
+            bad = True
         fraction = fraction or any(_is_fraction(cell) for cell in fields[3:])
     if task is None and not fraction:
         if bad or not any(row[4] for row in rows):
@@ -172,24 +177,15 @@ def automl_rows(records, name, task=None):
             "with whole-number coordinates, which could also be the integer labels of a "
             "multi-label CSV; pass task=\"detection\" or task=\"classification\" "
             "(--task detection | classification)")
-    if bad:
-        (line, reason), more = bad[0], [n for n, _ in bad[1:]]
-        also = f"; also line{'s' * (len(more) > 1)} {', '.join(map(str, more[:10]))}" \
-            if more else ""
-        also += f" and {len(more) - 10} more" if len(more) > 10 else ""
-        raise SchemaError(
-            f"{name}: line {line} is not an AutoML detection row ({_AUTOML_FORMS}): "
-            f"{reason}{also}. Fix these rows; a per-box CSV (split,image_uri,label,xmin,ymin,"
-            "xmax,ymax) needs its header row"
-            + ("" if task else ", or pass task=\"classification\" (--task classification) "
-                               "if the file is a multi-label classification CSV"))
     return rows
 
 
 def automl_detection_table(rows, name, split_col="split", image_col="image_uri",
                            label_col="label"):
     """The per-box table of :func:`automl_rows`: images in the order they first appear, each
-    with its boxes in file order (an image named on several rows gets all their boxes).
+    with its boxes in file order (an image named on several rows gets all their boxes), each
+    row's line in ``attrs["csv_lines"]``. An image named on a row with a reason is one row
+    refused with the reasons (``attrs[SOURCE_PROBLEMS]``).
 
     Raises:
         SchemaError: one image named with two splits.
@@ -198,24 +194,34 @@ def automl_detection_table(rows, name, split_col="split", image_col="image_uri",
         raise SchemaError(f"{name} is a detection CSV: it has one label column, not "
                           f"{label_col!r}")
     images, spelled = {}, {}
-    for line, split, image, label, box in rows:
-        key = storage.normalized(image)  # ./a.jpg and a.jpg/ are a.jpg
+    for line, split, image, label, box, reason in rows:
+        key = storage.normalized(image) if image else ("line", line)  # ./a.jpg is a.jpg
         spelled.setdefault(key, image)
-        images.setdefault(key, []).append((line, _split(split), label, box))
-    table = []
+        images.setdefault(key, []).append((line, _split(split), label, box, reason))
+    table, lines, problems = [], [], {}
     for key, boxes in images.items():
         image = spelled[key]
         line, split = boxes[0][:2]
-        for other_line, other_split, _, _ in boxes:
+        for other_line, other_split, *_ in boxes:
             if other_split != split:
                 raise SchemaError(f"{name}: image {image} is {split} on line {line} and "
                                   f"{other_split} on line {other_line}; an image belongs to one "
                                   "split")
+        reasons = [reason for *_, reason in boxes if reason]
+        if reasons:  # one row, refused with the reasons
+            problems[len(table)] = "; ".join(reasons)
+            boxes = boxes[:1]
         # an image's "no objects" row is dropped when other rows give it boxes
         objects = [b for b in boxes if b[2] is not None or b[3] is not None] or boxes[:1]
-        table += [(split, image or None, label, *(box or _NO_BOX))
-                  for _, split, label, box in objects]
-    return _table(table, [split_col, image_col, label_col, *BOX_COLUMNS])
+        table += [(split, image or None, None if reasons else label,
+                   *(_NO_BOX if reasons else box or _NO_BOX))
+                  for _, split, label, box, _ in objects]
+        lines += [number for number, *_ in objects]
+    table = _table(table, [split_col, image_col, label_col, *BOX_COLUMNS])
+    table.attrs["csv_lines"] = lines
+    if problems:
+        table.attrs[SOURCE_PROBLEMS] = problems
+    return table
 
 
 # ----------------------------------------------------------------------------- COCO

@@ -18,9 +18,14 @@ table has a ``mask`` column: each polygon's extent is its box and the polygon it
 lines all as polygons once one is; here, in a dataset of polygons, an image with a box line has
 no mask for that object and is refused, naming the line (``attrs[SOURCE_PROBLEMS]``).
 
-Every malformed file or line is a reason naming it and its field, raised together as one
-SchemaError; a box outside the image is left in the table, where the detection checks reject
-its image whole (``attrs["csv_lines"]`` names each row's label file).
+A malformed label file or line (a class id not in ``names``, a line that is neither ``class cx
+cy w h`` nor a polygon, a field that is no number, text that is not UTF-8) refuses its image:
+one row, with the reasons naming the file, line and field (``attrs[SOURCE_PROBLEMS]``). Every
+malformed ``data.yaml`` entry or image list, a label file without its image, too large or
+unreadable, a symbolic link out of the folder, is a reason naming it, raised together as one
+SchemaError. A box
+outside the image is left in the table, where the detection checks reject its image whole
+(``attrs["csv_lines"]`` names each row's label file).
 """
 
 import math
@@ -67,10 +72,10 @@ def read_yolo(folder, *, storage_options=None, allow_outside_paths=False,
             is refused before it is read.
 
     Raises:
-        SchemaError: no ``data.yaml``, or naming every malformed entry, label file and line
-            (up to ten): a folder that does not exist, a class id not in ``names``, a line
-            that is neither ``class cx cy w h`` nor a polygon, a label file without its image,
-            a file over ``max_annotation_bytes``.
+        SchemaError: no ``data.yaml``, or naming every malformed entry and file (up to
+            ten): a folder that does not exist or leads outside, a list or label file over
+            ``max_annotation_bytes``, a label file without its image (a malformed label file
+            refuses its own image only; see the module).
     """
     path = storage.resolve(folder)
     if path.lower().endswith((".yaml", ".yml")):
@@ -280,13 +285,15 @@ class _Reader:
     def rows(self, images):
         """``(rows, label file of each row, masks, problems)``: the per-box rows of
         ``images`` (with ``masks``, when any label file holds a polygon, each row's mask
-        last), and ``{row: reason}`` of the images refused (a box among polygons)."""
+        last), and ``{row: reason}`` of the images refused: a label file that is not UTF-8,
+        a line that is no object (a class not in ``names``, a field that is no number), a box
+        among polygons; such an image is one row."""
         labels = [label_path(image) for _, image in images]
         images = [(split, image) for (split, image), label in zip(images, labels)
                   if self._inside(label)]
         labels = [label_path(image) for _, image in images]
         contents = storage.read_many(labels, self.options, max_bytes=self.max_bytes)
-        found = []  # (split, image, label file, objects)
+        found = []  # (split, image, label file, objects, reasons)
         for (split, image), label, content in zip(images, labels, contents):
             name = self._relative(label)
             if isinstance(content, FileNotFoundError):
@@ -298,19 +305,22 @@ class _Reader:
             elif isinstance(content, Exception):
                 self.problems.append(f"{name}: cannot be read ({content})")
                 continue
-            found.append((split, image, name, self._objects(name, content)))
+            reasons = []
+            found.append((split, image, name, self._objects(name, content, reasons), reasons))
         self._orphans({label for label, content in zip(labels, contents)
                        if not isinstance(content, FileNotFoundError)})
         refuse(self.root, "a YOLO folder", self.problems)
-        masks = any(mask is not None for *_, objects in found for *_, mask in objects)
+        masks = any(mask is not None for *_, objects, _ in found for *_, mask in objects)
         rows, lines, problems = [], [], {}
-        for split, image, name, objects in found:
+        for split, image, name, objects, reasons in found:
             box = next((n for n, *_, mask in objects if mask is None), None) if masks else None
             if box is not None:
-                problems[len(rows)] = (
+                reasons.append(
                     f"{name} line {box}: a box (class cx cy w h) in a dataset of polygons "
                     "(class x1 y1 x2 y2 ...): every object needs its polygon, its instance "
                     "mask")
+            if reasons:  # one row, refused with the reasons
+                problems[len(rows)] = "; ".join(reasons)
                 objects = []
             for _, label_text, corners, mask in objects:
                 rows.append((split, image, label_text, *corners, *((mask,) if masks else ())))
@@ -319,14 +329,15 @@ class _Reader:
             lines += [name] * max(len(objects), 1)  # an image's reason names its box
         return rows, lines, masks, problems
 
-    def _objects(self, name, content):
+    def _objects(self, name, content, problems):
         """``[(line, label, (xmin, ymin, xmax, ymax), mask or None)]`` of one label file: a
         box line's mask is None, a polygon's is the polygon (see
-        ``detection_sources.polygon_object``)."""
+        ``detection_sources.polygon_object``); each line that is no object is a text added
+        to ``problems``, naming the file, line and field."""
         try:
             text = content.decode("utf-8")
         except UnicodeDecodeError:
-            self.problems.append(f"{name}: not UTF-8 text")
+            problems.append(f"{name}: not UTF-8 text")
             return []
         objects = []
         for number, line in enumerate(text.splitlines(), 1):
@@ -336,14 +347,14 @@ class _Reader:
             where = f"{name} line {number}"
             polygon = len(fields) >= 7 and len(fields) % 2 == 1
             if len(fields) != 5 and not polygon:
-                self.problems.append(f"{where}: {len(fields)} fields, expected 5 (class cx cy w "
-                                     "h) or an odd number from 7 (a polygon: class x1 y1 x2 y2 "
-                                     "x3 y3 ...)")
+                problems.append(f"{where}: {len(fields)} fields, expected 5 (class cx cy w h) "
+                                "or an odd number from 7 (a polygon: class x1 y1 x2 y2 x3 y3 "
+                                "...)")
                 continue
             class_id = _class_id(fields[0])
             if class_id not in self.names:
-                self.problems.append(f"{where}: class {shown(fields[0])} is not in names "
-                                     f"({_ids(self.names)})")
+                problems.append(f"{where}: class {shown(fields[0])} is not in names "
+                                f"({_ids(self.names)})")
                 continue
             names = [f"{axis}{i}" for i in range(1, len(fields) // 2 + 1) for axis in "xy"] \
                 if polygon else ["cx", "cy", "w", "h"]
@@ -354,7 +365,7 @@ class _Reader:
                 except ValueError:
                     value = math.nan
                 if not math.isfinite(value):
-                    self.problems.append(f"{where}: {field} {shown(text)} is not a number")
+                    problems.append(f"{where}: {field} {shown(text)} is not a number")
                     break
                 values.append(value)
             else:

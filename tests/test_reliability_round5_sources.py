@@ -414,3 +414,28 @@ def test_a_yolo_label_file_naming_an_unknown_class_rejects_its_image_only(tmp_pa
     assert "im2.jpg" in str(caught.value) and "im2.txt line 2: class '7'" in str(caught.value)
     problems = tfrecorder_lite.read_yolo(root).tfrecord.validate(check=None)
     assert problems.problem.tolist() == [reason]
+
+
+def test_a_malformed_voc_annotation_rejects_its_image_only(tmp_path):
+    root = voc_folder(tmp_path / "VOC", count=5)
+    annotations = root / "Annotations"
+    text = (annotations / "img1.xml").read_text()
+    (annotations / "img1.xml").write_text(text.replace("<width>40</width>", "<width>0</width>"))
+    (annotations / "img2.xml").write_text(text.replace("img1", "img2").replace(
+        "<name>car</name>", "<name>car</name><difficult>yes</difficult>"))
+    (annotations / "img3.xml").write_text(text.replace("img1", "img3").replace(
+        "<xmin>2</xmin>", "<xmin>two</xmin>"))
+    (annotations / "img4.xml").write_text(text.replace("img1", "img4")[:-20])  # cut short
+    result = convert(root, tmp_path / "out", on_error="skip")
+    assert result.counts == {"TRAIN": 1}
+    reasons = dict(zip(result.rejected.image_uri.map(os.path.basename), result.rejected.reason))
+    assert reasons["img1.jpg"] == f"{annotations / 'img1.xml'}: size/width and size/height " \
+        "must be the image's size in pixels, not '0' and '30'"
+    assert reasons["img2.jpg"] == f"{annotations / 'img2.xml'}: object 1 has difficult 'yes', " \
+        "expected 0 or 1"
+    assert reasons["img3.jpg"] == "box 1 of 1: xmin is missing"
+    assert reasons["img4.jpg"].startswith(f"{annotations / 'img4.xml'} is not well-formed XML")
+    assert tfrecorder_lite.read_voc(root).tfrecord.validate(check=None).problem.tolist() == \
+        result.rejected.reason.tolist()
+    with pytest.raises(InvalidRowError, match=r"img1\.jpg\): .*img1\.xml: size/width"):
+        convert(root, tmp_path / "raise")

@@ -496,10 +496,13 @@ def read_voc(folder, storage_options=None, *, allow_outside_paths=False,
     size the boxes were divided by is compared with the image's own when it is written.
     Each annotation and image list is refused past ``max_annotation_bytes`` before it is read.
 
+    An annotation that is unsafe or malformed XML, has no usable size for its boxes, or a
+    ``difficult`` or ``truncated`` other than 0 or 1 refuses its image: one row, with the
+    reason naming the file and field (``table.attrs[SOURCE_PROBLEMS]``).
+
     Raises:
         SchemaError: an image list names an annotation that does not exist, an image is in two
-            lists, or an annotation file or list is too large, unreadable, unsafe XML, or has
-            no usable size.
+            lists, or an annotation file or list is too large or unreadable.
     """
     root = storage.resolve(folder)
     inside = functools.partial(_voc_inside, root=root, allow=allow_outside_paths)
@@ -526,18 +529,24 @@ def read_voc(folder, storage_options=None, *, allow_outside_paths=False,
     contents = storage.read_many(paths, storage_options, max_bytes=max_annotation_bytes)
     for (image_id, split), path, data in zip(listed.items(), paths, contents):
         _refuse_unread(path, data, max_annotation_bytes)
-        annotation = parse_xml(data, path)
-        filename = (annotation.findtext("filename") or "").strip() or f"{image_id}.jpg"
-        uri, problem = annotation_files.image_path(filename, image_dir, allow_outside_paths,
-                                                   "<filename>")
-        if problem:
-            problems[len(rows)] = f"{path}: {problem}"
+        uri, problem = annotation_files.image_path(f"{image_id}.jpg", image_dir)[0], None
+        try:  # (its image by VOC's naming, until its <filename> is read)
+            annotation = parse_xml(data, path)
+            filename = (annotation.findtext("filename") or "").strip() or f"{image_id}.jpg"
+            uri, problem = annotation_files.image_path(filename, image_dir,
+                                                       allow_outside_paths, "<filename>")
+            problem = problem and f"{path}: {problem}"
+            objects = [] if problem else _voc_rows(annotation, path, split, uri)
+        except SchemaError as exc:  # unsafe or malformed XML, a size or flag of no value
+            problem = str(exc)
+        if problem:  # one row, refused with the reason
+            problems[len(rows)] = problem
             rows.append((split, uri, None, *_NO_BOX, None, None))
             continue
         width, height = (_number(annotation.findtext(f"size/{k}")) for k in ("width", "height"))
         if width > 0 and height > 0:
             sizes[len(rows)] = (height, width)  # its first row stands for the image
-        rows += _voc_rows(annotation, path, split, uri)
+        rows += objects
     table = _table(rows, ["split", "image_uri", "label", *BOX_COLUMNS, "difficult",
                           "truncated"])
     if problems:

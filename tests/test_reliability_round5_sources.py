@@ -20,6 +20,7 @@ from conftest import photo, save
 
 OPTIONS = dict(progress=False, n_jobs=1)
 GB = 10**9
+ML_USE = "aiplatform.googleapis.com/ml_use"
 
 
 def convert(source, out, **options):
@@ -278,30 +279,35 @@ def test_credentials_in_an_annotation_files_image_urls_reach_no_rejection(tmp_pa
             "annotations": [{"id": i, "image_id": i, "category_id": 1, "bbox": [1, 1, 5, 5]}
                             for i in range(3)],
             "categories": [{"id": 1, "name": "car"}]}))
-        path = tmp_path / "images" / "instances_train.json"
-        for allow in (False, True):  # refused by the path rule, or not found on the server
-            out = tmp_path / f"out-{allow}"
-            result = convert(path, out, on_error="skip", allow_outside_paths=allow)
-            assert result.counts == {"TRAIN": 1} and len(result.rejected) == 2
-            assert_no_secret(result, out)
-            if allow:
-                assert (result.rejected.reason == "file not found").all()
-                assert result.rejected.image_uri.str.contains("REDACTED@").all()
-            else:
-                assert result.rejected.reason.str.contains("REDACTED@").all()
-            problems = tfrecorder_lite.read_coco(path, allow_outside_paths=allow).tfrecord \
-                .validate(check="header")
-            assert len(problems) == 2
-            with pytest.raises(InvalidRowError) as caught:
-                convert(path, tmp_path / f"raise-{allow}", allow_outside_paths=allow)
-            assert_no_secret(result, out, problems.to_csv(), str(caught.value), caplog.text)
+        (tmp_path / "images" / "labels.jsonl").write_text("\n".join(json.dumps({
+            "imageGcsUri": name, "classificationAnnotation": {"displayName": "car"},
+            "dataItemResourceLabels": {ML_USE: "training"}}) for name in names) + "\n")
+        for source, read in [("instances_train.json", tfrecorder_lite.read_coco),
+                             ("labels.jsonl", tfrecorder_lite.read_vertex)]:
+            path = tmp_path / "images" / source
+            for allow in (False, True):  # refused by the path rule, or not found there
+                out = tmp_path / f"out-{source}-{allow}"
+                result = convert(path, out, on_error="skip", allow_outside_paths=allow)
+                assert result.counts == {"TRAIN": 1} and len(result.rejected) == 2
+                assert_no_secret(result, out)
+                if allow:
+                    assert (result.rejected.reason == "file not found").all()
+                    assert result.rejected.image_uri.str.contains("REDACTED@").all()
+                else:
+                    assert result.rejected.reason.str.contains("REDACTED@").all()
+                problems = read(path, allow_outside_paths=allow).tfrecord.validate(
+                    check="header")
+                assert len(problems) == 2
+                with pytest.raises(InvalidRowError) as caught:
+                    convert(path, tmp_path / f"raise-{source}-{allow}",
+                            allow_outside_paths=allow)
+                assert_no_secret(result, out, problems.to_csv(), str(caught.value),
+                                 caplog.text)
     finally:
         server.stop()
 
 
 # ----------------------------------------------------------------------------- bad lines
-
-ML_USE = "aiplatform.googleapis.com/ml_use"
 
 
 def vertex_line(image, split="training", **annotations):

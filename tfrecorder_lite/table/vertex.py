@@ -30,8 +30,11 @@ them), never turned into record features. A Vertex AI CSV is ``[ML_USE,]GCS_FILE
 (several label fields: multi-label) or an AutoML detection row, the ``ML_USE`` field optional.
 
 The file is read whole, bounded as every annotation file is (``annotation_files``), in the
-``encoding`` given (UTF-8 unless told). Every malformed line is a reason naming its line and
-field; the reasons of the whole file are raised together as one SchemaError. A box outside
+``encoding`` given (UTF-8 unless told). A line is a row: a malformed line (not JSON, no image,
+an unknown ``ml_use``, a missing ``displayName``, a bad polygon, another kind of annotation
+than the file's, its image in another split) is its row refused, for boxes and polygons its
+image's rows, with reasons naming the line and field (``table.attrs[SOURCE_PROBLEMS]``); the
+other lines are read. A box outside
 [0, 1], inverted or without a number is left in the table, where the detection checks reject
 its image whole with the box named (``table.attrs["csv_lines"]`` says each row's line).
 """
@@ -153,8 +156,8 @@ def read_vertex(path_or_url, *, storage_options=None, allow_outside_paths=False,
         row's line in the file.
 
     Raises:
-        SchemaError: the file is too large or not in ``encoding``, or naming every malformed
-            line (up to ten) and its field.
+        SchemaError: the file is too large, empty, not in ``encoding``, or a CSV whose
+            quoting is broken (a malformed line refuses its own row; see the module).
     """
     path = storage.resolve(path_or_url)
     data = annotation_files.read_annotation_bytes(path, storage_options, max_annotation_bytes)

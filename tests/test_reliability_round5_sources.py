@@ -302,7 +302,7 @@ def test_credentials_in_an_annotation_files_image_urls_reach_no_rejection(tmp_pa
                     convert(path, tmp_path / f"raise-{source}-{allow}",
                             allow_outside_paths=allow)
                 assert_no_secret(result, out, problems.to_csv(), str(caught.value),
-                                 caplog.text)
+                                 caught.value.reason, caplog.text)
     finally:
         server.stop()
 

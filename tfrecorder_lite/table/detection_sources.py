@@ -306,7 +306,8 @@ def coco_table(data, path, image_dir=None, split=None, include_masks=False, *,
             objects.append((split, uri, names[annotation["category_id"]], *box, flag, area,
                             id_, *((annotation.get("segmentation"),) if include_masks else ())))
         if problem:  # one row, refused with the reason (an id that is no id, as text)
-            problems[len(rows)] = (f"image {redaction.shown(id_)} ({redaction.shown(image.get('file_name'))}) "
+            problems[len(rows)] = (f"image {redaction.shown(id_)} "
+                                   f"({redaction.shown(image.get('file_name'))}) "
                                    f"of {storage.basename(path)}: {problem}")
             objects = [(split, uri, None, *_NO_BOX, None, math.nan,
                         id_ if key else redaction.shown(id_), *((None,) if include_masks else ()))]
@@ -345,7 +346,8 @@ def _coco_id_problem(id_, key, shared):
     others = shared.get(str(id_))
     if others:
         return (f"image id {redaction.shown(id_)} is the id of {len(others)} images "
-                f"({', '.join(map(redaction.shown, others[:3]))}{', ...' if len(others) > 3 else ''}): "
+                f"({', '.join(map(redaction.shown, others[:3]))}"
+                f"{', ...' if len(others) > 3 else ''}): "
                 "COCO image ids are unique, so their annotations cannot be told apart")
     return None
 

@@ -174,8 +174,8 @@ def _refuse_options(source, **options):
         raise SchemaError(f"{', '.join(given)} does not apply to {source}: split=, "
                           "image_dir= and include_masks= are for a COCO .json file, "
                           "allow_outside_paths= for an annotation file (COCO, VOC, Vertex AI, "
-                          "YOLO) or an image folder, task= tells an AutoML detection CSV from a classification "
-                          "CSV")
+                          "YOLO) or an image folder, task= tells an AutoML detection CSV from a "
+                          "classification CSV")
 
 
 def read_csv(data, name, split_col="split", image_col="image_uri", label_col="label",

@@ -23,9 +23,8 @@ cy w h`` nor a polygon, a field that is no number, text that is not UTF-8) refus
 one row, with the reasons naming the file, line and field (``attrs[SOURCE_PROBLEMS]``). Every
 malformed ``data.yaml`` entry or image list, a label file without its image, too large or
 unreadable, a symbolic link out of the folder, is a reason naming it, raised together as one
-SchemaError. A box
-outside the image is left in the table, where the detection checks reject its image whole
-(``attrs["csv_lines"]`` names each row's label file).
+SchemaError. A box outside the image is left in the table, where the detection checks
+reject its image whole (``attrs["csv_lines"]`` names each row's label file).
 """
 
 import math
@@ -213,8 +212,8 @@ class _Reader:
                 continue
             if storage.is_dir(path, self.options) or _is_file(path, self.options):
                 return path
-        hint = f" (data.yaml's path: {shown(self.path)} is not followed: name the dataset's folder " \
-            "itself)" if self.path else ""
+        hint = f" (data.yaml's path: {shown(self.path)} is not followed: name the dataset's " \
+            "folder itself)" if self.path else ""
         self.problems.append(refused or f"{where}: {entry} does not exist in {self.root}{hint}")
         return None
 

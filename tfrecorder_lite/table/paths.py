@@ -27,7 +27,7 @@ def leads_out_by_link(path, root):
     if storage.is_remote(path) or storage.is_remote(root):
         return False  # object stores have no links
     real, top = os.path.realpath(path), os.path.realpath(root)
-    return os.path.commonpath([real, top]) != top
+    return real != top and not real.startswith(top.rstrip(os.sep) + os.sep)
 
 
 def link_problem(path, root, where, how="allow_outside_paths=True"):

@@ -97,16 +97,19 @@ def test_multi_label_csvs_stay_multi_label():
 def test_bad_rows_of_a_detection_csv_are_named_by_line():
     text = AUTOML + ("TRAIN,gs://b/im5.png,car,.1,.2,.3\n"
                      "TRAIN,gs://b/im6.png,car,.1,.1,.9,.1,.9,.9,.2,.9\n")
-    with pytest.raises(SchemaError) as info:
-        read_text_csv(text)
-    message = str(info.value)
-    assert "boxes.csv: line 7 is not an AutoML detection row" in message
-    assert "its coordinates are neither four vertices nor two; also line 8." in message
-    assert 'task="classification"' in message  # the way out for a multi-label file
-    with pytest.raises(SchemaError, match=r"line 2 is not an AutoML detection row \(.*\): its "
-                                          "four vertices are not x_min,y_min,x_max,y_min"):
-        read_text_csv("TRAIN,a.png,car,.1,.1,,,.5,.5,,\nTRAIN,b.png,car,.1,.1,.9,.1,.9,.9,.2,.9\n",
-                      task="detection")
+    table = read_text_csv(text)  # each bad row refuses its image, the others are read
+    refused = {table.image_uri[row]: reason
+               for row, reason in table.attrs["source_problems"].items()}
+    assert list(refused) == ["gs://b/im5.png", "gs://b/im6.png"]
+    assert refused["gs://b/im5.png"].startswith("line 7: not an AutoML detection row")
+    assert refused["gs://b/im5.png"].endswith("its coordinates are neither four vertices nor two")
+    assert table.attrs["csv_lines"][-2:] == [7, 8] and len(table) == len(AUTOML_TABLE) + 2
+    table = read_text_csv("TRAIN,a.png,car,.1,.1,,,.5,.5,,\nTRAIN,b.png,car,.1,.1,.9,.1,.9,.9,"
+                          ".2,.9\n", task="detection")
+    assert list(table.attrs["source_problems"].values()) == [
+        "line 2: not an AutoML detection row (ML_USE,PATH,LABEL,x_min,y_min,x_max,y_min,x_max,"
+        "y_max,x_min,y_max or ML_USE,PATH,LABEL,x_min,y_min,,,x_max,y_max,,): its four vertices "
+        "are not x_min,y_min,x_max,y_min,x_max,y_max,x_min,y_max"]
 
 
 def test_the_no_objects_row_of_an_image_with_boxes_is_dropped():
@@ -319,20 +322,20 @@ def test_voc_list_naming_a_missing_annotation(voc):
 def test_voc_xml_with_a_doctype_is_refused(voc, declaration):
     path = voc / "Annotations" / "a.xml"
     path.write_text('<?xml version="1.0"?>' + declaration + voc_xml("a.jpg", []))
-    with pytest.raises(SchemaError) as info:
-        read_voc(voc)
-    assert f"{path}: declares a DOCTYPE or ENTITY" in str(info.value)
-    assert "Remove the declaration" in str(info.value)
+    table = read_voc(voc)  # its image is refused with the reason, the others are read
+    reason, = table.attrs["source_problems"].values()
+    assert reason.startswith(f"{path}: declares a DOCTYPE or ENTITY")
+    assert "Remove the declaration" in reason
 
 
 def test_voc_bad_size_and_flag_name_the_file(voc):
     path = voc / "Annotations" / "b.xml"
     path.write_text(voc_xml("b.jpg", [("dog", 0, 0, (1, 1, 2, 2))], size=(0, 200)))
-    with pytest.raises(SchemaError, match=f"{path}: size/width and size/height must be"):
-        read_voc(voc)
+    reason, = read_voc(voc).attrs["source_problems"].values()  # its image refused
+    assert reason.startswith(f"{path}: size/width and size/height must be")
     path.write_text(voc_xml("b.jpg", [("dog", "yes", 0, (1, 1, 2, 2))]))
-    with pytest.raises(SchemaError, match="object 1 has difficult 'yes', expected 0 or 1"):
-        read_voc(voc)
+    reason, = read_voc(voc).attrs["source_problems"].values()
+    assert reason == f"{path}: object 1 has difficult 'yes', expected 0 or 1"
 
 
 # ----------------------------------------------------------------------------- boxes

@@ -205,9 +205,9 @@ def test_every_malformed_vertex_line_is_reported_with_its_line_and_field(folder)
         line("../outside.jpg", "test", classificationAnnotation={"displayName": "a"}),
     ]
     (folder / "bad.jsonl").write_text("\n".join(lines))
-    with pytest.raises(SchemaError) as caught:
-        tfrecorder_lite.read_vertex(folder / "bad.jsonl")
-    message = str(caught.value)
+    table = tfrecorder_lite.read_vertex(folder / "bad.jsonl")  # each bad line refuses its row
+    reasons = list(table.attrs["source_problems"].values())
+    message = "; ".join(reasons)
     for expected in ["line 2: not JSON", "line 3: a JSON list, not an object",
                      "line 4: imageGcsUri: missing",
                      f'line 5: dataItemResourceLabels["{ML_USE}"]: \'trainig\' is no ml_use',
@@ -219,8 +219,11 @@ def test_every_malformed_vertex_line_is_reported_with_its_line_and_field(folder)
                      "line 8: detection annotations, but line 1 holds classification",
                      "line 9: imageGcsUri: '../outside.jpg' leads outside"]:
         assert expected in message
-    assert not re.search(r"(: |; )line 1:", message) and "10 problem(s)" in message
-    assert message.index("line 2:") < message.index("line 9:")  # in file order
+    assert not re.search(r"(^|; )line 1:", message) and len(reasons) == 8
+    assert [reason.split(":")[0] for reason in reasons] == [f"line {n}" for n in range(2, 10)]
+    result = tfrecorder_lite.convert(folder / "bad.jsonl", folder / "out", **OPTIONS,
+                                     on_error="skip")
+    assert result.counts == {"TRAIN": 1, "TEST": 0} and result.rejected.reason.tolist() == reasons
 
 
 def test_a_bad_vertex_box_rejects_its_image_whole_and_names_its_line(folder):
@@ -274,10 +277,10 @@ def test_vertex_image_paths_stay_in_the_files_folder_unless_allowed(folder):
         "\n" + line(str(outside), "test", classificationAnnotation={"displayName": "x"}) +
         "\n" + line("gs://bucket/in-the-cloud.jpg", "test",
                     classificationAnnotation={"displayName": "x"}))
-    with pytest.raises(SchemaError, match=r"line 1: imageGcsUri: '\.\./outside\.jpg' leads "
-                                          r"outside .*allow_outside_paths=True") as caught:
-        tfrecorder_lite.read_vertex(folder / "sub" / "a.jsonl")
-    assert "line 2: imageGcsUri" in str(caught.value)  # an absolute path too
+    refused = tfrecorder_lite.read_vertex(folder / "sub" / "a.jsonl").attrs["source_problems"]
+    assert re.match(r"line 1: imageGcsUri: '\.\./outside\.jpg' leads outside .*"
+                    r"allow_outside_paths=True", refused[0])
+    assert refused[1].startswith("line 2: imageGcsUri") and 2 not in refused  # absolute too
     table = tfrecorder_lite.read_vertex(folder / "sub" / "a.jsonl", allow_outside_paths=True)
     assert table.image_uri.tolist() == [str(outside), str(outside),
                                         "gs://bucket/in-the-cloud.jpg"]
@@ -375,20 +378,22 @@ def test_every_malformed_yolo_file_and_line_is_reported(tmp_path):
     (root / "labels" / "train" / "im0.txt").write_text(
         "0 0.5 0.5 0.2 0.2\n3 0.5 0.5 0.2 0.2\n1 0.5 0.5 0.2\n"
         "1 0.1 0.1 0.2 0.1 0.2 0.2 0.1\n2 0.5 x 0.2 0.2\n1 0.1 0.1 0.2 y 0.2 0.2\n")
-    (root / "labels" / "train" / "gone.txt").write_text("0 0.5 0.5 0.2 0.2\n")
-    with pytest.raises(SchemaError) as caught:
-        tfrecorder_lite.read_yolo(root)
-    message = str(caught.value)
+    table = tfrecorder_lite.read_yolo(root)  # the malformed lines refuse their image
+    message, = table.attrs["source_problems"].values()
     name = os.path.join("labels", "train", "im0.txt")
     for expected in [f"{name} line 2: class '3' is not in names (0-2)",
                      f"{name} line 3: 4 fields, expected 5 (class cx cy w h)",
                      f"{name} line 4: 8 fields, expected 5 (class cx cy w h) or an odd "
                      "number from 7 (a polygon: class x1 y1 x2 y2 x3 y3 ...)",
                      f"{name} line 5: cy 'x' is not a number",
-                     f"{name} line 6: y2 'y' is not a number",
-                     f"{os.path.join('labels', 'train', 'gone.txt')}: a label file without "
-                     "its image"]:
+                     f"{name} line 6: y2 'y' is not a number"]:
         assert expected in message
+    (root / "labels" / "train" / "gone.txt").write_text("0 0.5 0.5 0.2 0.2\n")
+    with pytest.raises(SchemaError) as caught:
+        tfrecorder_lite.read_yolo(root)
+    assert str(caught.value).endswith(f"{os.path.join('labels', 'train', 'gone.txt')}: a label "
+                                      "file without its image (no image of that name in the "
+                                      "images folder)")
     (root / "data.yaml").write_text("train: images/train\nval: images/nowhere\n"
                                     "test: ../../../etc\nnames: [car, person, bike]\n")
     with pytest.raises(SchemaError) as caught:
@@ -443,9 +448,11 @@ def test_a_yolo_folder_and_a_vertex_file_read_from_urls_give_the_local_records(t
         line(f"images/train/im{i}.jpg", "training", boundingBoxAnnotations=[
             {"displayName": "car", "xMin": 0.1, "yMin": 0.1, "xMax": 0.5, "yMax": 0.5}])
         for i in range(3)).encode() + b"\n" + line("../../escape.jpg", "test").encode())
-    with pytest.raises(SchemaError, match=r"line 4: imageGcsUri: '\.\./\.\./escape\.jpg' "
-                                          r"leads outside memory://formats-test/yolo"):
-        tfrecorder_lite.read_vertex("memory://formats-test/yolo/boxes.jsonl")
+    refused = tfrecorder_lite.read_vertex("memory://formats-test/yolo/boxes.jsonl").attrs[
+        "source_problems"]
+    assert list(refused) == [3] and re.match(r"line 4: imageGcsUri: '\.\./\.\./escape\.jpg' "
+                                             r"leads outside memory://formats-test/yolo",
+                                             refused[3])
     fs.rm("memory://formats-test", recursive=True)
 
 
@@ -666,11 +673,11 @@ def test_the_rest_apis_segmentation_union_reads_as_its_member(folder, caplog):
             "polygonAnnotation": {"displayName": "car", "vertexes": square[:2]}}),
         line("images/im2.jpg", "training", segmentationAnnotation={
             "maskAnnotation": mask, "maskGcsUri": "masks/im2.png"})]))
-    with pytest.raises(SchemaError) as caught:
-        tfrecorder_lite.read_vertex(folder / "union.jsonl")
-    assert "line 2: segmentationAnnotation.polygonAnnotation.vertexes: " in str(caught.value)
+    refused = "; ".join(tfrecorder_lite.read_vertex(folder / "union.jsonl").attrs[
+        "source_problems"].values())
+    assert "line 2: segmentationAnnotation.polygonAnnotation.vertexes: " in refused
     assert ("line 3: segmentationAnnotation: holds both maskAnnotation and maskGcsUri: one "
-            "annotation") in str(caught.value)
+            "annotation") in refused
     (folder / "union.jsonl").write_text(line("images/im0.jpg", "training",
                                              segmentationAnnotation={"polylineAnnotation": {
                                                  "displayName": "crack",
@@ -702,9 +709,9 @@ def test_a_vertex_jsonl_named_json_is_read_as_vertex_and_a_json_of_neither_is_na
     # JSON Lines whose first line is bad: still Vertex AI's, its reader names the line
     (folder / "bad.json").write_text(json.dumps({"classificationAnnotation": {
         "displayName": "a"}}) + "\n" + lines)
-    with pytest.raises(SchemaError, match=r"bad\.json: 1 problem\(s\) reading it as a Vertex "
-                                          r"AI import file: line 1: imageGcsUri: missing"):
-        tfrecorder_lite.convert(folder / "bad.json", folder / "x", **options)
+    bad = tfrecorder_lite.convert(folder / "bad.json", folder / "x", **options)
+    assert bad.counts == named_json.counts
+    assert bad.rejected.reason.tolist()[0] == "line 1: imageGcsUri: missing"
     neither = (r"is neither a COCO annotations file \(one JSON document with an 'images' "
                r"list\) nor a Vertex AI JSON Lines file \(one JSON object a line, each with "
                r"'imageGcsUri'\): ")

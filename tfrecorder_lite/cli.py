@@ -162,8 +162,9 @@ def _parser():
                    help="a COCO .json file's instance masks too (image/object/mask)")
     c.add_argument("--allow-outside-paths", action="store_true",
                    help="read images an annotation file (COCO, VOC, Vertex AI, YOLO) names "
-                        "outside the folder given (../, absolute paths, URLs); by default "
-                        "they are refused")
+                        "outside the folder given (../, absolute paths, URLs, symbolic links "
+                        "out of it), and an image folder's links out of it; by default they "
+                        "are refused")
     c.add_argument("--box-units", choices=options.BOX_UNITS, default="relative",
                    help="a detection table's coordinates: fractions of the image, or pixels")
     c.add_argument("--mask-col", metavar="COL",

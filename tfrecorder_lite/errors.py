@@ -21,12 +21,13 @@ class SchemaError(TFRecorderError, ValueError):
 class InvalidRowError(TFRecorderError, ValueError):
     """One input row cannot be written; names the row, its path and the reason.
 
-    The attributes hold the row's values as the table does; the message is redacted.
+    The attributes hold the row's values as the table does; the message and the reason are
+    redacted.
 
     Attributes:
         row: the input row label (DataFrame index value).
         path: the image path of that row, or None.
-        reason: a short human reason, e.g. "file not found".
+        reason: a short human reason, e.g. "file not found" (URLs in it redacted).
         line: the row's line in the CSV file it was read from, or None; or a text that says
             where the row comes from in another file (``"JSON line 3 of export.jsonl"``).
     """
@@ -34,7 +35,7 @@ class InvalidRowError(TFRecorderError, ValueError):
     def __init__(self, row, path, reason, line=None):
         self.row = row
         self.path = path
-        self.reason = reason
+        self.reason = redact(reason)
         self.line = line
         where = f"row {row_repr(row)}" + (f" ({line})" if isinstance(line, str) else
                                   f" (CSV line {line})" if line else "") + \

@@ -50,6 +50,14 @@ def redact(text):
     return _URL.sub(lambda m: redact_url(m.group(0)), text)
 
 
+def shown(value, limit=80):
+    """A value (from a file, a table) as short text for a message: its ``repr``, redacted
+    before it is cut to ``limit`` characters (a URL cut first could lose the ``@`` or the
+    parameter name that marks its secret)."""
+    text = redact(repr(value))
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def _storable(value):
     """Text as it can be stored: a lone surrogate (no UTF-8 file holds one) escaped as
     ``\\udXXX``; anything else as it is."""
@@ -60,7 +68,12 @@ def _storable(value):
 
 def redact_cell(value):
     """A cell bound for a file: redacted, and text that is no valid Unicode escaped (so that
-    it can be written as UTF-8)."""
+    it can be written as UTF-8). A list, tuple or dict (a multi-label or mask cell) is written
+    as its text: that text redacted when it holds a URL with a secret, else the value as is."""
+    if isinstance(value, (list, tuple, dict)):
+        text = str(value)
+        clean = redact(text)
+        return value if clean == text else clean
     return redact(_storable(value))
 
 

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 _SCALE = 5  # the polygon rasterizer's upsampling
+_MAX_SHIFT = 64  # a count (or difference) of 13 characters holds 65 bits: more than any image
 
 
 def from_polygon(xy, height, width):
@@ -82,7 +83,7 @@ def uncompress(text):
     continuing a number, each count after the second a difference from the one two before).
 
     Raises:
-        ValueError: a character outside the encoding.
+        ValueError: a character outside the encoding, or a number of more than 13 characters.
     """
     counts, value, shift = [], 0, 0
     for position, char in enumerate(text):
@@ -93,6 +94,8 @@ def uncompress(text):
         value |= (code & 0x1F) << shift
         shift += 5
         if code & 0x20:
+            if shift > _MAX_SHIFT:
+                raise ValueError(f"counts hold a number longer than any image's at {position}")
             continue
         if code & 0x10:
             value -= 1 << shift  # a negative difference

@@ -11,6 +11,7 @@ import itertools
 import numbers
 from dataclasses import dataclass
 
+from .. import redaction
 from .features import ClassLabel, Feature, RecordKind, RecordRejected, tfds_labels
 from .keys import BYTES, FLOAT, HEIGHT, INT64, KEY_SHA256, SOURCE_ID, WIDTH
 
@@ -73,7 +74,7 @@ def _coordinate_problem(box, limits, within):
                                           not isinstance(value, numbers.Real)):
             if value is None or type(value).__name__ == "NAType":
                 return f"{name} is missing"
-            return f"{name} {value!r} is not a number"
+            return f"{name} {redaction.shown(value)} is not a number"
         if value != value:
             return f"{name} is missing or not a number"
         if not 0 <= value <= limit:
@@ -274,8 +275,6 @@ def instance_masks(masks, stored):
         RecordRejected: "box 2 of 3: ..." for a missing mask, a polygon outside the image or an
             RLE of another size.
     """
-    import json
-
     import numpy as np
     from PIL import Image
 
@@ -285,23 +284,7 @@ def instance_masks(masks, stored):
     encoded = []
     for number, mask in enumerate(masks, 1):
         try:
-            if isinstance(mask, str):
-                try:
-                    mask = json.loads(mask)
-                except ValueError:
-                    raise rasterize.MaskRejected("mask is neither polygons nor an RLE (not "
-                                                 "JSON)") from None
-            if isinstance(mask, dict) and rasterize.RELATIVE_POLYGONS in mask:
-                pixels = rasterize.rasterize_relative(mask[rasterize.RELATIVE_POLYGONS],
-                                                      height, width)
-            elif isinstance(mask, dict):
-                pixels = rasterize.rle_mask(mask, height, width)
-            elif isinstance(mask, (list, tuple)) and mask and \
-                    all(isinstance(p, (list, tuple)) for p in mask):
-                pixels = rasterize.rasterize_polygons(mask, height, width)
-            else:
-                raise rasterize.MaskRejected(f"no mask ({str(mask)[:40]}): a mask is a list "
-                                             "of polygons or an RLE")
+            pixels = rasterize.rasterize_instance(mask, height, width)
         except rasterize.MaskRejected as exc:
             raise RecordRejected(f"box {number} of {len(masks)}: {exc}") from None
         if (height, width) != (stored.height, stored.width):

@@ -140,9 +140,10 @@ def image_path(name, image_dir, allow_outside=False, what="file_name"):
     except UnsupportedURLError as exc:
         return None, f"{what} {name!r}: {exc}"
     if not inside:
-        return None, (f"{what} {name!r} names a file outside the image folder {image_dir}; "
-                      "an annotation file may only name images inside it. Pass "
-                      f"{ALLOW_OUTSIDE} to read it")
+        link = " (through a symbolic link)" if storage.is_within(uri, image_dir) else ""
+        return None, (f"{what} {name!r} names a file outside the image folder "
+                      f"{image_dir}{link}; an annotation file may only name images inside "
+                      f"it. Pass {ALLOW_OUTSIDE} to read it")
     return uri, None
 
 

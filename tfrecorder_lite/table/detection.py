@@ -193,6 +193,8 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
     labels = df[label_col].tolist()
     per_box = {c: df[c].tolist() for c in box_columns}
     mask_cells = df[MASK_COLUMN].tolist() if masks else None
+    if masks:
+        from ..images.masks import instance_mask_problem  # numpy and Pillow: only for masks
     rows, refused = [], {}
     for image, positions in enumerate(members):
         boxes, box_labels, values = [], [], {c: [] for c in box_columns}
@@ -217,6 +219,8 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
             reason = f"box {unstorable[0][0]} of {len(boxes)}: {unstorable[0][1]}"
         elif box_units == "relative":
             reason = box_problem(boxes)
+        if masks and not reason:
+            reason = instance_mask_problem(image_masks)
         if reason:
             refused[image] = reason
         rows.append((tuple(boxes), tuple(box_labels), *(tuple(values[c]) for c in box_columns),

@@ -22,9 +22,10 @@ from .. import redaction, storage
 from ..errors import SchemaError
 from ..images.masks import RELATIVE_POLYGONS
 from ..record.boxes import BOX_COLUMNS, MAX_BOXES, box_problem  # noqa: F401 (public here too)
-from .annotation_files import MAX_ANNOTATION_BYTES
+from .annotation_files import ALLOW_OUTSIDE, MAX_ANNOTATION_BYTES
 from .detection import DECLARED_SIZES, SOURCE_PROBLEMS
 from .labels import label_problem
+from .paths import link_problem
 
 logger = redaction.logger(__name__)  # every record redacted
 
@@ -147,21 +148,26 @@ def automl_rows(records, name, task=None):
             detection CSV.
 
     Returns:
-        ``[(line, split, image, label, box), ...]`` (see :func:`automl_row`), or None.
+        ``[(line, split, image, label, box, reason), ...]`` (see :func:`automl_row`), or
+        None. ``reason`` is None, or why a row that is no AutoML detection row (too many
+        fields, a coordinate that is no number, vertices of no box) cannot be written: its
+        image is refused with it.
 
     Raises:
-        SchemaError: rows that do not fit a file read as detection, or a file whose coordinates
-            are all whole numbers (it could be integer labels of a multi-label CSV) without
-            ``task``.
+        SchemaError: a file whose coordinates are all whole numbers (it could be integer
+            labels of a multi-label CSV) without ``task``.
     """
     if task == "classification":
         return None
-    rows, bad, fraction = [], [], False
+    rows, bad, fraction = [], False, False
     for line, fields in records:
         try:
-            rows.append((line, *automl_row(fields)))
+            rows.append((line, *automl_row(fields), None))
         except ValueError as exc:
-            bad.append((line, str(exc)))
+            cells = [f.strip() for f in fields[:2]] + ["", ""]
+            rows.append((line, cells[0], cells[1], None, None,
+                         f"line {line}: not an AutoML detection row ({_AUTOML_FORMS}): {exc}"))
+            bad = True
         fraction = fraction or any(_is_fraction(cell) for cell in fields[3:])
     if task is None and not fraction:
         if bad or not any(row[4] for row in rows):
@@ -171,24 +177,15 @@ def automl_rows(records, name, task=None):
             "with whole-number coordinates, which could also be the integer labels of a "
             "multi-label CSV; pass task=\"detection\" or task=\"classification\" "
             "(--task detection | classification)")
-    if bad:
-        (line, reason), more = bad[0], [n for n, _ in bad[1:]]
-        also = f"; also line{'s' * (len(more) > 1)} {', '.join(map(str, more[:10]))}" \
-            if more else ""
-        also += f" and {len(more) - 10} more" if len(more) > 10 else ""
-        raise SchemaError(
-            f"{name}: line {line} is not an AutoML detection row ({_AUTOML_FORMS}): "
-            f"{reason}{also}. Fix these rows; a per-box CSV (split,image_uri,label,xmin,ymin,"
-            "xmax,ymax) needs its header row"
-            + ("" if task else ", or pass task=\"classification\" (--task classification) "
-                               "if the file is a multi-label classification CSV"))
     return rows
 
 
 def automl_detection_table(rows, name, split_col="split", image_col="image_uri",
                            label_col="label"):
     """The per-box table of :func:`automl_rows`: images in the order they first appear, each
-    with its boxes in file order (an image named on several rows gets all their boxes).
+    with its boxes in file order (an image named on several rows gets all their boxes), each
+    row's line in ``attrs["csv_lines"]``. An image named on a row with a reason is one row
+    refused with the reasons (``attrs[SOURCE_PROBLEMS]``).
 
     Raises:
         SchemaError: one image named with two splits.
@@ -197,24 +194,34 @@ def automl_detection_table(rows, name, split_col="split", image_col="image_uri",
         raise SchemaError(f"{name} is a detection CSV: it has one label column, not "
                           f"{label_col!r}")
     images, spelled = {}, {}
-    for line, split, image, label, box in rows:
-        key = storage.normalized(image)  # ./a.jpg and a.jpg/ are a.jpg
+    for line, split, image, label, box, reason in rows:
+        key = storage.normalized(image) if image else ("line", line)  # ./a.jpg is a.jpg
         spelled.setdefault(key, image)
-        images.setdefault(key, []).append((line, _split(split), label, box))
-    table = []
+        images.setdefault(key, []).append((line, _split(split), label, box, reason))
+    table, lines, problems = [], [], {}
     for key, boxes in images.items():
         image = spelled[key]
         line, split = boxes[0][:2]
-        for other_line, other_split, _, _ in boxes:
+        for other_line, other_split, *_ in boxes:
             if other_split != split:
                 raise SchemaError(f"{name}: image {image} is {split} on line {line} and "
                                   f"{other_split} on line {other_line}; an image belongs to one "
                                   "split")
+        reasons = [reason for *_, reason in boxes if reason]
+        if reasons:  # one row, refused with the reasons
+            problems[len(table)] = "; ".join(reasons)
+            boxes = boxes[:1]
         # an image's "no objects" row is dropped when other rows give it boxes
         objects = [b for b in boxes if b[2] is not None or b[3] is not None] or boxes[:1]
-        table += [(split, image or None, label, *(box or _NO_BOX))
-                  for _, split, label, box in objects]
-    return _table(table, [split_col, image_col, label_col, *BOX_COLUMNS])
+        table += [(split, image or None, None if reasons else label,
+                   *(_NO_BOX if reasons else box or _NO_BOX))
+                  for _, split, label, box, _ in objects]
+        lines += [number for number, *_ in objects]
+    table = _table(table, [split_col, image_col, label_col, *BOX_COLUMNS])
+    table.attrs["csv_lines"] = lines
+    if problems:
+        table.attrs[SOURCE_PROBLEMS] = problems
+    return table
 
 
 # ----------------------------------------------------------------------------- COCO
@@ -293,16 +300,17 @@ def coco_table(data, path, image_dir=None, split=None, include_masks=False, *,
                 skipped[reason].append(f"annotation {annotation.get('id')} of {uri}")
                 continue
             flag, area, problem = _coco_values(annotation)
-            problem = reason or problem
+            problem = reason or problem or (include_masks and _coco_mask_problem(annotation))
             if problem:
                 break
             objects.append((split, uri, names[annotation["category_id"]], *box, flag, area,
                             id_, *((annotation.get("segmentation"),) if include_masks else ())))
         if problem:  # one row, refused with the reason (an id that is no id, as text)
-            problems[len(rows)] = (f"image {_shown(id_)} ({_shown(image.get('file_name'))}) "
+            problems[len(rows)] = (f"image {redaction.shown(id_)} "
+                                   f"({redaction.shown(image.get('file_name'))}) "
                                    f"of {storage.basename(path)}: {problem}")
             objects = [(split, uri, None, *_NO_BOX, None, math.nan,
-                        id_ if key else _shown(id_), *((None,) if include_masks else ()))]
+                        id_ if key else redaction.shown(id_), *((None,) if include_masks else ()))]
         rows += objects or [(split, uri, None, *_NO_BOX, None, math.nan, id_,
                              *((None,) if include_masks else ()))]
     for reason, where in skipped.items():
@@ -334,11 +342,12 @@ def _coco_key(value):
 def _coco_id_problem(id_, key, shared):
     """What is wrong with an image's id (not an integer or text, or shared), or None."""
     if key is None:
-        return f"image id {_shown(id_)} is not an integer (COCO image ids are integers)"
+        return f"image id {redaction.shown(id_)} is not an integer (COCO image ids are integers)"
     others = shared.get(str(id_))
     if others:
-        return (f"image id {_shown(id_)} is the id of {len(others)} images "
-                f"({', '.join(map(_shown, others[:3]))}{', ...' if len(others) > 3 else ''}): "
+        return (f"image id {redaction.shown(id_)} is the id of {len(others)} images "
+                f"({', '.join(map(redaction.shown, others[:3]))}"
+                f"{', ...' if len(others) > 3 else ''}): "
                 "COCO image ids are unique, so their annotations cannot be told apart")
     return None
 
@@ -351,12 +360,6 @@ def _shared_ids(images):
         if _coco_key(image.get("id")) is not None:
             files.setdefault(str(image["id"]), []).append(image.get("file_name"))
     return {id_: names for id_, names in files.items() if len(names) > 1}
-
-
-def _shown(value, limit=80):
-    """A value from the file as short text for a message."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _coco_split(split, path):
@@ -423,19 +426,31 @@ def _coco_box(annotation, image):
     bbox = annotation.get("bbox")
     values = [annotation_files.number(v) for v in bbox] if isinstance(bbox, list) else []
     if len(values) != 4 or None in values:
-        return None, (f"annotation {_shown(annotation.get('id'))} has bbox "
-                      f"{_shown(bbox)}, not four numbers [x, y, width, height]")
+        return None, (f"annotation {redaction.shown(annotation.get('id'))} has bbox "
+                      f"{redaction.shown(bbox)}, not four numbers [x, y, width, height]")
     x, y, w, h = values
     if w <= 0 or h <= 0:
         return None, "with a width or height <= 0"
     width, height = (annotation_files.number(image.get(k)) for k in ("width", "height"))
     if not (width and width > 0 and height and height > 0):
-        return None, (f"width {_shown(image.get('width'))} and height "
-                      f"{_shown(image.get('height'))} are not the image's size in pixels "
+        return None, (f"width {redaction.shown(image.get('width'))} and height "
+                      f"{redaction.shown(image.get('height'))} are not the image's size in pixels "
                       "(numbers > 0), which its boxes are divided by")
     if x + w > width or y + h > height:
         return None, "reaching past the image's edge"
     return (x / width, y / height, (x + w) / width, (y + h) / height), None
+
+
+def _coco_mask_problem(annotation):
+    """None, or what is wrong with an annotation's ``segmentation`` as an instance mask (see
+    ``images.masks.instance_mask``; checked against its image when its record is written)."""
+    from ..images.masks import MaskRejected, instance_mask  # numpy, Pillow: masks only
+
+    try:
+        instance_mask(annotation.get("segmentation"))
+    except MaskRejected as exc:
+        return f"annotation {redaction.shown(annotation.get('id'))} has segmentation: {exc}"
+    return None
 
 
 def _coco_values(annotation):
@@ -444,13 +459,13 @@ def _coco_values(annotation):
     flag, area = annotation.get("iscrowd", 0), annotation.get("area")
     problem = None
     if flag not in (0, 1) or isinstance(flag, (bool, float)):
-        problem = f"iscrowd {_shown(flag)}, expected 0 or 1"
+        problem = f"iscrowd {redaction.shown(flag)}, expected 0 or 1"
         flag = None
     value = math.nan if area is None else annotation_files.number(area)
     if value is None:
-        problem = problem or f"area {_shown(area)} is not a number"
+        problem = problem or f"area {redaction.shown(area)} is not a number"
     if problem:
-        problem = f"annotation {_shown(annotation.get('id'))} has {problem}"
+        problem = f"annotation {redaction.shown(annotation.get('id'))} has {problem}"
     return flag, value, problem
 
 
@@ -477,20 +492,27 @@ def read_voc(folder, storage_options=None, *, allow_outside_paths=False,
     pixels) are divided by ``size/width`` and ``size/height`` as the TF Object Detection API's
     ``create_pascal_tf_record.py`` does; ``difficult`` and ``truncated`` are kept (0 when
     absent). Images are ``JPEGImages/<filename>``; a ``<filename>`` outside ``JPEGImages/``
-    (``../``, an absolute path, a URL) refuses its image unless ``allow_outside_paths``. The
+    (``../``, an absolute path, a URL, a symbolic link out of the folder) refuses its image
+    unless ``allow_outside_paths``; an annotation, image list or ``Annotations/`` that is a
+    symbolic link out of the folder refuses the folder (SchemaError) unless it. The
     size the boxes were divided by is compared with the image's own when it is written.
     Each annotation and image list is refused past ``max_annotation_bytes`` before it is read.
 
+    An annotation that is unsafe or malformed XML, has no usable size for its boxes, or a
+    ``difficult`` or ``truncated`` other than 0 or 1 refuses its image: one row, with the
+    reason naming the file and field (``table.attrs[SOURCE_PROBLEMS]``).
+
     Raises:
         SchemaError: an image list names an annotation that does not exist, an image is in two
-            lists, or an annotation file or list is too large, unreadable, unsafe XML, or has
-            no usable size.
+            lists, or an annotation file or list is too large or unreadable.
     """
     root = storage.resolve(folder)
-    found = {parts[0][:-4]: path for parts, path in
-             storage.walk_files(storage.resolve("Annotations", base=root), storage_options)
+    inside = functools.partial(_voc_inside, root=root, allow=allow_outside_paths)
+    found = {parts[0][:-4]: inside(path) for parts, path in
+             storage.walk_files(inside(storage.resolve("Annotations", base=root)),
+                                storage_options)
              if len(parts) == 1 and parts[0].lower().endswith(".xml")}
-    listed = _voc_image_sets(root, storage_options, max_annotation_bytes)
+    listed = _voc_image_sets(root, storage_options, max_annotation_bytes, inside)
     if listed is None:
         logger.info("%s has no ImageSets/Main/{train,val,trainval,test}.txt: its %d "
                     "annotation(s) are read as UNASSIGNED", root, len(found))
@@ -509,18 +531,24 @@ def read_voc(folder, storage_options=None, *, allow_outside_paths=False,
     contents = storage.read_many(paths, storage_options, max_bytes=max_annotation_bytes)
     for (image_id, split), path, data in zip(listed.items(), paths, contents):
         _refuse_unread(path, data, max_annotation_bytes)
-        annotation = parse_xml(data, path)
-        filename = (annotation.findtext("filename") or "").strip() or f"{image_id}.jpg"
-        uri, problem = annotation_files.image_path(filename, image_dir, allow_outside_paths,
-                                                   "<filename>")
-        if problem:
-            problems[len(rows)] = f"{path}: {problem}"
+        uri, problem = annotation_files.image_path(f"{image_id}.jpg", image_dir)[0], None
+        try:  # (its image by VOC's naming, until its <filename> is read)
+            annotation = parse_xml(data, path)
+            filename = (annotation.findtext("filename") or "").strip() or f"{image_id}.jpg"
+            uri, problem = annotation_files.image_path(filename, image_dir,
+                                                       allow_outside_paths, "<filename>")
+            problem = problem and f"{path}: {problem}"
+            objects = [] if problem else _voc_rows(annotation, path, split, uri)
+        except SchemaError as exc:  # unsafe or malformed XML, a size or flag of no value
+            problem = str(exc)
+        if problem:  # one row, refused with the reason
+            problems[len(rows)] = problem
             rows.append((split, uri, None, *_NO_BOX, None, None))
             continue
         width, height = (_number(annotation.findtext(f"size/{k}")) for k in ("width", "height"))
         if width > 0 and height > 0:
             sizes[len(rows)] = (height, width)  # its first row stands for the image
-        rows += _voc_rows(annotation, path, split, uri)
+        rows += objects
     table = _table(rows, ["split", "image_uri", "label", *BOX_COLUMNS, "difficult",
                           "truncated"])
     if problems:
@@ -537,10 +565,20 @@ def _refuse_unread(path, data, max_bytes):
         raise SchemaError(f"cannot read {path}: {data}")
 
 
-def _voc_image_sets(root, storage_options, max_bytes):
-    """``{image id: split}`` from ``ImageSets/Main``, in the lists' order; None without lists."""
+def _voc_inside(path, root, allow):
+    """``path``, a file or folder of the VOC folder ``root``; SchemaError when a symbolic
+    link leads it outside ``root`` (unless ``allow``)."""
+    problem = None if allow else link_problem(path, root, path, ALLOW_OUTSIDE)
+    if problem:
+        raise SchemaError(problem)
+    return path
+
+
+def _voc_image_sets(root, storage_options, max_bytes, inside=lambda path: path):
+    """``{image id: split}`` from ``ImageSets/Main``, in the lists' order; None without lists
+    (``inside``: each list's path checked by it)."""
     main = storage.resolve(posixpath.join("ImageSets", "Main"), base=root)
-    paths = {name: storage.resolve(f"{name}.txt", base=main) for name in _VOC_SETS}
+    paths = {name: inside(storage.resolve(f"{name}.txt", base=main)) for name in _VOC_SETS}
     texts = dict(zip(paths, storage.read_many(list(paths.values()), storage_options,
                                               max_bytes=max_bytes)))
     texts = {n: t for n, t in texts.items() if not isinstance(t, FileNotFoundError)}

@@ -10,6 +10,7 @@ import pandas as pd
 from . import labels
 from .cells import blank_cells, text_series
 from ..errors import SchemaError, row_repr
+from ..redaction import redact
 from .splits import ALIASES, SPLITS, UNASSIGNED, canonical
 
 PROBLEM_COLUMNS = ["row", "column", "value", "problem"]
@@ -318,7 +319,9 @@ def _spellings(values, label_col):
 
 
 def problems_frame(rows):
-    """Build the problems DataFrame from (row, column, value, problem) tuples, in row order."""
+    """Build the problems DataFrame from (row, column, value, problem) tuples, in row order;
+    URLs in values and problems redacted."""
+    rows = [(row, column, redact(value), redact(problem)) for row, column, value, problem in rows]
     try:
         return pd.DataFrame(rows, columns=PROBLEM_COLUMNS)
     except UnicodeEncodeError:  # a value that is no valid Unicode (a lone surrogate): kept as is

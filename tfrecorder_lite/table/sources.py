@@ -7,9 +7,10 @@ import os
 
 import pandas as pd
 
-from . import annotation_files, detection_sources, labels, schema, vertex, yolo
+from . import annotation_files, detection_sources, labels, paths, schema, vertex, yolo
 from .. import redaction, storage
 from ..errors import SchemaError
+from .schema import SOURCE_PROBLEMS
 
 logger = redaction.logger(__name__)  # its records may name URLs
 
@@ -42,7 +43,8 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
             (default: the file's folder), and ``include_masks`` (its boxes' instance masks);
             see ``detection_sources.read_coco``.
         allow_outside_paths: of an annotation file (COCO, Pascal VOC, Vertex AI, YOLO): read
-            images it names outside the folder given too (see ``table.paths``).
+            images it names outside the folder given too, and of a folder, files that are
+            symbolic links leading out of it (see ``table.paths``).
         max_annotation_bytes: the largest annotation file read (COCO, Vertex AI, YOLO label
             files, Pascal VOC annotations and image lists, AutoML detection CSVs; see
             ``table.annotation_files``).
@@ -88,9 +90,9 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
                                                allow_outside_paths=allow_outside_paths,
                                                max_annotation_bytes=max_annotation_bytes)
             return _named(table, split_col, image_col, label_col), path
-        _refuse_options("an image folder", task=task if task == "detection" else None,
-                        allow_outside_paths=allow_outside_paths or None)
-        return read_image_folder(path, split_col, image_col, label_col, storage_options), path
+        _refuse_options("an image folder", task=task if task == "detection" else None)
+        return read_image_folder(path, split_col, image_col, label_col, storage_options,
+                                 allow_outside_paths), path
     try:
         if path.lower().endswith(".jsonl"):  # refused before it is read when too large
             data = annotation_files.read_annotation_bytes(path, storage_options,
@@ -172,8 +174,8 @@ def _refuse_options(source, **options):
         raise SchemaError(f"{', '.join(given)} does not apply to {source}: split=, "
                           "image_dir= and include_masks= are for a COCO .json file, "
                           "allow_outside_paths= for an annotation file (COCO, VOC, Vertex AI, "
-                          "YOLO), task= tells an AutoML detection CSV from a classification "
-                          "CSV")
+                          "YOLO) or an image folder, task= tells an AutoML detection CSV from a "
+                          "classification CSV")
 
 
 def read_csv(data, name, split_col="split", image_col="image_uri", label_col="label",
@@ -307,11 +309,21 @@ def _multi_label_table(records, columns):
 
 
 def read_image_folder(root, split_col="split", image_col="image_uri", label_col="label",
-                      storage_options=None):
-    """Table of a folder (path or URL) laid out ``SPLIT/LABEL/FILE`` (split names as in a CSV)."""
-    rows, skipped = [], []
+                      storage_options=None, allow_outside_paths=False):
+    """Table of a folder (path or URL) laid out ``SPLIT/LABEL/FILE`` (split names as in a CSV).
+
+    An image that is a symbolic link leading outside the folder is a row refused with that
+    reason (``attrs[SOURCE_PROBLEMS]``), unless ``allow_outside_paths``.
+    """
+    rows, skipped, problems = [], [], {}
     for parts, path in storage.walk_files(root, storage_options):
         if len(parts) == 3 and os.path.splitext(parts[2])[1].lower() in _IMAGE_EXTENSIONS:
+            # a folder walk enters no linked folder: only a file can be a link
+            problem = None if allow_outside_paths or storage.is_remote(path) or \
+                not os.path.islink(path) else \
+                paths.link_problem(path, root, "/".join(parts), annotation_files.ALLOW_OUTSIDE)
+            if problem:
+                problems[len(rows)] = problem
             rows.append((parts[0], path, parts[1]))
         else:
             skipped.append("/".join(parts))
@@ -321,4 +333,7 @@ def read_image_folder(root, split_col="split", image_col="image_uri", label_col=
     if not rows:
         raise SchemaError(f"no images found in {root}: expected SPLIT/LABEL/FILE, e.g. "
                           "train/cat/001.jpg")
-    return pd.DataFrame(rows, columns=[split_col, image_col, label_col])
+    table = pd.DataFrame(rows, columns=[split_col, image_col, label_col])
+    if problems:
+        table.attrs[SOURCE_PROBLEMS] = problems
+    return table

@@ -96,12 +96,15 @@ def _hashes(block):
             lambda c: text_series(c) if c.dtype == object else c), index=False).to_numpy()
 
 
-def _identical_rows(df, found):
-    """The labels of rows whose cells repeat an earlier row's; each is added to ``found``."""
+def _identical_rows(df, found, refused=()):
+    """The labels of rows whose cells repeat an earlier row's; each is added to ``found``
+    (rows whose source ``refused`` them, by label, are left out: they have their reason)."""
     hashes = _row_hashes(df)
     involved = np.flatnonzero(pd.Series(hashes).duplicated(keep=False).to_numpy())
-    identical, first_of = set(), {}
+    identical, first_of, refused = set(), {}, set(refused)
     for position, row in zip(involved.tolist(), df.index[involved]):
+        if row in refused:
+            continue
         key = hashes[position]
         if key in first_of:
             identical.add(row)
@@ -291,10 +294,10 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
     columns.extra_columns(prepared.frame, schema.used_columns(split_col, image_col, label_col) |
                           prepared.used, features)  # SchemaError: unstorable
     found += kind.problems(df, prepared)
-    bad_rows = set(problems["row"])
+    bad_rows = set(problems["row"]) | set(refused_by_source)  # their images are not read
     splits = schema.table_splits(df, split_col, image_col, assignment).tolist()
 
-    identical = _identical_rows(df, found)
+    identical = _identical_rows(df, found, refused_by_source)
     if image_col is None:
         check = None
     skipped = df.index.isin(list(bad_rows | identical)) if bad_rows or identical else \

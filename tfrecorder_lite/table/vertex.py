@@ -30,8 +30,11 @@ them), never turned into record features. A Vertex AI CSV is ``[ML_USE,]GCS_FILE
 (several label fields: multi-label) or an AutoML detection row, the ``ML_USE`` field optional.
 
 The file is read whole, bounded as every annotation file is (``annotation_files``), in the
-``encoding`` given (UTF-8 unless told). Every malformed line is a reason naming its line and
-field; the reasons of the whole file are raised together as one SchemaError. A box outside
+``encoding`` given (UTF-8 unless told). A line is a row: a malformed line (not JSON, no image,
+an unknown ``ml_use``, a missing ``displayName``, a bad polygon, another kind of annotation
+than the file's, its image in another split) is its row refused, for boxes and polygons its
+image's rows, with reasons naming the line and field (``table.attrs[SOURCE_PROBLEMS]``); the
+other lines are read. A box outside
 [0, 1], inverted or without a number is left in the table, where the detection checks reject
 its image whole with the box named (``table.attrs["csv_lines"]`` says each row's line).
 """
@@ -45,12 +48,12 @@ import pandas as pd
 
 from . import annotation_files, detection_sources, splits
 from .. import redaction, storage
+from ..redaction import shown
 from .annotation_files import MAX_ANNOTATION_BYTES
 from .detection import MASK_COLUMN, SOURCE_PROBLEMS
 from .detection_sources import BOX_COLUMNS
 from ..errors import SchemaError
 from .paths import confined
-from .problems import refuse
 
 logger = redaction.logger(__name__)  # its records may name URLs
 
@@ -153,8 +156,8 @@ def read_vertex(path_or_url, *, storage_options=None, allow_outside_paths=False,
         row's line in the file.
 
     Raises:
-        SchemaError: the file is too large or not in ``encoding``, or naming every malformed
-            line (up to ten) and its field.
+        SchemaError: the file is too large, empty, not in ``encoding``, or a CSV whose
+            quoting is broken (a malformed line refuses its own row; see the module).
     """
     path = storage.resolve(path_or_url)
     data = annotation_files.read_annotation_bytes(path, storage_options, max_annotation_bytes)
@@ -169,12 +172,13 @@ def vertex_table(data, path, allow_outside_paths=False, encoding="utf-8"):
 
 
 class _Lines:
-    """The lines of one Vertex AI file, read into rows; problems gathered, then raised."""
+    """The lines of one Vertex AI file, read into rows; a line's problems refuse its row (its
+    image's rows), with the line and field named (``attrs[SOURCE_PROBLEMS]``)."""
 
     def __init__(self, name, folder, allow_outside_paths, encoding="utf-8"):
         self.name, self.folder, self.allow_outside_paths = name, folder, allow_outside_paths
         self.encoding = encoding
-        self.problems, self.dropped = [], set()
+        self.problems, self.dropped = {}, set()  # line number -> [problem texts]
         self.refused = {}  # line number -> why its image cannot be written (a polyline)
 
     # ------------------------------------------------------------------ JSON Lines
@@ -185,11 +189,10 @@ class _Lines:
         # split at newlines only: splitlines() also splits at U+2028, which JSON strings hold
         for number, raw in enumerate(text.split("\n"), 1):
             if raw.strip():
-                item = self._item(number, raw)
-                if item is not None:
-                    lines.append((number, *item))
+                lines.append((number, *(self._item(number, raw) or (None, None, None, ()))))
+        if not lines:
+            raise SchemaError(redaction.redact(f"{self.name} is empty"))
         kinds = self._kinds(lines)
-        self._raise()
         if self.dropped:
             logger.info("%s: resource labels dropped (not record features): %s", self.name,
                         ", ".join(sorted(self.dropped)))
@@ -199,13 +202,17 @@ class _Lines:
         if kind == "segmentation":
             return self._segmentation(lines)
         multi = kind == "multi-label"
-        rows, numbers = [], []
+        rows, numbers, problems = [], [], {}
         for number, split, image, _, labels in lines:
+            reason = self._reason(number)
+            if reason:
+                problems[len(rows)] = reason
+                labels = ()
             label = list(labels) if multi else (labels[0] if labels else None)
             rows.append((split, image, label))
             numbers.append(number)
         return self._lined(pd.DataFrame(rows, columns=["split", "image_uri", "label"]),
-                           numbers, "JSON line")
+                           numbers, "JSON line", problems)
 
     def _text(self, data):
         try:
@@ -214,11 +221,14 @@ class _Lines:
             raise SchemaError(redaction.redact(str(exc))) from None
 
     def _problem(self, number, field, reason):
-        self.problems.append((number, f"line {number}: {field}{': ' if field else ''}{reason}"))
+        self.problems.setdefault(number, []).append(
+            f"line {number}: {field}{': ' if field else ''}{reason}")
 
-    def _raise(self):
-        refuse(self.name, "a Vertex AI import file",
-               [text for _, text in sorted(self.problems, key=lambda p: p[0])])
+    def _reason(self, number):
+        """Why the row(s) of line ``number`` cannot be written (its problems, and a polyline
+        it holds), or None."""
+        reasons = [*self.problems.get(number, ()), *filter(None, [self.refused.get(number)])]
+        return "; ".join(reasons) or None
 
     def _item(self, number, raw):
         """``(split, image, kind, payload)`` of one JSON line, or None (a problem noted)."""
@@ -277,7 +287,7 @@ class _Lines:
     def _image(self, number, field, value):
         if not isinstance(value, str) or not value.strip():
             self._problem(number, field, "missing" if value is None else
-                          f"{value!r} is not a path or URL")
+                          f"{shown(value)} is not a path or URL")
             return None
         value = value.strip()
         if storage.protocol_of(value) == "gs":  # the form the format names images in
@@ -286,7 +296,8 @@ class _Lines:
             return confined(value, self.folder, f"{self.name}: line {number}: {field}",
                             self.allow_outside_paths)
         except SchemaError as exc:
-            self.problems.append((number, str(exc).removeprefix(f"{self.name}: ")))
+            self.problems.setdefault(number, []).append(
+                str(exc).removeprefix(f"{self.name}: "))
             return None
 
     def _ml_use(self, number, labels):
@@ -307,7 +318,7 @@ class _Lines:
             return splits.UNASSIGNED
         split = splits.canonical(text) if isinstance(value, str) else None
         if split is None:
-            self._problem(number, field, f"{value!r} is no ml_use: expected training, "
+            self._problem(number, field, f"{shown(value)} is no ml_use: expected training, "
                                          "validation or test (or none: UNASSIGNED)")
         return split
 
@@ -334,7 +345,7 @@ class _Lines:
         name = annotation.get("displayName")
         if not isinstance(name, str) or not name.strip():
             self._problem(number, f"{field}.displayName", "missing" if name is None else
-                          f"{name!r} is no label")
+                          f"{shown(name)} is no label")
             return None
         return name.strip()
 
@@ -384,7 +395,7 @@ class _Lines:
         vertexes = annotation.get("vertexes")
         if not isinstance(vertexes, list) or len(vertexes) < least:
             self._problem(number, f"{field}.vertexes",
-                          f"{'missing' if vertexes is None else repr(vertexes)[:60]}: expected "
+                          f"{'missing' if vertexes is None else shown(vertexes, 60)}: expected "
                           f"a list of {least} vertexes {{\"x\", \"y\"}} at least")
             return None
         xy = []
@@ -396,7 +407,7 @@ class _Lines:
                 value = _coordinate(vertex.get(axis, 0))  # protobuf's JSON leaves zeros out
                 if not math.isfinite(value):
                     self._problem(number, f"{field}.vertexes[{j}].{axis}",
-                                  f"{vertex.get(axis)!r} is not a number")
+                                  f"{shown(vertex.get(axis))} is not a number")
                     return None
                 xy.append(value)
         return xy
@@ -422,8 +433,8 @@ class _Lines:
                 self._problem(number, f"{field}.color", "needs red, green, blue in [0, 1]")
             elif label is not None:
                 if colors.setdefault(color, label) != label:
-                    self._problem(number, field, f"colour {color} is {colors[color]!r} and "
-                                                 f"{label!r}")
+                    self._problem(number, field, f"colour {color} is {shown(colors[color])} and "
+                                                 f"{shown(label)}")
         return mask, colors
 
     def _kinds(self, lines):
@@ -442,60 +453,68 @@ class _Lines:
         return first
 
     def _detection(self, lines, masks=False):
-        """The per-box table of the lines (with ``masks``: the polygons' ``mask`` column)."""
-        images, order, refused = {}, [], {}
-        for number, split, image, _, boxes in lines:
-            if image not in images:
-                images[image] = (number, split, [])
-                order.append(image)
-            elif images[image][1] != split:
-                self._problem(number, "imageGcsUri", f"{image} is {split} here and "
-                                                     f"{images[image][1]} on line "
-                                                     f"{images[image][0]}; an image belongs "
-                                                     "to one split")
-            images[image][2].extend((number, box) for box in boxes or ())
-            if number in self.refused:
-                refused.setdefault(image, self.refused[number])
-        self._raise()
+        """The per-box table of the lines (with ``masks``: the polygons' ``mask`` column); an
+        image named on a line with a problem is one row, refused with it."""
+        images, order = {}, []  # image (or its line, when it has none) -> [line, split,
+        for number, split, image, _, boxes in lines:  # boxes, reasons]
+            key = image if image is not None else ("line", number)
+            if key not in images:
+                images[key] = [number, split, [], []]
+                order.append(key)
+            first, known, _, reasons = images[key]
+            if split is not None and known is not None and split != known:
+                reasons.append(f"line {number}: imageGcsUri: {image} is {split} here and "
+                               f"{known} on line {first}; an image belongs to one split")
+            reason = self._reason(number)
+            if reason:
+                reasons.append(reason)
+            images[key][2].extend((number, box) for box in boxes or ())
         rows, numbers, problems = [], [], {}
         empty = (None, *(math.nan,) * 4, *((None,) if masks else ()))
-        for image in order:
-            number, split, boxes = images[image]
-            if image in refused:  # one row, refused with the reason
-                problems[len(rows)] = refused[image]
+        for key in order:
+            number, split, boxes, reasons = images[key]
+            if reasons:  # one row, refused with the reasons
+                problems[len(rows)] = "; ".join(reasons)
                 boxes = []
             for line, (label, *box) in boxes or [(number, empty)]:
-                rows.append((split, image, label, *box))
+                rows.append((split, None if isinstance(key, tuple) else key, label, *box))
                 numbers.append(line)
         table = detection_sources._table(rows, ["split", "image_uri", "label", *BOX_COLUMNS,
                                                 *([MASK_COLUMN] if masks else [])])
-        if problems:
-            table.attrs[SOURCE_PROBLEMS] = problems
-        return self._lined(table, numbers, "JSON line")
+        return self._lined(table, numbers, "JSON line", problems)
 
     def _segmentation(self, lines):
-        rows, numbers, colors = [], [], {}
+        rows, numbers, colors, problems = [], [], {}, {}
         for number, split, image, kind, payload in lines:
-            mask, line_colors = payload if kind else (None, {})
-            for color, label in line_colors.items():
-                if colors.setdefault(color, (label, number))[0] != label:
+            mask, line_colors = payload if kind and payload else (None, {})
+            for color, label in line_colors.items() if not self._reason(number) else ():
+                if colors.get(color, (label,))[0] != label:
                     self._problem(number, "annotationSpecColors",
-                                  f"colour {color} is {label!r} here and "
-                                  f"{colors[color][0]!r} on line {colors[color][1]}")
+                                  f"colour {color} is {shown(label)} here and "
+                                  f"{shown(colors[color][0])} on line {colors[color][1]}")
+            if not self._reason(number):  # the colours of a line that can be written
+                for color, label in line_colors.items():
+                    colors.setdefault(color, (label, number))
+            reason = self._reason(number)
+            if reason:
+                problems[len(rows)] = reason
+                mask = None
             rows.append((split, image, mask))
             numbers.append(number)
-        self._raise()
         table = pd.DataFrame(rows, columns=["split", "image_uri", "mask_uri"])
         table.attrs["task"] = "segmentation"
         table.attrs["mask_colors"] = {color: label for color, (label, _) in colors.items()}
-        return self._lined(table, numbers, "JSON line")
+        return self._lined(table, numbers, "JSON line", problems)
 
-    def _lined(self, table, numbers, what=None):
+    def _lined(self, table, numbers, what=None, problems=None):
         """``table`` with each row's line in ``attrs["csv_lines"]`` (numbers of a CSV file,
-        else text such as ``"JSON line 3 of export.jsonl"``, as errors show it)."""
+        else text such as ``"JSON line 3 of export.jsonl"``, as errors show it), and
+        ``problems`` (``{row: reason}`` of the rows refused) in ``attrs[SOURCE_PROBLEMS]``."""
         where = f" of {storage.basename(self.name)}"
         table.attrs["csv_lines"] = numbers if what is None else [
             f"{what} {n}{where}" for n in numbers]
+        if problems:
+            table.attrs[SOURCE_PROBLEMS] = problems
         return table
 
     # ------------------------------------------------------------------ CSV
@@ -522,18 +541,19 @@ class _Lines:
             image = self._image(number, "GCS_FILE_PATH", fields[1] if len(fields) > 1
                                 else None)
             rows.append((number, [split or "", image or "", *fields[2:]]))
-        self._raise()
         boxes = detection_sources.automl_rows(rows, self.name)
-        if boxes is not None:
-            table = detection_sources.automl_detection_table(boxes, self.name)
-            return table
+        if boxes is not None:  # a line's own problems first, then those of its box
+            return detection_sources.automl_detection_table(
+                [(*row, self._reason(row[0]) or reason) for *row, reason in boxes], self.name)
         multi = any(len([f for f in fields[2:] if f.strip()]) > 1 for _, fields in rows)
         table = pd.DataFrame(
-            [(fields[0], fields[1],
+            [(fields[0] or None, fields[1] or None,
               [f.strip() for f in fields[2:] if f.strip()] if multi
               else next((f.strip() for f in fields[2:] if f.strip()), None))
              for _, fields in rows], columns=["split", "image_uri", "label"])
-        return self._lined(table, [number for number, _ in rows])
+        problems = {row: self._reason(number) for row, (number, _) in enumerate(rows)
+                    if self._reason(number)}
+        return self._lined(table, [number for number, _ in rows], problems=problems)
 
 
 def _coordinate(value):

@@ -18,9 +18,13 @@ table has a ``mask`` column: each polygon's extent is its box and the polygon it
 lines all as polygons once one is; here, in a dataset of polygons, an image with a box line has
 no mask for that object and is refused, naming the line (``attrs[SOURCE_PROBLEMS]``).
 
-Every malformed file or line is a reason naming it and its field, raised together as one
-SchemaError; a box outside the image is left in the table, where the detection checks reject
-its image whole (``attrs["csv_lines"]`` names each row's label file).
+A malformed label file or line (a class id not in ``names``, a line that is neither ``class cx
+cy w h`` nor a polygon, a field that is no number, text that is not UTF-8) refuses its image:
+one row, with the reasons naming the file, line and field (``attrs[SOURCE_PROBLEMS]``). Every
+malformed ``data.yaml`` entry or image list, a label file without its image, too large or
+unreadable, a symbolic link out of the folder, is a reason naming it, raised together as one
+SchemaError. A box outside the image is left in the table, where the detection checks
+reject its image whole (``attrs["csv_lines"]`` names each row's label file).
 """
 
 import math
@@ -31,10 +35,10 @@ from . import annotation_files, detection_sources
 from .. import storage
 from .annotation_files import MAX_ANNOTATION_BYTES
 from ..errors import SchemaError
-from ..redaction import redact
+from ..redaction import redact, shown
 from .detection import MASK_COLUMN, SOURCE_PROBLEMS
 from .detection_sources import BOX_COLUMNS
-from .paths import confined
+from .paths import confined, link_problem
 from .problems import refuse
 
 YAML_NAMES = ("data.yaml", "data.yml")
@@ -67,10 +71,10 @@ def read_yolo(folder, *, storage_options=None, allow_outside_paths=False,
             is refused before it is read.
 
     Raises:
-        SchemaError: no ``data.yaml``, or naming every malformed entry, label file and line
-            (up to ten): a folder that does not exist, a class id not in ``names``, a line
-            that is neither ``class cx cy w h`` nor a polygon, a label file without its image,
-            a file over ``max_annotation_bytes``.
+        SchemaError: no ``data.yaml``, or naming every malformed entry and file (up to
+            ten): a folder that does not exist or leads outside, a list or label file over
+            ``max_annotation_bytes``, a label file without its image (a malformed label file
+            refuses its own image only; see the module).
     """
     path = storage.resolve(folder)
     if path.lower().endswith((".yaml", ".yml")):
@@ -96,12 +100,12 @@ def read_yolo(folder, *, storage_options=None, allow_outside_paths=False,
 
 
 def _config(yaml_path, storage_options, max_bytes=MAX_ANNOTATION_BYTES):
-    """The mapping of ``data.yaml``."""
+    """The mapping of ``data.yaml``, read without YAML aliases (see :func:`_load`)."""
     import yaml  # PyYAML: only when a YOLO folder is read
 
     try:
-        config = yaml.safe_load(annotation_files.read_annotation_bytes(
-            yaml_path, storage_options, max_bytes))
+        config = _load(annotation_files.read_annotation_bytes(yaml_path, storage_options,
+                                                              max_bytes), yaml_path)
     except FileNotFoundError:
         raise SchemaError(redact(f"{yaml_path} not found")) from None
     except yaml.YAMLError as exc:
@@ -113,6 +117,35 @@ def _config(yaml_path, storage_options, max_bytes=MAX_ANNOTATION_BYTES):
     return config
 
 
+def _load(data, yaml_path):
+    """The document of a YAML file's bytes, as ``yaml.safe_load`` reads it, with aliases
+    (``*name``) refused: a data.yaml needs none, and nested ones expand without bound (a
+    few hundred bytes of "billion laughs" compose billions of values).
+
+    Raises:
+        SchemaError: the document holds an alias, naming the file, its line and the alias.
+        yaml.YAMLError: it is not YAML.
+    """
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise SchemaError(redact(
+                    f"{yaml_path}: line {event.start_mark.line + 1}: the YAML alias "
+                    f"*{event.anchor[:40]} is refused: aliases repeat other "
+                    "values, nested ones without bound, and a data.yaml needs none; write "
+                    "the value out"))
+            return super().compose_node(parent, index)
+
+    loader = Loader(data)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
 def _names(config, yaml_path):
     """``{class id: name}`` of ``names`` (a list, or a mapping of ids to names)."""
     names = config.get("names")
@@ -120,20 +153,20 @@ def _names(config, yaml_path):
         names = dict(enumerate(names))
     if not isinstance(names, dict) or not names:
         raise SchemaError(redact(f"{yaml_path}: names: expected the class names, a list or "
-                                 f"{{id: name}}, not {names!r}"))
+                                 f"{{id: name}}, not {shown(names)}"))
     checked, problems = {}, []
     for class_id, name in names.items():
         if isinstance(class_id, bool) or not isinstance(class_id, int) or class_id < 0:
-            problems.append(f"names: class id {class_id!r} is not a whole number >= 0")
+            problems.append(f"names: class id {shown(class_id)} is not a whole number >= 0")
         elif not isinstance(name, (str, int)) or not str(name).strip():
-            problems.append(f"names: class {class_id} has no name ({name!r})")
+            problems.append(f"names: class {class_id} has no name ({shown(name)})")
         elif str(name).strip() in checked.values():
-            problems.append(f"names: {str(name).strip()!r} names two classes")
+            problems.append(f"names: {shown(str(name).strip())} names two classes")
         else:
             checked[class_id] = str(name).strip()
     count = config.get("nc")
     if count is not None and count != len(names):
-        problems.append(f"nc: {count!r}, but names has {len(names)} classes")
+        problems.append(f"nc: {shown(count)}, but names has {len(names)} classes")
     refuse(yaml_path, "a YOLO data.yaml", problems)
     return checked
 
@@ -166,7 +199,7 @@ class _Reader:
         """The path of one ``data.yaml`` entry (a folder or image list), or None."""
         where = f"{self.yaml_name}: {key}"
         if not isinstance(entry, str) or not entry.strip():
-            self.problems.append(f"{where}: {entry!r} is not a path")
+            self.problems.append(f"{where}: {shown(entry)} is not a path")
             return None
         entry = entry.strip()
         candidates = [entry] + ([entry[3:]] if entry.startswith("../") else [])
@@ -179,8 +212,8 @@ class _Reader:
                 continue
             if storage.is_dir(path, self.options) or _is_file(path, self.options):
                 return path
-        hint = f" (data.yaml's path: {self.path!r} is not followed: name the dataset's folder " \
-            "itself)" if self.path else ""
+        hint = f" (data.yaml's path: {shown(self.path)} is not followed: name the dataset's " \
+            "folder itself)" if self.path else ""
         self.problems.append(refused or f"{where}: {entry} does not exist in {self.root}{hint}")
         return None
 
@@ -214,8 +247,10 @@ class _Reader:
             labels = label_path(posixpath.join(path, "x.jpg") if storage.is_remote(path)
                                 else os.path.join(path, "x.jpg"))
             self.label_dirs.append(storage.parent(labels))
-            return [_below(path, parts) for parts, _ in storage.walk_files(path, self.options)
-                    if os.path.splitext(parts[-1])[1].lower() in _IMAGE_EXTENSIONS]
+            return [image for image in (
+                _below(path, parts) for parts, _ in storage.walk_files(path, self.options)
+                if os.path.splitext(parts[-1])[1].lower() in _IMAGE_EXTENSIONS)
+                if self._inside(image)]
         try:
             text = annotation_files.read_annotation_bytes(path, self.options,
                                                           self.max_bytes).decode("utf-8")
@@ -237,13 +272,27 @@ class _Reader:
                 self.problems.append(str(exc))
         return images
 
+    def _inside(self, path):
+        """Whether a file found in the folder stays in it (a problem noted when a symbolic
+        link leads it out, unless ``allow_outside_paths``)."""
+        problem = None if self.allow_outside_paths else \
+            link_problem(path, self.root, self._relative(path))
+        if problem:
+            self.problems.append(problem)
+        return problem is None
+
     def rows(self, images):
         """``(rows, label file of each row, masks, problems)``: the per-box rows of
         ``images`` (with ``masks``, when any label file holds a polygon, each row's mask
-        last), and ``{row: reason}`` of the images refused (a box among polygons)."""
+        last), and ``{row: reason}`` of the images refused: a label file that is not UTF-8,
+        a line that is no object (a class not in ``names``, a field that is no number), a box
+        among polygons; such an image is one row."""
+        labels = [label_path(image) for _, image in images]
+        images = [(split, image) for (split, image), label in zip(images, labels)
+                  if self._inside(label)]
         labels = [label_path(image) for _, image in images]
         contents = storage.read_many(labels, self.options, max_bytes=self.max_bytes)
-        found = []  # (split, image, label file, objects)
+        found = []  # (split, image, label file, objects, reasons)
         for (split, image), label, content in zip(images, labels, contents):
             name = self._relative(label)
             if isinstance(content, FileNotFoundError):
@@ -255,19 +304,22 @@ class _Reader:
             elif isinstance(content, Exception):
                 self.problems.append(f"{name}: cannot be read ({content})")
                 continue
-            found.append((split, image, name, self._objects(name, content)))
+            reasons = []
+            found.append((split, image, name, self._objects(name, content, reasons), reasons))
         self._orphans({label for label, content in zip(labels, contents)
                        if not isinstance(content, FileNotFoundError)})
         refuse(self.root, "a YOLO folder", self.problems)
-        masks = any(mask is not None for *_, objects in found for *_, mask in objects)
+        masks = any(mask is not None for *_, objects, _ in found for *_, mask in objects)
         rows, lines, problems = [], [], {}
-        for split, image, name, objects in found:
+        for split, image, name, objects, reasons in found:
             box = next((n for n, *_, mask in objects if mask is None), None) if masks else None
             if box is not None:
-                problems[len(rows)] = (
+                reasons.append(
                     f"{name} line {box}: a box (class cx cy w h) in a dataset of polygons "
                     "(class x1 y1 x2 y2 ...): every object needs its polygon, its instance "
                     "mask")
+            if reasons:  # one row, refused with the reasons
+                problems[len(rows)] = "; ".join(reasons)
                 objects = []
             for _, label_text, corners, mask in objects:
                 rows.append((split, image, label_text, *corners, *((mask,) if masks else ())))
@@ -276,14 +328,15 @@ class _Reader:
             lines += [name] * max(len(objects), 1)  # an image's reason names its box
         return rows, lines, masks, problems
 
-    def _objects(self, name, content):
+    def _objects(self, name, content, problems):
         """``[(line, label, (xmin, ymin, xmax, ymax), mask or None)]`` of one label file: a
         box line's mask is None, a polygon's is the polygon (see
-        ``detection_sources.polygon_object``)."""
+        ``detection_sources.polygon_object``); each line that is no object is a text added
+        to ``problems``, naming the file, line and field."""
         try:
             text = content.decode("utf-8")
         except UnicodeDecodeError:
-            self.problems.append(f"{name}: not UTF-8 text")
+            problems.append(f"{name}: not UTF-8 text")
             return []
         objects = []
         for number, line in enumerate(text.splitlines(), 1):
@@ -293,14 +346,14 @@ class _Reader:
             where = f"{name} line {number}"
             polygon = len(fields) >= 7 and len(fields) % 2 == 1
             if len(fields) != 5 and not polygon:
-                self.problems.append(f"{where}: {len(fields)} fields, expected 5 (class cx cy w "
-                                     "h) or an odd number from 7 (a polygon: class x1 y1 x2 y2 "
-                                     "x3 y3 ...)")
+                problems.append(f"{where}: {len(fields)} fields, expected 5 (class cx cy w h) "
+                                "or an odd number from 7 (a polygon: class x1 y1 x2 y2 x3 y3 "
+                                "...)")
                 continue
             class_id = _class_id(fields[0])
             if class_id not in self.names:
-                self.problems.append(f"{where}: class {fields[0]!r} is not in names "
-                                     f"({_ids(self.names)})")
+                problems.append(f"{where}: class {shown(fields[0])} is not in names "
+                                f"({_ids(self.names)})")
                 continue
             names = [f"{axis}{i}" for i in range(1, len(fields) // 2 + 1) for axis in "xy"] \
                 if polygon else ["cx", "cy", "w", "h"]
@@ -311,7 +364,7 @@ class _Reader:
                 except ValueError:
                     value = math.nan
                 if not math.isfinite(value):
-                    self.problems.append(f"{where}: {field} {text!r} is not a number")
+                    problems.append(f"{where}: {field} {shown(text)} is not a number")
                     break
                 values.append(value)
             else:

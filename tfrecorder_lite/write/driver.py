@@ -48,7 +48,8 @@ class ConversionResult:
         output_dir: the output folder (an absolute path, or a URL).
         counts: split -> number of records written.
         labels: label id -> label text.
-        rejected: the rows not written, indexed by input row label: input columns + ``reason``.
+        rejected: the rows not written, indexed by input row label: input columns + ``reason``,
+            URLs shown without their credentials (``redaction``).
         metadata: the content of metadata.json.
         problems: what was written but looks wrong, one row per problem (columns row,
             column, value, problem, as ``validate()`` gives them): near-duplicate images
@@ -216,9 +217,16 @@ def _raise_first(plan, df, rejected):
 
 
 def _rejected_frame(df, rejected):
-    """The input rows at the positions of (position, reason) pairs, plus a ``reason`` column."""
+    """The input rows at the positions of (position, reason) pairs, plus a ``reason`` column,
+    every URL in their text redacted (the frame is shown in notebooks and logs; the rows as
+    the table has them are ``df.loc[frame.index]``)."""
     frame = df.iloc[[position for position, _ in rejected]].copy()
-    frame["reason"] = [reason for _, reason in rejected]
+    for column in frame.select_dtypes(include=["object", "string"]).columns:
+        cells = frame[column].tolist()
+        clean = [redaction.redact(cell) for cell in cells]
+        if clean != cells:  # a column without a secret keeps its cells and dtype
+            frame[column] = pd.Series(clean, index=frame.index, dtype=object)
+    frame["reason"] = [redaction.redact(reason) for _, reason in rejected]
     return frame
 
 

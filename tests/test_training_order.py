@@ -238,6 +238,23 @@ def test_a_job_killed_after_k_batches_resumes_exactly_from_its_checkpoint(
 
 
 @pytest.mark.slow  # training jobs in subprocesses
+@pytest.mark.parametrize("shuffle", ["default", "buffer"])
+def test_load_s_own_pipelines_resume_exactly_after_a_kill(sorted_output, tmp_path,
+                                                          uninterrupted, shuffle):
+    """load() without shuffle, and with shuffle=True (its buffer saved), from local shards."""
+    steps = 20  # of the 25 batches of one epoch
+    expected, _ = uninterrupted("checkpoint", shuffle, steps)
+    done, first, _ = _run("checkpoint", sorted_output, tmp_path, shuffle, steps, 7)
+    assert done.returncode == -9 and len(first) == 7
+    done, rest, _ = _run("checkpoint", sorted_output, tmp_path, shuffle, steps, 0)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert first + rest == expected  # nothing twice, nothing skipped
+    if shuffle == "buffer":
+        assert sorted(n for batch in expected for n in batch) != \
+            [n for batch in expected for n in batch]
+
+
+@pytest.mark.slow  # training jobs in subprocesses
 @pytest.mark.parametrize("mode, kill_after", [("keras", 4), ("keras", 17), ("keras-map", 17)])
 def test_keras_resumes_its_input_with_backup_and_restore(sorted_output, tmp_path,
                                                          uninterrupted, mode, kill_after):

@@ -143,6 +143,12 @@ def test_a_cache_limit_is_a_size(served, tmp_path):
     for bad in ("lots", 0, -1, 1.5, True):
         with pytest.raises(SchemaError, match="cache_limit must be a positive number of bytes"):
             tfrecorder_lite.load(url, "TRAIN", cache_limit=bad)
+        with pytest.raises(SchemaError, match="block_size must be a positive number of bytes"):
+            tfrecorder_lite.data_source(url, "TRAIN", block_size=bad)
+    # the sizes of data_source() are spelled as cache_limit is: numpy ints and text too
+    src = tfrecorder_lite.data_source(url, "TRAIN", block_size=np.int64(4096),
+                                      cache_bytes="64KiB")
+    assert len(src.read_serialized(range(len(src)))) == N
 
 
 def test_a_truncated_remote_shard_is_named(served, tmp_path):

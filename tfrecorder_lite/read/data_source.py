@@ -35,7 +35,7 @@ from ..redaction import redact
 from ..table.splits import pick
 from ..storage import Store, read_many
 from .remote_blocks import RemoteBlocks
-from .shard_cache import ShardCache
+from .shard_cache import ShardCache, byte_count
 
 logger = redaction.logger(__name__)  # every record redacted
 
@@ -63,7 +63,8 @@ def data_source(output_dir, split, *, storage_options=None, decode_image=False, 
             that still covers the size, then bilinear without antialiasing, uint8 (the pixels
             ``load()`` gives, to within one level). Needs ``decode_image=True``.
         block_size: bytes of each ranged read of a remote shard (records are read in whole
-            blocks, and a record larger than a block in several).
+            blocks, and a record larger than a block in several); an int, or text such as
+            ``"4MiB"``, as ``cache_bytes``.
         cache_bytes: at most this many bytes of remote blocks are kept in memory, per
             process.
         generation: the split's records as the output held them after this generation (0:
@@ -90,9 +91,8 @@ def data_source(output_dir, split, *, storage_options=None, decode_image=False, 
     image_size = parse_size(image_size)
     if image_size is not None and not decode_image:
         raise SchemaError("image_size resizes the decoded image: pass decode_image=True too")
-    for name, value in (("block_size", block_size), ("cache_bytes", cache_bytes)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise SchemaError(f"{name} must be a positive number of bytes, not {value!r}")
+    block_size = byte_count(block_size, "block_size")  # ints, numpy ints, or "1MiB"
+    cache_bytes = byte_count(cache_bytes, "cache_bytes")
     store = Store(output_dir, storage_options)
     cache = shard_cache_of(store, cache_dir, cache_limit)
     manifest = as_of(read_manifest(store)[0], generation, strict=False)

@@ -43,7 +43,7 @@ _FRAME = 16  # length (8), its CRC (4), the data's CRC (4)
 _DTYPES = {INT64: np.int64, FLOAT: np.float32}
 DEFAULT_BLOCK_SIZE = 1 << 20
 DEFAULT_CACHE_BYTES = 256 << 20
-DEFAULT_READAHEAD = 48 << 20
+DEFAULT_READAHEAD = 64 << 20
 
 
 def data_source(output_dir, split, *, storage_options=None, decode_image=False, channels=3,

@@ -26,7 +26,7 @@ from .order import GlobalOrder, check_hosts, host_share
 
 _READ_GROUP = 64  # records read per call into Python
 # groups read at once: remote reads wait on the store, and more groups in flight hide it
-_GROUPS_IN_FLIGHT = {True: 2, False: 4}  # by "the store is local"
+_GROUPS_IN_FLIGHT = {True: 2, False: 8}  # by "the store is local"
 _NO_END = np.iinfo(np.int64).max
 _LAST_POSITION = 1 << 62  # global positions stay below it: int64 arithmetic on them never overflows
 _READ_AHEAD = 1024  # records beyond each group whose remote blocks are fetched ahead
@@ -109,9 +109,9 @@ def records(tf, source, order, position, description, symbolic=True):
         if saved.numpy()[0] != expected:
             checkpoints.refuse(tf, saved.numpy()[0], description)
         group = group.numpy()
-        if not source.is_local and len(group):  # this group's blocks first, then the next
+        if not source.is_local and len(group):  # the next groups' blocks, on their way
             ahead = np.arange(group[-1] + hosts, group[-1] + hosts * _READ_AHEAD, hosts)
-            source.prefetch(order.records(np.concatenate([group, ahead])))
+            source.prefetch(order.records(ahead))
         found = source.read_serialized(order.records(group))
         return np.array(found, dtype=object)
 

@@ -119,7 +119,15 @@ class RemoteBlocks:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(_PREFETCH_THREADS,
                                                 thread_name_prefix="tfrecorder_lite-prefetch")
-        self._pool.submit(self._prefetch, keys)
+        if not self._store.reads_soon:  # no event loop to read on: threads wait for them
+            self._pool.submit(self._prefetch, keys)
+            return
+        for key in keys:  # each its own request, answered as it comes
+            shard, block = key
+            start, end = block * size, min((block + 1) * size, self._shards[shard].bytes)
+            future = self._store.read_range_soon(self._shards[shard].name, start, end)
+            future.add_done_callback(lambda done, key=key, n=end - start:
+                                     self._arrived(key, n, done))
 
     def _prefetch(self, keys):
         try:
@@ -130,10 +138,70 @@ class RemoteBlocks:
                 for key in keys:
                     self._fetching.pop(key).set()
 
+    def _arrived(self, key, size, done):
+        """A prefetched block's read has ended (on the filesystem's event loop): keep the
+        block, hand its local copy's write to a thread, and wake who awaits it."""
+        data = None if done.cancelled() or done.exception() else done.result()
+        try:
+            if data is not None and len(data) == size:
+                self._remember({key: data})
+                if self._cache is not None:
+                    self._pool.submit(self._keep, key[0], key[1] * self._size, data)
+        finally:
+            with self._lock:
+                self._ahead -= 1
+                self._fetching.pop(key).set()
+
     def _read_blocks(self, spans):
-        """Spans of shards without a local copy, from kept blocks; the missing blocks are
-        fetched at once, each by a request of its own; a block another thread is fetching
-        already is awaited, not fetched again."""
+        """Spans of shards without a local copy, from kept blocks. A span whose blocks are
+        neither kept nor on their way is read by a ranged read of its own bytes (a record
+        is much smaller than a block: the reader need not wait for whole blocks), while its
+        blocks are fetched in the background for the records around it; a block another
+        thread is fetching already is awaited, not fetched again."""
+        size = self._size
+        blocks_of = [range(start // size, (end - 1) // size + 1) for _, start, end in spans]
+        with self._lock:
+            missing = [i for i, (span, blocks) in enumerate(zip(spans, blocks_of))
+                       if any((span[0], b) not in self._blocks and
+                              (span[0], b) not in self._fetching for b in blocks)]
+        exact = self._read_exact([spans[i] for i in missing]) if missing else []
+        if missing:
+            self.prefetch([spans[i] for i in missing])
+        out = [None] * len(spans)
+        for i, data in zip(missing, exact):
+            out[i] = data
+        rest = [i for i in range(len(spans)) if out[i] is None]
+        for i, data in zip(rest, self._from_blocks([spans[i] for i in rest])):
+            out[i] = data
+        return out
+
+    def _read_exact(self, spans):
+        """The bytes of ``spans`` by ranged reads of their own (adjacent spans of a shard in
+        one read of at most a block, so that none waits on one long transfer)."""
+        runs = []  # [shard, start, end, [span indexes]]
+        for i in sorted(range(len(spans)), key=lambda i: spans[i]):
+            shard, start, end = spans[i]
+            if runs and runs[-1][0] == shard and runs[-1][2] == start and \
+                    end - runs[-1][1] <= self._size:
+                runs[-1][2] = end
+                runs[-1][3].append(i)
+            else:
+                runs.append([shard, start, end, [i]])
+        found = self._store.read_ranges([(self._shards[shard].name, start, end)
+                                         for shard, start, end, _ in runs])
+        out = [None] * len(spans)
+        for (shard, start, end, members), data in zip(runs, found):
+            if not isinstance(data, Exception) and len(data) != end - start:
+                data = self._short(shard, start + len(data))
+            for i in members:
+                out[i] = data if isinstance(data, Exception) else \
+                    data[spans[i][1] - start:spans[i][2] - start]
+        return out
+
+    def _from_blocks(self, spans):
+        """Spans whose blocks are kept or on their way (fetched here if evicted since)."""
+        if not spans:
+            return []
         size = self._size
         wanted = sorted({(s, b) for s, start, end in spans
                          for b in range(start // size, (end - 1) // size + 1)})
@@ -167,8 +235,10 @@ class RemoteBlocks:
             if error is not None:
                 out.append(error)
                 continue
-            data = b"".join(have[(shard, b)] for b in blocks)
-            out.append(data[start - blocks[0] * size:end - blocks[0] * size])
+            # only the span's own bytes are copied, never whole blocks
+            out.append(b"".join(
+                memoryview(have[(shard, b)])[max(start - b * size, 0):end - b * size]
+                for b in blocks))
         return out
 
     def _fetch(self, keys, have, errors):

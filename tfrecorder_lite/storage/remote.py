@@ -147,6 +147,26 @@ def read_ranges(fs, requests):
     return _explained(fs, [r[0] for r in requests], found)
 
 
+def read_range_soon(fs, url, start, end):
+    """Start a ranged read of ``url`` on ``fs``'s event loop (an async filesystem: gcsfs,
+    s3fs, http) and return at once. The caller bounds how many it starts: these reads wait
+    for no slot of :func:`read_ranges`', whose callers wait for their answers.
+
+    Returns:
+        A ``concurrent.futures.Future`` of the bytes; its exception, if any, says what the
+        store answered.
+    """
+    async def one():
+        try:
+            return await fs._cat_file(url, start=start, end=end)
+        except Exception as exc:
+            raise explain(exc, url, fs) from None
+
+    if not fs.async_impl:
+        raise TypeError(f"{type(fs).__name__} has no event loop to read on")
+    return asyncio.run_coroutine_threadsafe(one(), fs.loop)
+
+
 def _identity(info):
     """A token that changes whenever the object's content does (generation, ETag or mtime)."""
     for key in ("generation", "ETag", "etag", "mtime", "LastModified", "last_modified"):

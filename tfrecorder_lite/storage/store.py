@@ -11,7 +11,7 @@ import json
 from ..errors import SchemaError
 from .files import read_bytes
 from .local import LocalFiles, read_ranges as read_local_ranges
-from .remote import RemoteFiles, read_ranges as read_remote_ranges
+from .remote import RemoteFiles, read_range_soon, read_ranges as read_remote_ranges
 from .urls import READ_ONLY, basename, filesystem, is_remote, parent, protocol_of, resolve
 
 
@@ -121,6 +121,17 @@ class Store:
             for i, data in zip(indexes, found):
                 out[i] = data
         return out
+
+    @property
+    def reads_soon(self):
+        """Whether :meth:`read_range_soon` can start reads without a thread: a remote folder
+        on an async filesystem (gcsfs, s3fs, http)."""
+        return not self.is_local and bool(self.fs.async_impl)
+
+    def read_range_soon(self, name, start, end):
+        """Start a ranged read of the file ``name`` (``end`` excluded) and return at once: a
+        ``concurrent.futures.Future`` of its bytes (see :attr:`reads_soon`)."""
+        return read_range_soon(self.fs, self.path(name), start, end)
 
     def digest(self, name, digest, chunk_size=8 << 20):
         """Feed the bytes of the file ``name`` to ``digest`` (e.g. a FileDigest); returns it."""

@@ -37,6 +37,8 @@ COPIES = {
                                lambda im: _crop(im, 0.05, 0.05, 0, 0)),
     "cropped 2.5% all round": ("jpg", "JPEG", {"quality": 90},
                                lambda im: _crop(im, 0.025, 0.025, 0.025, 0.025)),
+    "cropped 5% on each side": ("jpg", "JPEG", {"quality": 90},
+                                lambda im: _crop(im, 0.05, 0.05, 0.05, 0.05)),
     "10% brighter": ("jpg", "JPEG", {"quality": 90},
                      lambda im: ImageEnhance.Brightness(im).enhance(1.1)),
     "stored sideways with its EXIF rotation": ("jpg", "JPEG", {"quality": 90},
@@ -324,7 +326,7 @@ def test_to_tfrecord_warns_writes_every_row_and_lists_the_pairs_beside_the_manif
     result = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
     assert sum(result.counts.values()) == len(df) and result.rejected.empty
     assert set(result.problems.row) == set(copies)
-    assert "problems=7" in repr(result)
+    assert "problems=8" in repr(result)
     pairs = pd.read_csv(tmp_path / "out" / layout.NEAR_DUPLICATES)
     assert {(r, o) for r, o in zip(pairs.row, pairs.other_row)} == \
         {(row, original) for row, (original, _) in copies.items()}
@@ -605,3 +607,92 @@ def test_pairs_of_images_on_s3_are_confirmed_by_reading_them_there(s3, tmp_path)
     result = remote.tfrecord.to_tfrecord(s3.new_bucket() + "/out", progress=False)
     assert result.problems.row.tolist() == [3]
     assert result.metadata["near_duplicates"]["pairs"] == 1
+
+
+# ------------------------------------------------- planted copies, cropped 5% on each side too
+
+# How the planted copies of a photo are made (issue 47): (file suffix, Pillow format, save
+# options, the copy's pixels from the original's)
+PLANTED = {
+    "resized to 50%": COPIES["resized to 50%"],
+    "JPEG quality 50": COPIES["JPEG quality 50"],
+    "saved as PNG": COPIES["saved as PNG"],
+    "cropped 5% on each side": COPIES["cropped 5% on each side"],
+    "10% brighter": COPIES["10% brighter"],
+}
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """12 TEST photos with a TRAIN copy each way of PLANTED (60 copies), and 16 distinct
+    photos, TRAIN, VALIDATION and TEST in turn: ``(originals' table, copies' table,
+    {copy's row: original's row})``; the copies' rows come after the originals'."""
+    root = tmp_path_factory.mktemp("planted")
+    rows, copies = [], {}
+    for i in range(28):
+        path = root / f"photo{i}.jpg"
+        rich_photo(300 + 20 * (i % 4), 400 - 20 * (i % 3), seed=100 + i).save(path, quality=92)
+        split = "TEST" if i < 12 else ("TRAIN", "VALIDATION", "TEST")[i % 3]
+        rows.append((split, str(path), "cat" if i % 3 else "dog"))
+    originals = pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+    made = []
+    for i in range(12):
+        for n, (suffix, fmt, options, make) in enumerate(PLANTED.values()):
+            path = root / f"copy{i}-{n}.{suffix}"
+            make(Image.open(rows[i][1]).convert("RGB")).save(path, fmt, **options)
+            copies[len(rows) + len(made)] = i
+            made.append(("TRAIN", str(path), rows[i][2]))
+    table = pd.DataFrame(made, columns=originals.columns,
+                         index=range(len(rows), len(rows) + len(made)))
+    return originals, table, copies
+
+
+def test_every_planted_copy_is_reported_with_its_original_and_no_distinct_photo(
+        planted, tmp_path):
+    originals, planted_copies, copies = planted
+    df = pd.concat([originals, planted_copies])
+    result = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    pairs = pd.read_csv(tmp_path / "out" / layout.NEAR_DUPLICATES)
+    found = dict(zip(pairs.row, pairs.other_row))
+    missed = {how for row, how in zip(planted_copies.index, list(PLANTED) * 12)
+              if found.get(row) != copies[row]}
+    assert not missed, missed
+    assert found == copies and len(pairs) == len(copies)  # no pair of distinct photos
+    assert result.problems.row.tolist() == sorted(copies)
+    problems = df.tfrecord.validate(check="decode")
+    near = problems[problems.problem.str.startswith(phash.KIND)]
+    assert near.row.tolist() == sorted(copies)
+    for row, problem in zip(near.row, near.problem):
+        assert f"looks like row {copies[row]} " in problem
+
+
+def test_reject_cuts_exactly_the_planted_copies(planted, tmp_path):
+    originals, planted_copies, copies = planted
+    df = pd.concat([originals, planted_copies])
+    result = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False, leakage="reject")
+    assert sorted(result.rejected.index) == sorted(copies)
+    for row, original in copies.items():
+        assert result.rejected.reason[row].startswith(
+            f"near-duplicate across splits: looks like row {original} ")
+    assert sum(result.counts.values()) == len(originals)
+    assert tfrecorder_lite.verify(tmp_path / "out").startswith("OK")
+
+
+def test_an_append_refuses_each_planted_copy_of_an_earlier_image(planted, tmp_path):
+    originals, planted_copies, copies = planted
+    out = tmp_path / "out"
+    originals.iloc[:20].tfrecord.to_tfrecord(out, progress=False)
+    new = pd.concat([originals.iloc[20:], planted_copies])  # 8 new photos and the copies
+    result = new.tfrecord.to_tfrecord(out, progress=False, append=True, leakage="reject")
+    assert sorted(result.rejected.index) == sorted(copies)
+    for row, original in copies.items():
+        assert result.rejected.reason[row].startswith(
+            f"near-duplicate across splits: looks like row '{original}' ("
+            f"{originals.image_uri[original]}, TEST, generation 0)")
+    assert sum(result.counts.values()) == 8
+    warned = tmp_path / "warned"  # and with "warn", each is listed against its original
+    originals.iloc[:20].tfrecord.to_tfrecord(warned, progress=False)
+    result = new.tfrecord.to_tfrecord(warned, progress=False, append=True)
+    pairs = pd.read_csv(warned / layout.near_duplicates_name(1))
+    assert dict(zip(pairs.row, pairs.other_row)) == copies
+    assert tfrecorder_lite.verify(out).startswith("OK")

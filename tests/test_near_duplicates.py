@@ -3,6 +3,8 @@ to_tfrecord(leakage=...)."""
 
 import io
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -696,3 +698,63 @@ def test_an_append_refuses_each_planted_copy_of_an_earlier_image(planted, tmp_pa
     pairs = pd.read_csv(warned / layout.near_duplicates_name(1))
     assert dict(zip(pairs.row, pairs.other_row)) == copies
     assert tfrecorder_lite.verify(out).startswith("OK")
+
+
+# ------------------------------------------------ copies of one picture, in every split
+
+def _one_picture_table(root, rows):
+    """``rows`` rows whose files hold one picture's pixels in bytes that differ (a JPEG
+    comment naming the row), TRAIN, VALIDATION and TEST in turn."""
+    root.mkdir(parents=True, exist_ok=True)
+    picture = rich_photo(48, 64, seed=9)
+    paths = []
+    for i in range(rows):
+        path = root / f"placeholder{i}.jpg"
+        picture.save(path, quality=90, comment=f"row {i}".encode())
+        paths.append(str(path))
+    return pd.DataFrame({"split": [("TRAIN", "VALIDATION", "TEST")[i % 3] for i in range(rows)],
+                         "image_uri": paths, "label": ["cat", "dog"] * (rows // 2)})
+
+
+@pytest.mark.parametrize("rows", [90, 360])
+def test_copies_of_one_picture_in_three_splits_cost_one_pair_a_row_and_one_comparison_a_split(
+        tmp_path, caplog, rows):
+    df = _one_picture_table(tmp_path / "images", rows)
+    assert len({Path(p).read_bytes() for p in df.image_uri[:3]}) == 3  # the bytes differ
+    with caplog.at_level("INFO", logger="tfrecorder_lite"):
+        result = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    # every row but the first is reported once: a TRAIN row against the first VALIDATION
+    # row (the earliest first copy of another split), the others against the first row
+    assert result.problems.row.tolist() == list(range(1, rows))
+    assert all(p.startswith("near-duplicate across splits: looks like row 0 ") for p in
+               result.problems.problem[result.problems.row % 3 != 0])
+    assert all(p.startswith("near-duplicate across splits: looks like row 1 ") for p in
+               result.problems.problem[result.problems.row % 3 == 0])
+    assert len(pd.read_csv(tmp_path / "out" / layout.NEAR_DUPLICATES)) == rows - 1
+    # the sets of copies are confirmed from their first images: 2 comparisons (VALIDATION's
+    # and TEST's first against TRAIN's; TRAIN's against VALIDATION's is the first again) of
+    # 3 images, however many rows
+    confirming = [r.getMessage() for r in caplog.records if "read again)" in r.getMessage()]
+    assert len(confirming) == 1 and f"{rows - 1} of {rows - 1} pair(s)" in confirming[0]
+    counts = re.search(r"\((\d+) comparison\(s\) of (\d+) image\(s\) read again\)",
+                       confirming[0])
+    assert counts and counts.groups() == ("2", "3"), confirming[0]
+    rejected = df.tfrecord.to_tfrecord(tmp_path / "rejected", progress=False,
+                                       leakage="reject")
+    assert rejected.counts == {"TRAIN": rows // 3, "VALIDATION": 0, "TEST": 0}
+    assert rejected.rejected.index.tolist() == [i for i in range(rows) if i % 3]
+
+
+def test_copies_in_three_groups_are_each_paired_once_with_their_stand_ins():
+    # 3 groups, each holding copies of one picture (equal hashes), and two images alone,
+    # near each other (and far from the picture)
+    hashes = np.random.default_rng(4).integers(0, 2 ** 63, (11, 3), dtype=np.uint64)
+    hashes[:9] = hashes[0]
+    hashes[10] = hashes[9] ^ np.uint64(0b101)
+    groups = [0, 1, 2] * 3 + [0, 1]
+    first, second, distance, stand_ins = phash.near_pairs(hashes, groups, stand_ins=True)
+    pairs = list(zip(first.tolist(), second.tolist(), distance.tolist()))
+    assert pairs == [(0, 1, 0), (0, 2, 0), (1, 3, 0), (0, 4, 0), (0, 5, 0), (1, 6, 0),
+                     (0, 7, 0), (0, 8, 0), (9, 10, 2)]
+    assert stand_ins.tolist() == [0, 1, 2, 0, 1, 2, 0, 1, 2, 9, 10]
+    assert phash.near_pairs(hashes, groups)[0].tolist() == first.tolist()

@@ -432,7 +432,7 @@ def _flips(width, radius):
 
 
 def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involving=None,
-               order=None):
+               order=None, stand_ins=False):
     """Every pair of images within ``max_distance`` bits whose groups differ (copies of one
     picture in one group counted once, below).
 
@@ -454,16 +454,20 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involvi
             crops are looked up among their whole images: few hashes are indexed.
         order: a number per image, the order the images come in (a table's), or None for
             their indexes' order.
+        stand_ins: also return each image's stand-in (below).
 
     Images of one group whose hashes are all equal (copies of one file, or of one picture)
     are looked up as one, so that many copies cost neither a search nor a report of every
-    pair of them: a pair of two such sets pairs each image of either set with the first
-    image (in ``order``) of the other set that comes before it. An image without copies is
-    paired with every image near it.
+    pair of them: each image of such a set is paired once, with the earliest (in ``order``)
+    of the first images of the sets near its own that come before it, and each first image
+    of a set stands in for its set's images (one comparison of the two stand-ins confirms a
+    pair of sets). An image without copies is paired with every image near it, and stands
+    in for itself.
 
     Returns:
         ``(first, second, distance)``: int64 arrays of the pairs' image indexes (first <
-        second) and their smallest distance, sorted by ``(second, first)``.
+        second) and their smallest distance, sorted by ``(second, first)``; with
+        ``stand_ins``, and an int64 array of each image's stand-in.
     """
     hashes = np.asarray(hashes, dtype=np.uint64)
     hashes = hashes[:, None] if hashes.ndim == 1 else hashes
@@ -471,7 +475,8 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involvi
     order = np.arange(len(hashes)) if order is None else np.asarray(order, dtype=np.int64)
     sets = _copies(hashes, groups, order)
     if sets is None:
-        return _near_pairs(hashes, groups, max_distance, chunk, involving)
+        found = _near_pairs(hashes, groups, max_distance, chunk, involving)
+        return (*found, np.arange(len(hashes))) if stand_ins else found
     firsts, set_of = sets
     asking = None if involving is None else \
         np.unique(set_of[np.asarray(involving, dtype=np.int64)])
@@ -484,7 +489,8 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involvi
         keep = new[first] | new[second]
         first, second, distance = first[keep], second[keep], distance[keep]
     by_later = np.lexsort((first, second))
-    return first[by_later], second[by_later], distance[by_later]
+    found = first[by_later], second[by_later], distance[by_later]
+    return (*found, firsts[set_of]) if stand_ins else found
 
 
 def _copies(hashes, groups, order):
@@ -513,19 +519,29 @@ def _copies(hashes, groups, order):
 
 def _members_paired(first, second, distance, firsts, set_of, order):
     """The pairs of images of the pairs of sets ``(first, second, distance)`` (set indexes):
-    each image of either set with the other set's first image (in ``order``), when that one
-    comes before it; each pair as ``(smaller index, larger)``."""
+    two images alone in their sets as they are; an image of a set of copies (or alone, near
+    one) with the earliest first image (in ``order``) of the sets near its own that comes
+    before it (one pair an image: copies in three groups are not reported twice); each pair
+    as ``(smaller index, larger)``."""
     sizes = np.bincount(set_of, minlength=len(firsts))
     members = np.argsort(set_of, kind="stable")  # each set's images
     starts = np.concatenate([[0], np.cumsum(sizes)])
     alone = (sizes[first] == 1) & (sizes[second] == 1)
     out = [(firsts[first[alone]], firsts[second[alone]], distance[alone])]
+    copies = []
     for a, b, d in zip(first[~alone].tolist(), second[~alone].tolist(),
                        distance[~alone].tolist()):
         for mine, other in ((a, b), (b, a)):
             images = members[starts[mine]:starts[mine + 1]]
             images = images[order[images] > order[firsts[other]]]
-            out.append((np.full(len(images), firsts[other]), images, np.full(len(images), d)))
+            copies.append((np.full(len(images), firsts[other]), images,
+                           np.full(len(images), d)))
+    if copies:  # each image once, with its earliest partner
+        partner, image, gap = (np.concatenate([part[i] for part in copies]) for i in range(3))
+        once = np.lexsort((order[partner], image))
+        keep = np.ones(len(once), dtype=bool)
+        keep[1:] = image[once][1:] != image[once][:-1]
+        out.append((partner[once[keep]], image[once[keep]], gap[once[keep]]))
     first, second, distance = (np.concatenate([part[i] for part in out]).astype(np.int64)
                                for i in range(3))
     return np.minimum(first, second), np.maximum(first, second), distance

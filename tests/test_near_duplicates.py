@@ -13,7 +13,7 @@ import xxhash
 from PIL import Image, ImageEnhance
 
 import tfrecorder_lite
-from tfrecorder_lite.images import phash
+from tfrecorder_lite.images import confirm, phash
 from tfrecorder_lite.images.normalize import ImageOptions, prepare_image
 from tfrecorder_lite.output import layout
 
@@ -582,7 +582,7 @@ def test_a_pair_whose_earlier_image_changed_is_reported_unconfirmed(tmp_path, ca
 def test_fine_hashes_of_copies_are_near_and_of_one_layout_far():
     pictures = [one_layout_photo(seed, detail) for seed in range(4) for detail in (0, 1)]
     fine = phash.fine_hashes([phash.encoded_luminance_grid(_jpeg(p)) for p in pictures])
-    assert fine.shape == (8, 1 + len(phash.CROPS), 32)
+    assert fine.shape == (8, len(phash.ALIGNED), 32) and phash.ALIGNED[0] == (0, 0, 0, 0)
     bits = np.unpackbits(fine, axis=2)
     assert (bits[:, :, phash.FINE_BITS:] == 0).all()  # 255 bits a hash
     assert (bits.sum(axis=2) == phash.FINE_BITS // 2).all()  # half the terms above the median
@@ -597,6 +597,21 @@ def test_fine_hashes_of_copies_are_near_and_of_one_layout_far():
     for i in range(0, 8, 2):
         assert phash.fine_distance(fine[i], fine[i + 1]) > 2 * phash.FINE_MAX_DISTANCE
         assert phash.fine_distance(fine[i], fine[i]) == 0
+
+
+@pytest.mark.parametrize("cut", [(0.05, 0, 0, 0), (0.05, 0.05, 0, 0.05), (0.05, 0.025, 0, 0.025),
+                                 (0.05, 0.05, 0.05, 0), (0.025, 0.05, 0, 0.05)])
+def test_a_copy_cropped_by_up_to_5_percent_a_side_any_way_is_confirmed(cut):
+    # (left, top, right, bottom) cut off: between the search's crops, 5% apart; the
+    # confirmation compares crops 2.5% apart
+    for seed in range(10):
+        picture = rich_photo(300 + 20 * (seed % 4), 400 - 20 * (seed % 3), seed=500 + seed)
+        original, copy = confirm.looks(_jpeg(picture)), confirm.looks(_jpeg(_crop(picture, *cut),
+                                                                            quality=90))
+        assert confirm.alike(original, copy), seed
+    for layout in range(4):  # and pictures of one layout stay apart
+        assert not confirm.alike(*(confirm.looks(_jpeg(one_layout_photo(layout, detail)))
+                                   for detail in (0, 1)))
 
 
 def test_pairs_of_images_on_s3_are_confirmed_by_reading_them_there(s3, tmp_path):

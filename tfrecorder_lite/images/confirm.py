@@ -5,8 +5,8 @@ copies of one picture (equal 64-bit hashes in one split) are confirmed by their 
 
 Photos of one composition (garments laid out on one floor, products on one backdrop) share
 the layout the 64-bit hash keeps; their fine hashes, which keep the detail too, are far
-apart, or their colours are, while copies of one photo (resized, re-encoded, cropped by a few
-percent, brightened) stay close in both.
+apart, or their colours are, while copies of one photo (resized, re-encoded, cropped by up
+to 5% a side, brightened) stay close in both.
 """
 
 import os
@@ -19,9 +19,9 @@ from .normalize import ImageOptions, read_images
 logger = redaction.logger(__name__)  # every record redacted
 
 # How a pair is confirmed, as metadata.json says it
-CONFIRMATION = (f"{phash.FINE_BITS}-bit DCT hash of the same grid within "
-                f"{phash.FINE_MAX_DISTANCE} bits, mean Cb and Cr within "
-                f"{phash.MAX_CHROMA_DIFFERENCE}")
+CONFIRMATION = (f"{phash.FINE_BITS}-bit DCT hash of the same grid, whole and cropped by 0, "
+                f"2.5 or 5% a side, within {phash.FINE_MAX_DISTANCE} bits, mean Cb and Cr "
+                f"within {phash.MAX_CHROMA_DIFFERENCE}")
 _BATCH = 16  # images read and hashed by one call (a thread's share at a time)
 
 

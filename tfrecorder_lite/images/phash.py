@@ -207,14 +207,37 @@ def _matrices(grid, dct):
 
 
 _ROWS, _COLUMNS = _matrices(GRID, _DCT)
-_FINE_ROWS, _FINE_COLUMNS = _matrices(GRID, _dct_rows(_SIDE, _FINE_LOW))
+# The crops a pair's images are compared by when it is confirmed, as fractions cut off
+# (left, top, right, bottom): 0, 2.5 or 5% off each side (the whole image first), so that a
+# copy cropped by up to 5% a side is within 1.25% a side of one of them (the fine hash keeps
+# detail that moves with a crop: the search's crops, 5% apart, are too far apart for it).
+_STEPS = (0, 0.025, 0.05)
+ALIGNED = tuple((left, top, right, bottom) for top, bottom in itertools.product(_STEPS, _STEPS)
+                for left, right in itertools.product(_STEPS, _STEPS))
+
+
+def _aligned_matrices(grid, dct):
+    """The rows' shrink of every ``(top, bottom)`` of ``_STEPS`` folded into ``dct`` (the
+    DCT's first rows), one above the other, ``(9 * low, grid)``; and the columns' of every
+    ``(left, right)``, side by side, ``(grid, 9 * low)``."""
+    sides = list(itertools.product(_STEPS, _STEPS))
+    rows = np.concatenate([dct @ _area_weights(top, 1 - bottom, grid) for top, bottom in sides])
+    columns = np.concatenate([(dct @ _area_weights(left, 1 - right, grid)).T
+                              for left, right in sides], axis=1)
+    return rows, columns
+
+
+# (float32: the signs of the terms against their median are all a fine hash keeps)
+_FINE_ROWS, _FINE_COLUMNS = (matrix.astype(np.float32) for matrix in
+                             _aligned_matrices(GRID, _dct_rows(_SIDE, _FINE_LOW)))
 
 
 def fine_hashes(grids):
     """The finer hashes that confirm a pair of near-identical images: per luminance grid
-    (:func:`luminance_grid`), for the whole image and each crop of ``CROPS``, the signs
+    (:func:`luminance_grid`), for each crop of ``ALIGNED`` (the whole image first), the signs
     against their median of the ``FINE_BITS`` lowest DCT terms (``_FINE_LOW`` x
-    ``_FINE_LOW``, the DC term left out).
+    ``_FINE_LOW``, the DC term left out). One product a grid gives every crop's terms (a
+    crop's rows and columns are shrunk apart).
 
     The 64-bit hash keeps the layout of a picture, which photos of one composition share
     (garments laid out on one floor); these terms keep its detail too, and copies of one
@@ -224,21 +247,21 @@ def fine_hashes(grids):
         grids: a sequence of ``GRID * GRID``-byte grids.
 
     Returns:
-        A uint8 array ``(grids, 1 + len(CROPS), 32)``: each hash's bits, packed.
+        A uint8 array ``(grids, len(ALIGNED), 32)``: each hash's bits, packed.
     """
-    count, crops = len(grids), len(_FRACTIONS)
+    count, sides, low = len(grids), len(_STEPS) ** 2, _FINE_LOW
     pixels = np.frombuffer(b"".join(grids), dtype=np.uint8).reshape(count, GRID, GRID)
-    columns = (pixels.astype(np.float64) @ _FINE_COLUMNS).reshape(count, GRID, crops,
-                                                                  _FINE_LOW).transpose(0, 2, 1, 3)
-    low = np.matmul(_FINE_ROWS, columns).reshape(count, crops, -1)[:, :, 1:]
-    median = np.partition(low, FINE_BITS // 2, axis=2)[:, :, FINE_BITS // 2:FINE_BITS // 2 + 1]
-    return np.packbits(low > median, axis=2)
+    columns = pixels.astype(np.float32) @ _FINE_COLUMNS  # (grids, GRID, 9 * low)
+    terms = _FINE_ROWS @ columns.transpose(1, 0, 2).reshape(GRID, -1)  # the rows: one product
+    terms = terms.reshape(sides, low, count, sides, low).transpose(2, 0, 3, 1, 4)
+    terms = terms.reshape(count, sides * sides, low * low)[:, :, 1:]  # the DC term left out
+    median = np.partition(terms, FINE_BITS // 2, axis=2)[:, :, FINE_BITS // 2:FINE_BITS // 2 + 1]
+    return np.packbits(terms > median, axis=2)
 
 
 def fine_distance(first, second):
-    """The distance of two images' fine hashes (:func:`fine_hashes`), as :func:`near_pairs`
-    measures theirs: the smallest of the whole images' and of each whole image against the
-    other's crops."""
+    """The distance of two images' fine hashes (:func:`fine_hashes`): the smallest of each
+    whole image's against every crop of the other (the whole one included)."""
     differ = np.concatenate([first[0] ^ second, first[1:] ^ second[0]])
     return int(_POPCOUNT8[differ].sum(axis=1).min())
 

@@ -41,9 +41,9 @@ METHOD = (f"{BITS}-bit DCT perceptual hash of the luminance, crops of a {GRID}x{
           "shrunk as a JPEG draft first")
 DRAFT_SIZE = (16, 16)  # a JPEG is decoded at the smallest scale at least this large
 # The crops hashed beside the whole image, as fractions cut off (left, top, right, bottom):
-# 5% off two sides at each corner, 2.5% off every side, and 5% off every side (a copy cropped
-# by up to 5% a side is within a few bits of one of them; the last came after the others:
-# hashes files of earlier versions keep the first five, which compare as they did).
+# 5% off two sides at each corner, 2.5% off every side, and 5% off every side (the last came
+# after the others: hashes files of earlier versions keep the first five, which compare as
+# they did).
 CROPS = ((0.05, 0.05, 0, 0), (0, 0, 0.05, 0.05), (0.05, 0, 0, 0.05), (0, 0.05, 0.05, 0),
          (0.025, 0.025, 0.025, 0.025), (0.05, 0.05, 0.05, 0.05))
 _FRACTIONS = ((0, 0, 0, 0), *CROPS)  # the whole image, then the crops

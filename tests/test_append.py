@@ -15,6 +15,7 @@ import pytest
 
 import tensorflow as tf
 import tfrecorder_lite
+from tfrecorder_lite.images.phash import CROPS
 from tfrecorder_lite.output import layout
 from tfrecorder_lite.output.manifest import read_manifest, split_shards
 
@@ -335,7 +336,7 @@ def test_the_earlier_images_are_the_hashes_files_rows_whatever_the_chunk(tmp_pat
     images = read_written_images(store, {"hashes": near["hashes"],
                                          "content_hash": near["content_hash"]}, chunk=1)
     assert images.hashed.tolist() == [True] + [False] + [True] * 7
-    assert images.perceptual.shape == (9, 6) and not images.perceptual[1].any()
+    assert images.perceptual.shape == (9, 1 + len(CROPS)) and not images.perceptual[1].any()
     assert [images.image(i).digest for i in range(9)] == [w[4] for w in want]
 
 

@@ -3,6 +3,8 @@ to_tfrecord(leakage=...)."""
 
 import io
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,7 +13,7 @@ import xxhash
 from PIL import Image, ImageEnhance
 
 import tfrecorder_lite
-from tfrecorder_lite.images import phash
+from tfrecorder_lite.images import confirm, phash
 from tfrecorder_lite.images.normalize import ImageOptions, prepare_image
 from tfrecorder_lite.output import layout
 
@@ -37,6 +39,8 @@ COPIES = {
                                lambda im: _crop(im, 0.05, 0.05, 0, 0)),
     "cropped 2.5% all round": ("jpg", "JPEG", {"quality": 90},
                                lambda im: _crop(im, 0.025, 0.025, 0.025, 0.025)),
+    "cropped 5% on each side": ("jpg", "JPEG", {"quality": 90},
+                                lambda im: _crop(im, 0.05, 0.05, 0.05, 0.05)),
     "10% brighter": ("jpg", "JPEG", {"quality": 90},
                      lambda im: ImageEnhance.Brightness(im).enhance(1.1)),
     "stored sideways with its EXIF rotation": ("jpg", "JPEG", {"quality": 90},
@@ -324,7 +328,7 @@ def test_to_tfrecord_warns_writes_every_row_and_lists_the_pairs_beside_the_manif
     result = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
     assert sum(result.counts.values()) == len(df) and result.rejected.empty
     assert set(result.problems.row) == set(copies)
-    assert "problems=7" in repr(result)
+    assert "problems=8" in repr(result)
     pairs = pd.read_csv(tmp_path / "out" / layout.NEAR_DUPLICATES)
     assert {(r, o) for r, o in zip(pairs.row, pairs.other_row)} == \
         {(row, original) for row, (original, _) in copies.items()}
@@ -578,7 +582,7 @@ def test_a_pair_whose_earlier_image_changed_is_reported_unconfirmed(tmp_path, ca
 def test_fine_hashes_of_copies_are_near_and_of_one_layout_far():
     pictures = [one_layout_photo(seed, detail) for seed in range(4) for detail in (0, 1)]
     fine = phash.fine_hashes([phash.encoded_luminance_grid(_jpeg(p)) for p in pictures])
-    assert fine.shape == (8, 1 + len(phash.CROPS), 32)
+    assert fine.shape == (8, len(phash.ALIGNED), 32) and phash.ALIGNED[0] == (0, 0, 0, 0)
     bits = np.unpackbits(fine, axis=2)
     assert (bits[:, :, phash.FINE_BITS:] == 0).all()  # 255 bits a hash
     assert (bits.sum(axis=2) == phash.FINE_BITS // 2).all()  # half the terms above the median
@@ -595,6 +599,21 @@ def test_fine_hashes_of_copies_are_near_and_of_one_layout_far():
         assert phash.fine_distance(fine[i], fine[i]) == 0
 
 
+@pytest.mark.parametrize("cut", [(0.05, 0, 0, 0), (0.05, 0.05, 0, 0.05), (0.05, 0.025, 0, 0.025),
+                                 (0.05, 0.05, 0.05, 0), (0.025, 0.05, 0, 0.05)])
+def test_a_copy_cropped_by_up_to_5_percent_a_side_any_way_is_confirmed(cut):
+    # (left, top, right, bottom) cut off: between the search's crops, 5% apart; the
+    # confirmation compares crops 2.5% apart
+    for seed in range(10):
+        picture = rich_photo(300 + 20 * (seed % 4), 400 - 20 * (seed % 3), seed=500 + seed)
+        original, copy = confirm.looks(_jpeg(picture)), confirm.looks(_jpeg(_crop(picture, *cut),
+                                                                            quality=90))
+        assert confirm.alike(original, copy), seed
+    for layout in range(4):  # and pictures of one layout stay apart
+        assert not confirm.alike(*(confirm.looks(_jpeg(one_layout_photo(layout, detail)))
+                                   for detail in (0, 1)))
+
+
 def test_pairs_of_images_on_s3_are_confirmed_by_reading_them_there(s3, tmp_path):
     local = tmp_path / "images"
     df = _one_layout_table(local)
@@ -605,3 +624,152 @@ def test_pairs_of_images_on_s3_are_confirmed_by_reading_them_there(s3, tmp_path)
     result = remote.tfrecord.to_tfrecord(s3.new_bucket() + "/out", progress=False)
     assert result.problems.row.tolist() == [3]
     assert result.metadata["near_duplicates"]["pairs"] == 1
+
+
+# ------------------------------------------------- planted copies, cropped 5% on each side too
+
+# How the planted copies of a photo are made (issue 47): (file suffix, Pillow format, save
+# options, the copy's pixels from the original's)
+PLANTED = {
+    "resized to 50%": COPIES["resized to 50%"],
+    "JPEG quality 50": COPIES["JPEG quality 50"],
+    "saved as PNG": COPIES["saved as PNG"],
+    "cropped 5% on each side": COPIES["cropped 5% on each side"],
+    "10% brighter": COPIES["10% brighter"],
+}
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """12 TEST photos with a TRAIN copy each way of PLANTED (60 copies), and 16 distinct
+    photos, TRAIN, VALIDATION and TEST in turn: ``(originals' table, copies' table,
+    {copy's row: original's row})``; the copies' rows come after the originals'."""
+    root = tmp_path_factory.mktemp("planted")
+    rows, copies = [], {}
+    for i in range(28):
+        path = root / f"photo{i}.jpg"
+        rich_photo(300 + 20 * (i % 4), 400 - 20 * (i % 3), seed=100 + i).save(path, quality=92)
+        split = "TEST" if i < 12 else ("TRAIN", "VALIDATION", "TEST")[i % 3]
+        rows.append((split, str(path), "cat" if i % 3 else "dog"))
+    originals = pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+    made = []
+    for i in range(12):
+        for n, (suffix, fmt, options, make) in enumerate(PLANTED.values()):
+            path = root / f"copy{i}-{n}.{suffix}"
+            make(Image.open(rows[i][1]).convert("RGB")).save(path, fmt, **options)
+            copies[len(rows) + len(made)] = i
+            made.append(("TRAIN", str(path), rows[i][2]))
+    table = pd.DataFrame(made, columns=originals.columns,
+                         index=range(len(rows), len(rows) + len(made)))
+    return originals, table, copies
+
+
+def test_every_planted_copy_is_reported_with_its_original_and_no_distinct_photo(
+        planted, tmp_path):
+    originals, planted_copies, copies = planted
+    df = pd.concat([originals, planted_copies])
+    result = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    pairs = pd.read_csv(tmp_path / "out" / layout.NEAR_DUPLICATES)
+    found = dict(zip(pairs.row, pairs.other_row))
+    missed = {how for row, how in zip(planted_copies.index, list(PLANTED) * 12)
+              if found.get(row) != copies[row]}
+    assert not missed, missed
+    assert found == copies and len(pairs) == len(copies)  # no pair of distinct photos
+    assert result.problems.row.tolist() == sorted(copies)
+    problems = df.tfrecord.validate(check="decode")
+    near = problems[problems.problem.str.startswith(phash.KIND)]
+    assert near.row.tolist() == sorted(copies)
+    for row, problem in zip(near.row, near.problem):
+        assert f"looks like row {copies[row]} " in problem
+
+
+def test_reject_cuts_exactly_the_planted_copies(planted, tmp_path):
+    originals, planted_copies, copies = planted
+    df = pd.concat([originals, planted_copies])
+    result = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False, leakage="reject")
+    assert sorted(result.rejected.index) == sorted(copies)
+    for row, original in copies.items():
+        assert result.rejected.reason[row].startswith(
+            f"near-duplicate across splits: looks like row {original} ")
+    assert sum(result.counts.values()) == len(originals)
+    assert tfrecorder_lite.verify(tmp_path / "out").startswith("OK")
+
+
+def test_an_append_refuses_each_planted_copy_of_an_earlier_image(planted, tmp_path):
+    originals, planted_copies, copies = planted
+    out = tmp_path / "out"
+    originals.iloc[:20].tfrecord.to_tfrecord(out, progress=False)
+    new = pd.concat([originals.iloc[20:], planted_copies])  # 8 new photos and the copies
+    result = new.tfrecord.to_tfrecord(out, progress=False, append=True, leakage="reject")
+    assert sorted(result.rejected.index) == sorted(copies)
+    for row, original in copies.items():
+        assert result.rejected.reason[row].startswith(
+            f"near-duplicate across splits: looks like row '{original}' ("
+            f"{originals.image_uri[original]}, TEST, generation 0)")
+    assert sum(result.counts.values()) == 8
+    warned = tmp_path / "warned"  # and with "warn", each is listed against its original
+    originals.iloc[:20].tfrecord.to_tfrecord(warned, progress=False)
+    result = new.tfrecord.to_tfrecord(warned, progress=False, append=True)
+    pairs = pd.read_csv(warned / layout.near_duplicates_name(1))
+    assert dict(zip(pairs.row, pairs.other_row)) == copies
+    assert tfrecorder_lite.verify(out).startswith("OK")
+
+
+# ------------------------------------------------ copies of one picture, in every split
+
+def _one_picture_table(root, rows):
+    """``rows`` rows whose files hold one picture's pixels in bytes that differ (a JPEG
+    comment naming the row), TRAIN, VALIDATION and TEST in turn."""
+    root.mkdir(parents=True, exist_ok=True)
+    picture = rich_photo(48, 64, seed=9)
+    paths = []
+    for i in range(rows):
+        path = root / f"placeholder{i}.jpg"
+        picture.save(path, quality=90, comment=f"row {i}".encode())
+        paths.append(str(path))
+    return pd.DataFrame({"split": [("TRAIN", "VALIDATION", "TEST")[i % 3] for i in range(rows)],
+                         "image_uri": paths, "label": ["cat", "dog"] * (rows // 2)})
+
+
+@pytest.mark.parametrize("rows", [90, 360])
+def test_copies_of_one_picture_in_three_splits_cost_one_pair_a_row_and_one_comparison_a_split(
+        tmp_path, caplog, rows):
+    df = _one_picture_table(tmp_path / "images", rows)
+    assert len({Path(p).read_bytes() for p in df.image_uri[:3]}) == 3  # the bytes differ
+    with caplog.at_level("INFO", logger="tfrecorder_lite"):
+        result = df.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    # every row but the first is reported once: a TRAIN row against the first VALIDATION
+    # row (the earliest first copy of another split), the others against the first row
+    assert result.problems.row.tolist() == list(range(1, rows))
+    assert all(p.startswith("near-duplicate across splits: looks like row 0 ") for p in
+               result.problems.problem[result.problems.row % 3 != 0])
+    assert all(p.startswith("near-duplicate across splits: looks like row 1 ") for p in
+               result.problems.problem[result.problems.row % 3 == 0])
+    assert len(pd.read_csv(tmp_path / "out" / layout.NEAR_DUPLICATES)) == rows - 1
+    # the sets of copies are confirmed from their first images: 2 comparisons (VALIDATION's
+    # and TEST's first against TRAIN's; TRAIN's against VALIDATION's is the first again) of
+    # 3 images, however many rows
+    confirming = [r.getMessage() for r in caplog.records if "read again)" in r.getMessage()]
+    assert len(confirming) == 1 and f"{rows - 1} of {rows - 1} pair(s)" in confirming[0]
+    counts = re.search(r"\((\d+) comparison\(s\) of (\d+) image\(s\) read again\)",
+                       confirming[0])
+    assert counts and counts.groups() == ("2", "3"), confirming[0]
+    rejected = df.tfrecord.to_tfrecord(tmp_path / "rejected", progress=False,
+                                       leakage="reject")
+    assert rejected.counts == {"TRAIN": rows // 3, "VALIDATION": 0, "TEST": 0}
+    assert rejected.rejected.index.tolist() == [i for i in range(rows) if i % 3]
+
+
+def test_copies_in_three_groups_are_each_paired_once_with_their_stand_ins():
+    # 3 groups, each holding copies of one picture (equal hashes), and two images alone,
+    # near each other (and far from the picture)
+    hashes = np.random.default_rng(4).integers(0, 2 ** 63, (11, 3), dtype=np.uint64)
+    hashes[:9] = hashes[0]
+    hashes[10] = hashes[9] ^ np.uint64(0b101)
+    groups = [0, 1, 2] * 3 + [0, 1]
+    first, second, distance, stand_ins = phash.near_pairs(hashes, groups, stand_ins=True)
+    pairs = list(zip(first.tolist(), second.tolist(), distance.tolist()))
+    assert pairs == [(0, 1, 0), (0, 2, 0), (1, 3, 0), (0, 4, 0), (0, 5, 0), (1, 6, 0),
+                     (0, 7, 0), (0, 8, 0), (9, 10, 2)]
+    assert stand_ins.tolist() == [0, 1, 2, 0, 1, 2, 0, 1, 2, 9, 10]
+    assert phash.near_pairs(hashes, groups)[0].tolist() == first.tolist()

@@ -1,11 +1,12 @@
 """Near-duplicate pairs confirmed: each pair the 64-bit search finds is checked again with
 finer hashes of its two images (:func:`~tfrecorder_lite.images.phash.fine_hashes`) and their
-mean colour, read again for that. Only the images of pairs found are read, each once.
+mean colour, read again for that. Only the images of pairs found are read, each once, and
+copies of one picture (equal 64-bit hashes in one split) are confirmed by their first image.
 
 Photos of one composition (garments laid out on one floor, products on one backdrop) share
 the layout the 64-bit hash keeps; their fine hashes, which keep the detail too, are far
-apart, or their colours are, while copies of one photo (resized, re-encoded, cropped by a few
-percent, brightened) stay close in both.
+apart, or their colours are, while copies of one photo (resized, re-encoded, cropped by up
+to 5% a side, brightened) stay close in both.
 """
 
 import os
@@ -18,9 +19,9 @@ from .normalize import ImageOptions, read_images
 logger = redaction.logger(__name__)  # every record redacted
 
 # How a pair is confirmed, as metadata.json says it
-CONFIRMATION = (f"{phash.FINE_BITS}-bit DCT hash of the same grid within "
-                f"{phash.FINE_MAX_DISTANCE} bits, mean Cb and Cr within "
-                f"{phash.MAX_CHROMA_DIFFERENCE}")
+CONFIRMATION = (f"{phash.FINE_BITS}-bit DCT hash of the same grid, whole and cropped by 0, "
+                f"2.5 or 5% a side, within {phash.FINE_MAX_DISTANCE} bits, mean Cb and Cr "
+                f"within {phash.MAX_CHROMA_DIFFERENCE}")
 _BATCH = 16  # images read and hashed by one call (a thread's share at a time)
 
 
@@ -64,7 +65,7 @@ def alike(first, second):
 
 
 def confirmed(pairs, source_of, storage_options=None, max_bytes=None,
-              hashed_by=content_hash.DEFAULT, threads=None):
+              hashed_by=content_hash.DEFAULT, threads=None, stand_in=None):
     """The pairs whose images' fine hashes are within ``phash.FINE_MAX_DISTANCE`` and mean
     chroma within ``phash.MAX_CHROMA_DIFFERENCE``.
 
@@ -80,13 +81,21 @@ def confirmed(pairs, source_of, storage_options=None, max_bytes=None,
         hashed_by: the content hash ``source_of`` gives (``content_hash.NAMES``).
         threads: images read and hashed side by side (default: one a core, up to 8;
             decoding releases the GIL, opening an image does not).
+        stand_in: key -> the key whose image stands for it (the first of its copies, as
+            ``phash.near_pairs`` gives them), or None for each key itself: each pair of
+            stand-ins is compared once, and only their images are read.
 
     Returns:
         The pairs kept, in their order.
     """
     if not pairs:
         return []
-    keys = list(dict.fromkeys(key for later, earlier, _ in pairs for key in (later, earlier)))
+    stand_in = stand_in or (lambda key: key)
+    compared, which = {}, []  # each pair of stand-ins once; each pair's by its number
+    for later, earlier, _ in pairs:  # (a comparison either way round is one)
+        which.append(compared.setdefault(frozenset((stand_in(later), stand_in(earlier))),
+                                         len(compared)))
+    keys = list(dict.fromkeys(key for pair in compared for key in pair))
     items = [(key, *source_of(key)) for key in keys]
     batches = [items[i:i + _BATCH] for i in range(0, len(items), _BATCH)]
     limit = ImageOptions().max_bytes if max_bytes is None else max_bytes
@@ -98,20 +107,24 @@ def confirmed(pairs, source_of, storage_options=None, max_bytes=None,
                                                  [storage_options] * len(batches),
                                                  [hashed_by] * len(batches))
                     for found in batch)
-    kept, unconfirmed, reasons = [], 0, {}
-    for pair in pairs:
-        first, second = looks[pair[0]], looks[pair[1]]
+    verdicts = []  # per pair of stand-ins: True (alike), False, or why it is unconfirmed
+    for pair in map(tuple, compared):
+        first, second = looks[pair[0]], looks[pair[-1]]
         missing = next((f for f in (first, second) if isinstance(f, str)), None)
-        if missing is not None:
+        verdicts.append(missing if missing is not None else alike(first, second))
+    kept, unconfirmed, reasons = [], 0, {}
+    for pair, verdict in zip(pairs, map(verdicts.__getitem__, which)):
+        if isinstance(verdict, str):
             unconfirmed += 1
-            reasons[missing] = reasons.get(missing, 0) + 1
+            reasons[verdict] = reasons.get(verdict, 0) + 1
             kept.append(pair)
-        elif alike(first, second):
+        elif verdict:
             kept.append(pair)
     if unconfirmed:
         logger.warning("%d near-duplicate pair(s) are reported unconfirmed: an image of each "
                        "could not be hashed again (%s)", unconfirmed,
                        "; ".join(f"{n}: {why}" for why, n in reasons.items()))
     logger.info("near-duplicates: %d of %d pair(s) the %d-bit hash found confirmed by the "
-                "%d-bit one and their colour", len(kept), len(pairs), phash.BITS, phash.FINE_BITS)
+                "%d-bit one and their colour (%d comparison(s) of %d image(s) read again)",
+                len(kept), len(pairs), phash.BITS, phash.FINE_BITS, len(compared), len(keys))
     return kept

@@ -41,9 +41,11 @@ METHOD = (f"{BITS}-bit DCT perceptual hash of the luminance, crops of a {GRID}x{
           "shrunk as a JPEG draft first")
 DRAFT_SIZE = (16, 16)  # a JPEG is decoded at the smallest scale at least this large
 # The crops hashed beside the whole image, as fractions cut off (left, top, right, bottom):
-# 5% off two sides at each corner, and 2.5% off every side.
+# 5% off two sides at each corner, 2.5% off every side, and 5% off every side (the last came
+# after the others: hashes files of earlier versions keep the first five, which compare as
+# they did).
 CROPS = ((0.05, 0.05, 0, 0), (0, 0, 0.05, 0.05), (0.05, 0, 0, 0.05), (0, 0.05, 0.05, 0),
-         (0.025, 0.025, 0.025, 0.025))
+         (0.025, 0.025, 0.025, 0.025), (0.05, 0.05, 0.05, 0.05))
 _FRACTIONS = ((0, 0, 0, 0), *CROPS)  # the whole image, then the crops
 
 
@@ -205,14 +207,37 @@ def _matrices(grid, dct):
 
 
 _ROWS, _COLUMNS = _matrices(GRID, _DCT)
-_FINE_ROWS, _FINE_COLUMNS = _matrices(GRID, _dct_rows(_SIDE, _FINE_LOW))
+# The crops a pair's images are compared by when it is confirmed, as fractions cut off
+# (left, top, right, bottom): 0, 2.5 or 5% off each side (the whole image first), so that a
+# copy cropped by up to 5% a side is within 1.25% a side of one of them (the fine hash keeps
+# detail that moves with a crop: the search's crops, 5% apart, are too far apart for it).
+_STEPS = (0, 0.025, 0.05)
+ALIGNED = tuple((left, top, right, bottom) for top, bottom in itertools.product(_STEPS, _STEPS)
+                for left, right in itertools.product(_STEPS, _STEPS))
+
+
+def _aligned_matrices(grid, dct):
+    """The rows' shrink of every ``(top, bottom)`` of ``_STEPS`` folded into ``dct`` (the
+    DCT's first rows), one above the other, ``(9 * low, grid)``; and the columns' of every
+    ``(left, right)``, side by side, ``(grid, 9 * low)``."""
+    sides = list(itertools.product(_STEPS, _STEPS))
+    rows = np.concatenate([dct @ _area_weights(top, 1 - bottom, grid) for top, bottom in sides])
+    columns = np.concatenate([(dct @ _area_weights(left, 1 - right, grid)).T
+                              for left, right in sides], axis=1)
+    return rows, columns
+
+
+# (float32: the signs of the terms against their median are all a fine hash keeps)
+_FINE_ROWS, _FINE_COLUMNS = (matrix.astype(np.float32) for matrix in
+                             _aligned_matrices(GRID, _dct_rows(_SIDE, _FINE_LOW)))
 
 
 def fine_hashes(grids):
     """The finer hashes that confirm a pair of near-identical images: per luminance grid
-    (:func:`luminance_grid`), for the whole image and each crop of ``CROPS``, the signs
+    (:func:`luminance_grid`), for each crop of ``ALIGNED`` (the whole image first), the signs
     against their median of the ``FINE_BITS`` lowest DCT terms (``_FINE_LOW`` x
-    ``_FINE_LOW``, the DC term left out).
+    ``_FINE_LOW``, the DC term left out). One product a grid gives every crop's terms (a
+    crop's rows and columns are shrunk apart).
 
     The 64-bit hash keeps the layout of a picture, which photos of one composition share
     (garments laid out on one floor); these terms keep its detail too, and copies of one
@@ -222,21 +247,21 @@ def fine_hashes(grids):
         grids: a sequence of ``GRID * GRID``-byte grids.
 
     Returns:
-        A uint8 array ``(grids, 1 + len(CROPS), 32)``: each hash's bits, packed.
+        A uint8 array ``(grids, len(ALIGNED), 32)``: each hash's bits, packed.
     """
-    count, crops = len(grids), len(_FRACTIONS)
+    count, sides, low = len(grids), len(_STEPS) ** 2, _FINE_LOW
     pixels = np.frombuffer(b"".join(grids), dtype=np.uint8).reshape(count, GRID, GRID)
-    columns = (pixels.astype(np.float64) @ _FINE_COLUMNS).reshape(count, GRID, crops,
-                                                                  _FINE_LOW).transpose(0, 2, 1, 3)
-    low = np.matmul(_FINE_ROWS, columns).reshape(count, crops, -1)[:, :, 1:]
-    median = np.partition(low, FINE_BITS // 2, axis=2)[:, :, FINE_BITS // 2:FINE_BITS // 2 + 1]
-    return np.packbits(low > median, axis=2)
+    columns = pixels.astype(np.float32) @ _FINE_COLUMNS  # (grids, GRID, 9 * low)
+    terms = _FINE_ROWS @ columns.transpose(1, 0, 2).reshape(GRID, -1)  # the rows: one product
+    terms = terms.reshape(sides, low, count, sides, low).transpose(2, 0, 3, 1, 4)
+    terms = terms.reshape(count, sides * sides, low * low)[:, :, 1:]  # the DC term left out
+    median = np.partition(terms, FINE_BITS // 2, axis=2)[:, :, FINE_BITS // 2:FINE_BITS // 2 + 1]
+    return np.packbits(terms > median, axis=2)
 
 
 def fine_distance(first, second):
-    """The distance of two images' fine hashes (:func:`fine_hashes`), as :func:`near_pairs`
-    measures theirs: the smallest of the whole images' and of each whole image against the
-    other's crops."""
+    """The distance of two images' fine hashes (:func:`fine_hashes`): the smallest of each
+    whole image's against every crop of the other (the whole one included)."""
     differ = np.concatenate([first[0] ^ second, first[1:] ^ second[0]])
     return int(_POPCOUNT8[differ].sum(axis=1).min())
 
@@ -430,7 +455,7 @@ def _flips(width, radius):
 
 
 def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involving=None,
-               order=None):
+               order=None, stand_ins=False):
     """Every pair of images within ``max_distance`` bits whose groups differ (copies of one
     picture in one group counted once, below).
 
@@ -452,16 +477,20 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involvi
             crops are looked up among their whole images: few hashes are indexed.
         order: a number per image, the order the images come in (a table's), or None for
             their indexes' order.
+        stand_ins: also return each image's stand-in (below).
 
     Images of one group whose hashes are all equal (copies of one file, or of one picture)
     are looked up as one, so that many copies cost neither a search nor a report of every
-    pair of them: a pair of two such sets pairs each image of either set with the first
-    image (in ``order``) of the other set that comes before it. An image without copies is
-    paired with every image near it.
+    pair of them: each image of such a set is paired once, with the earliest (in ``order``)
+    of the first images of the sets near its own that come before it, and each first image
+    of a set stands in for its set's images (one comparison of the two stand-ins confirms a
+    pair of sets). An image without copies is paired with every image near it, and stands
+    in for itself.
 
     Returns:
         ``(first, second, distance)``: int64 arrays of the pairs' image indexes (first <
-        second) and their smallest distance, sorted by ``(second, first)``.
+        second) and their smallest distance, sorted by ``(second, first)``; with
+        ``stand_ins``, and an int64 array of each image's stand-in.
     """
     hashes = np.asarray(hashes, dtype=np.uint64)
     hashes = hashes[:, None] if hashes.ndim == 1 else hashes
@@ -469,7 +498,8 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involvi
     order = np.arange(len(hashes)) if order is None else np.asarray(order, dtype=np.int64)
     sets = _copies(hashes, groups, order)
     if sets is None:
-        return _near_pairs(hashes, groups, max_distance, chunk, involving)
+        found = _near_pairs(hashes, groups, max_distance, chunk, involving)
+        return (*found, np.arange(len(hashes))) if stand_ins else found
     firsts, set_of = sets
     asking = None if involving is None else \
         np.unique(set_of[np.asarray(involving, dtype=np.int64)])
@@ -482,7 +512,8 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involvi
         keep = new[first] | new[second]
         first, second, distance = first[keep], second[keep], distance[keep]
     by_later = np.lexsort((first, second))
-    return first[by_later], second[by_later], distance[by_later]
+    found = first[by_later], second[by_later], distance[by_later]
+    return (*found, firsts[set_of]) if stand_ins else found
 
 
 def _copies(hashes, groups, order):
@@ -511,19 +542,29 @@ def _copies(hashes, groups, order):
 
 def _members_paired(first, second, distance, firsts, set_of, order):
     """The pairs of images of the pairs of sets ``(first, second, distance)`` (set indexes):
-    each image of either set with the other set's first image (in ``order``), when that one
-    comes before it; each pair as ``(smaller index, larger)``."""
+    two images alone in their sets as they are; an image of a set of copies (or alone, near
+    one) with the earliest first image (in ``order``) of the sets near its own that comes
+    before it (one pair an image: copies in three groups are not reported twice); each pair
+    as ``(smaller index, larger)``."""
     sizes = np.bincount(set_of, minlength=len(firsts))
     members = np.argsort(set_of, kind="stable")  # each set's images
     starts = np.concatenate([[0], np.cumsum(sizes)])
     alone = (sizes[first] == 1) & (sizes[second] == 1)
     out = [(firsts[first[alone]], firsts[second[alone]], distance[alone])]
+    copies = []
     for a, b, d in zip(first[~alone].tolist(), second[~alone].tolist(),
                        distance[~alone].tolist()):
         for mine, other in ((a, b), (b, a)):
             images = members[starts[mine]:starts[mine + 1]]
             images = images[order[images] > order[firsts[other]]]
-            out.append((np.full(len(images), firsts[other]), images, np.full(len(images), d)))
+            copies.append((np.full(len(images), firsts[other]), images,
+                           np.full(len(images), d)))
+    if copies:  # each image once, with its earliest partner
+        partner, image, gap = (np.concatenate([part[i] for part in copies]) for i in range(3))
+        once = np.lexsort((order[partner], image))
+        keep = np.ones(len(once), dtype=bool)
+        keep[1:] = image[once][1:] != image[once][:-1]
+        out.append((partner[once[keep]], image[once[keep]], gap[once[keep]]))
     first, second, distance = (np.concatenate([part[i] for part in out]).astype(np.int64)
                                for i in range(3))
     return np.minimum(first, second), np.maximum(first, second), distance

@@ -146,16 +146,23 @@ def _parallel(n_jobs):
 
 def _near_pairs(perceptual, hashed, splits):
     """``(later position, earlier position, distance)`` of the near-duplicate images across
-    splits among the rows ``hashed`` (``perceptual``: their hashes, a row each)."""
+    splits among the rows ``hashed`` (``perceptual``: their hashes, a row each), and each
+    position's stand-in (``phash.near_pairs``: the first of its copies)."""
     positions = np.flatnonzero(hashed)
     if not len(positions):
-        return []
+        return [], None
     groups = pd.factorize(np.asarray(splits, dtype=object))[0]
     if len(positions) == len(perceptual):  # every row: no copy of the hashes
-        first, second, distance = near_pairs(perceptual, groups)
+        first, second, distance, firsts = near_pairs(perceptual, groups, stand_ins=True)
     else:
-        first, second, distance = near_pairs(perceptual[positions], groups[positions])
-    return zip(positions[second].tolist(), positions[first].tolist(), distance.tolist())
+        first, second, distance, firsts = near_pairs(perceptual[positions], groups[positions],
+                                                     stand_ins=True)
+
+    def stand_in(position):
+        return int(positions[firsts[np.searchsorted(positions, position)]])
+
+    return list(zip(positions[second].tolist(), positions[first].tolist(),
+                    distance.tolist())), stand_in
 
 
 def _check_images(df, image_col, base_dir, splits, found, results, members=None,
@@ -194,9 +201,10 @@ def _check_images(df, image_col, base_dir, splits, found, results, members=None,
                 df.index[position], image_col, df[image_col].iloc[position],
                 f"{kind}: same image bytes as {_where(df, other, image_col, splits)}")))
         hashed[checked[earlier != checked]] = False  # reported above already
-        pairs = confirmed(list(_near_pairs(perceptual, hashed, splits)),
-                          lambda p: (storage.resolve(df[image_col].iloc[p], base_dir), None),
-                          storage_options, max_bytes)
+        pairs, stand_in = _near_pairs(perceptual, hashed, splits)
+        pairs = confirmed(pairs, lambda p: (storage.resolve(df[image_col].iloc[p], base_dir),
+                                            None), storage_options, max_bytes,
+                          stand_in=stand_in)
         for later, other, distance in pairs:
             image_found.append((later, (
                 df.index[later], image_col, df[image_col].iloc[later],

@@ -49,9 +49,10 @@ def index_text(label):
     return str(spreadsheet_safe(redaction.redact(label)))
 
 
-def safe_csv(frame, index_header):
+def safe_csv(frame, index_header, header=True):
     """The CSV text of a frame bound for a file: redacted and spreadsheet-safe, its index
-    under ``index_header`` (see :func:`index_label`)."""
+    under ``index_header`` (see :func:`index_label`); without the header line when
+    ``header`` is False (a file's later rows)."""
     safe = redaction.redact_frame(frame).map(spreadsheet_safe)
     safe.index = safe.index.map(spreadsheet_safe)
-    return safe.to_csv(index_label=index_header)
+    return safe.to_csv(index_label=index_header, header=header)

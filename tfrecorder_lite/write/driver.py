@@ -281,14 +281,20 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
             return image.image_uri, image.digest
         return plan.paths[key], None
 
-    pairs = leaks.new_pairs(before, new, splits)
+    pairs, stand_in = leaks.new_pairs(before, new, splits)
     give_back_freed_memory()  # the search's tables
     pairs = confirmed(pairs, source_of, store.storage_options, plan.image.max_bytes,
-                      plan.image.content_hash)
+                      plan.image.content_hash, stand_in=stand_in)
+    del stand_in
     found = len(pairs)
     problems = problems_frame([])
+
+    @functools.lru_cache(maxsize=1 << 12)  # copies of one picture: one text, many rows
+    def described_pair(earlier, distance):
+        return describe(where(earlier), distance)
+
     if leakage == "reject":
-        drop = {later: describe(where(earlier), distance)
+        drop = {later: described_pair(earlier, distance)
                 for later, (earlier, distance) in leaks.later_rows(pairs).items()}
         for name, receipt in list(receipts.items()):
             mine = {p: drop[p] for p in receipt.hashes.positions.tolist() if p in drop}
@@ -301,12 +307,11 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
                                            splits, order)
         pairs = []
     elif pairs:
-        problems = problems_frame([
-            (labels[later], None, plan.paths[later], describe(where(earlier), distance))
-            for later, earlier, distance in pairs])
-        frame = leaks.pairs_frame(pairs, described)
-        store.write_atomic(near_duplicates_name(generation),
-                           safe_csv(frame.set_index("row"), "row"))
+        problems = pd.concat([problems_frame([  # a chunk's tuples at a time
+            (labels[later], None, plan.paths[later], described_pair(earlier, distance))
+            for later, earlier, distance in pairs[start:start + _PROBLEMS_CHUNK]])
+            for start in range(0, len(pairs), _PROBLEMS_CHUNK)], ignore_index=True)
+        leaks.write_pairs(store, near_duplicates_name(generation), pairs, described)
     return problems, {
         "hash": METHOD,
         "max_distance": MAX_DISTANCE, "leakage": leakage, "pairs": found,
@@ -314,6 +319,9 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         "hashes": [hashes_name(generation)] if written else [],
         "checksums": {hashes_name(generation): checksums} if written else {},
         "file": near_duplicates_name(generation) if pairs else None}
+
+
+_PROBLEMS_CHUNK = 10_000  # pairs made into problems at once
 
 
 def recorded_image_options(image):

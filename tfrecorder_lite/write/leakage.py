@@ -3,7 +3,8 @@
 Each shard task hashes the images it reads anyway (``images.prepare_image`` with
 ``ImageOptions.phash``) and returns the hashes in its receipt. Once every shard is written,
 the driver finds the pairs of near-identical images in different splits here, confirms each
-by reading its two images again (``images.confirm``: only the images of pairs found), and either
+by reading its two images again (``images.confirm``: only the images of pairs found, copies
+of one picture by their first one), and either
 reports them (``leakage="warn"``), rejects the later row of each (``"reject"``: its shard is
 written again without it, from the shard's own records, never from the source images), or
 skips all of it (``"ignore"``). The generation's hashes file (:func:`write_hashes`) keeps every
@@ -22,7 +23,7 @@ from ..output.hashes_files import checksums, hash_columns
 from ..output.layout import STATE_DIR
 from ..output.record_hashes import RecordHashes
 from ..record.framing import FileDigest
-from .csv_files import safe_cells
+from .csv_files import safe_cells, safe_csv
 from .task import ShardSink
 
 PAIR_COLUMNS = ["row", "split", "image_uri", "other_row", "other_split", "other_image_uri",
@@ -88,6 +89,25 @@ def pairs_frame(pairs, describe_row):
     return pd.DataFrame(rows, columns=PAIR_COLUMNS)
 
 
+_PAIRS_CHUNK = 10_000  # rows of the pairs file made into text at once
+
+
+def write_pairs(store, name, pairs, describe_row):
+    """Write the pairs file ``name``: a row per pair (:func:`pairs_frame`), made into text a
+    chunk at a time (redacted and spreadsheet-safe, as in ``rejected.csv``): copies of one
+    picture in a million rows cost a chunk's frame, not a million rows'."""
+    pending = store.open_for_commit(name)
+    try:
+        for start in range(0, len(pairs), _PAIRS_CHUNK):
+            frame = pairs_frame(pairs[start:start + _PAIRS_CHUNK], describe_row)
+            pending.write(safe_csv(frame.set_index("row"), "row",
+                                   header=start == 0).encode("utf-8"))
+    except BaseException:
+        pending.discard()
+        raise
+    pending.commit()
+
+
 def joined(receipts, split_of, consume=False):
     """Every record of ``receipts``, in the receipts' order (no copy in table order is made).
 
@@ -128,12 +148,16 @@ def new_pairs(before, new, splits):
         splits: the split of each new record.
 
     Returns:
-        ``(later key, earlier key, distance)`` per pair, in order of the later record (its
-        partners in ``before`` first, in their order, then the new ones by position); a key
-        is a new record's table position, or ``(0, i)`` for row ``i`` of ``before``.
+        ``(pairs, stand_in)``: ``(later key, earlier key, distance)`` per pair, in order of
+        the later record (its partners in ``before`` first, in their order, then the new ones
+        by position; a record among copies of one picture in its split is paired once, see
+        ``phash.near_pairs``); and ``stand_in(key)``, the key of the record whose image
+        stands for a pair's record when the pair is confirmed (the first of its copies, so
+        that a pair of sets of copies is confirmed once). A key is a new record's table
+        position, or ``(0, i)`` for row ``i`` of ``before``.
     """
     if not new.hashed.any():
-        return []
+        return [], _itself
     old_rows = np.zeros(0, dtype=np.int64) if before is None or not len(before) else \
         np.flatnonzero(before.hashed)
     hashes = new.perceptual if new.hashed.all() else new.perceptual[new.hashed]
@@ -147,9 +171,11 @@ def new_pairs(before, new, splits):
     else:
         groups = pd.factorize(splits[new.hashed])[0]
     positions = new.positions[new.hashed]
-    first, second, distance = near_pairs(  # with earlier images: the pairs of a new one only
+    first, second, distance, stand_ins = near_pairs(  # with earlier images: a new one's only
         hashes, groups, involving=np.arange(count, len(hashes)) if count else None,
-        order=np.concatenate([np.arange(count), count + positions]))  # earlier ones first
+        order=np.concatenate([np.arange(count), count + positions]),  # earlier ones first
+        stand_ins=True)
+    del hashes, groups
 
     def key(i):
         return (0, int(old_rows[i])) if i < count else int(positions[i - count])
@@ -158,7 +184,23 @@ def new_pairs(before, new, splits):
     for a, b, d in zip(first.tolist(), second.tolist(), distance.tolist()):
         earlier, later = sorted((key(a), key(b)), key=_table_order_key)
         pairs.append((later, earlier, d))
-    return sorted(pairs, key=lambda pair: (pair[0], _table_order_key(pair[1])))
+    pairs.sort(key=lambda pair: (pair[0], _table_order_key(pair[1])))
+    if (stand_ins == np.arange(len(stand_ins))).all():  # no copies: each stands for itself
+        return pairs, _itself
+    index_of = np.zeros(int(positions.max()) + 1, dtype=np.int64)  # a new record's index
+    index_of[positions] = np.arange(count, count + len(positions))
+
+    def stand_in(found):
+        if isinstance(found, tuple):  # an earlier image: its index among the old rows
+            return key(stand_ins[int(np.searchsorted(old_rows, found[1]))])
+        return key(stand_ins[index_of[found]])
+
+    return pairs, stand_in
+
+
+def _itself(key):
+    """The stand-in of a record without copies: itself."""
+    return key
 
 
 def _table_order_key(key):

@@ -99,9 +99,7 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         SchemaError: an unknown split, batching images of different sizes without
             image_size, or an argument out of its range.
     """
-    options = LoadOptions(batch_size, image_size, shuffle, seed, as_supervised,
-                              shuffle_buffer, drop_remainder, channels, dct_method, label,
-                              multi_hot, box_format)
+    options = LoadOptions.of(locals())
     store = Store(output_dir, storage_options)
     cache = (cache_dir, shard_cache.byte_count(cache_limit))
     # as it was after the generation: its labels (multi_hot's width), its images' sizes

@@ -80,9 +80,16 @@ class DetectionTable(TableKind):
     @staticmethod
     def problems(df, prepared):
         """validate()'s problems of this kind: every row of an image with a bad box (the box
-        named), and label spellings."""
+        named) or a label its label map lacks, and label spellings.
+
+        Raises:
+            SchemaError: what its records' label fields refuse (a per-box column that holds
+                no numbers, a label map giving id 0), as ``to_tfrecord`` does.
+        """
+        refused = dict(prepared.refused)
+        DetectionTable.label_fields(prepared, prepared.options, refused)
         return [(df.index[row], None, None, reason)
-                for row, reason in prepared.rows_of(prepared.refused.items())] + \
+                for row, reason in prepared.rows_of(refused.items())] + \
             schema.label_spellings(df, prepared.options.label_col)
 
     @staticmethod

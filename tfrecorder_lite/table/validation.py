@@ -10,7 +10,7 @@ from .. import storage
 from .files import stat_files
 from .kinds import prepare
 from ..errors import UnsupportedURLError, row_repr
-from ..options import LEAKAGE, TableOptions, one_of
+from ..options import CHECKS, LEAKAGE, TableOptions, one_of
 from ..images.normalize import (
     DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images,
     unreadable_reason)
@@ -280,10 +280,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         SchemaError: when a required column is missing, or an extra column cannot be stored
             exactly (``to_tfrecord`` refuses the same).
     """
-    prepared = prepare(df, TableOptions(
-        split_col, image_col, label_col, label_map, label_sep, features, unassigned,
-        split_ratios, box_units, box_columns, base_dir, mask_col, mask_colors, mask_labels,
-        ignore_value, allow_lossy_masks), check_labels=False)
+    prepared = prepare(df, TableOptions.of(locals()), check_labels=False)
+    one_of("check", check, (*CHECKS, None))
     kind, table = prepared.kind, prepared.options
     assignment = table.assignment
     problems = schema.row_problems(df, split_col, image_col, kind.label_column(table),

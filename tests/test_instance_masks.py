@@ -17,7 +17,7 @@ from tfrecorder_lite import SchemaError
 from tfrecorder_lite.images import coco_rle
 from tfrecorder_lite.images.masks import MaskRejected, rasterize_polygons, rle_mask
 from tfrecorder_lite.read.verification import verify
-from tfrecorder_lite.table.detection_sources import read_coco
+from tfrecorder_lite.sources.coco import read_coco
 
 
 

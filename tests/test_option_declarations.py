@@ -13,7 +13,7 @@ from conftest import photo, save
 from tfrecorder_lite import SchemaError, cli, option_declarations, options
 from tfrecorder_lite.option_declarations import BY_NAME, OPTIONS, OWNERS
 from tfrecorder_lite.read import direct
-from tfrecorder_lite.table import detection_sources, sources
+from tfrecorder_lite.sources import automl_csv, registry
 
 DOORS = {"to_tfrecord": tfrecorder_lite.to_tfrecord, "dataset": direct.dataset,
          "validate": tfrecorder_lite.validate, "load": tfrecorder_lite.load,
@@ -36,10 +36,10 @@ def test_each_door_takes_its_declared_options_with_their_defaults(door):
 def test_convert_takes_to_tfrecords_options_and_its_sources_options():
     assert set(option_declarations.names("to_tfrecord")) <= set(
         option_declarations.names("convert"))
-    reading = _keywords(sources.read_source)
+    reading = _keywords(registry.read_source)
     for name in option_declarations.source_option_names():
         assert reading[name] == BY_NAME[name].default_at("convert"), name
-    assert BY_NAME["task"].allowed_by("convert") == (*detection_sources.TASKS, None)
+    assert BY_NAME["task"].allowed_by("convert") == (*automl_csv.TASKS, None)
 
 
 def test_the_options_objects_hold_the_declared_options_by_keyword_only():

@@ -15,7 +15,7 @@ import sys
 from . import option_declarations
 from ._version import __version__
 from .storage import errors as store_errors
-from .table import sources
+from .sources import registry
 from .conversion import convert
 from .output.layout import NEAR_DUPLICATES
 from .output.manifest import as_of, read_manifest, summary_text
@@ -140,7 +140,7 @@ def _parser():
     flag("unassigned")
     flag("split_ratios", type=_ratios, metavar="T,V,T")
     flag("encoding")
-    flag("task", choices=sources.TASKS)
+    flag("task", choices=registry.TASKS)
     flag("split")
     flag("image_dir")
     flag("include_masks", action="store_true")

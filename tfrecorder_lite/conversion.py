@@ -14,7 +14,7 @@ from .options import (TableOptions, WriteOptions, check_conversion, check_source
                       image_options, leakage_for)
 from .storage import Store
 from .storage import errors as store_errors
-from .table import sources
+from .sources import registry
 from .table.kinds import prepare
 from .write.append import already_there, written_before
 from .write.beam_runner import runner_for
@@ -243,8 +243,8 @@ def convert(source, output_dir, **options):
 
     ``source`` and ``output_dir`` are local paths or fsspec URLs. Relative image paths in a CSV
     resolve against the CSV's folder (a URL for a remote CSV) unless ``base_dir`` is given. Takes
-    the options of :func:`to_tfrecord`, and of ``sources.read_source``: ``encoding`` (default
-    ``"utf-8"``) of a CSV file, ``task`` (one of ``table.sources.TASKS``: how to read
+    the options of :func:`to_tfrecord`, and of ``sources.registry.read_source``: ``encoding``
+    (default ``"utf-8"``) of a CSV file, ``task`` (one of ``sources.registry.TASKS``: how to read
     a CSV that its shape does not tell), ``split``, ``image_dir`` and ``include_masks`` (each
     box's instance mask) of a COCO file, and ``allow_outside_paths`` (read images an
     annotation file names outside the folder given: refused rows or an error otherwise) and
@@ -256,7 +256,7 @@ def convert(source, output_dir, **options):
     check_source_options(**reading)  # every option, before the source is read
     check_conversion(**options)
     Store(output_dir, options.get("storage_options")).check_writable()
-    df, base_dir = sources.read_source(source, storage_options=options.get("storage_options"),
+    df, base_dir = registry.read_source(source, storage_options=options.get("storage_options"),
                                        **reading, **columns)
     if options.get("base_dir") is None:
         options["base_dir"] = base_dir

@@ -213,7 +213,7 @@ def _sections(text):
 def test_the_options_page_lists_every_option_and_flag():
     import tfrecorder_lite
     from tfrecorder_lite import cli
-    from tfrecorder_lite.read import direct
+    from tfrecorder_lite import table_dataset as direct
 
     sections = _sections((REPO / "docs" / "options.md").read_text(encoding="utf-8"))
     functions = {"to_tfrecord": [tfrecorder_lite.to_tfrecord], "load": [tfrecorder_lite.load],

@@ -12,7 +12,7 @@ import tfrecorder_lite
 from conftest import photo, save
 from tfrecorder_lite import SchemaError, cli, option_declarations, options
 from tfrecorder_lite.option_declarations import BY_NAME, OPTIONS, OWNERS
-from tfrecorder_lite.read import direct
+from tfrecorder_lite import table_dataset as direct
 from tfrecorder_lite.sources import automl_csv, registry
 
 DOORS = {"to_tfrecord": tfrecorder_lite.to_tfrecord, "dataset": direct.dataset,

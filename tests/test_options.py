@@ -8,7 +8,7 @@ import tfrecorder_lite
 from conftest import photo, save
 from hostile_http import HostileServer
 from tfrecorder_lite import InvalidRowError, SchemaError
-from tfrecorder_lite.read import direct
+from tfrecorder_lite import table_dataset as direct
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ _LAZY = {  # public name -> the module that defines it
     "read_metadata": "output.manifest", "read_vertex": "sources.vertex",
     "RecordSampler": "read.torch_sampler",
     "read_voc": "sources.voc", "read_yolo": "sources.yolo",
-    "to_coco": "read.coco_export", "to_tfrecord": "conversion", "validate": "table.validation",
+    "to_coco": "read.coco_export", "to_tfrecord": "conversion", "validate": "validation",
     "verify": "read.verification",
 }
 

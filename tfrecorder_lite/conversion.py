@@ -116,7 +116,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     ``xmin, ymin, xmax, ymax`` is a table of boxes, one row per box, written as one record per
     image with the keys object detectors read (``record/boxes.py``); a table with a
     ``mask_uri`` column (or ``mask_col``) is a table of masks, one row per image, written with
-    the keys segmentation models read (``record/masks.py``).
+    the keys segmentation models read (``record/segmentation_kind.py``).
 
     Returns:
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).

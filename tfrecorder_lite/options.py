@@ -18,7 +18,7 @@ from .option_declarations import (
 from .record.framing import normalize_compression
 from .table import segmentation
 from .table.schema import split_assignment
-from .table.splits import canonical
+from .output.splits import canonical
 
 
 

@@ -16,7 +16,7 @@ from ..options import LoadOptions
 from ..output.manifest import as_of, generation_number, read_manifest, split_shards
 from ..record.features import ImageFeature, parse_spec
 from ..record.kinds import features_of
-from ..table.splits import pick
+from ..output.splits import pick
 from ..storage import Store, stat_many
 from ..redaction import redact
 from ..record.tensorflow import import_tensorflow

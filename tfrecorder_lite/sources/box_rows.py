@@ -15,7 +15,7 @@ import math
 import pandas as pd
 
 from ..errors import SchemaError
-from ..images.masks import RELATIVE_POLYGONS
+from ..images.mask_pixels import RELATIVE_POLYGONS
 from ..record.boxes import BOX_COLUMNS
 from ..table import schema
 

@@ -267,8 +267,8 @@ def _coco_box(annotation, image):
 
 def _coco_mask_problem(annotation):
     """None, or what is wrong with an annotation's ``segmentation`` as an instance mask (see
-    ``images.masks.instance_mask``; checked against its image when its record is written)."""
-    from ..images.masks import MaskRejected, instance_mask  # numpy, Pillow: masks only
+    ``images.mask_pixels.instance_mask``; checked against its image when its record is written)."""
+    from ..images.mask_pixels import MaskRejected, instance_mask  # numpy, Pillow: masks only
 
     try:
         instance_mask(annotation.get("segmentation"))

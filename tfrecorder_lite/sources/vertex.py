@@ -52,7 +52,7 @@ from ..redaction import shown
 from .annotation_files import MAX_ANNOTATION_BYTES
 from ..errors import SchemaError
 from ..record.boxes import BOX_COLUMNS
-from ..table import splits
+from ..output import splits
 from ..table.detection import MASK_COLUMN, SOURCE_PROBLEMS
 from .paths import confined
 from .source import refuse_options

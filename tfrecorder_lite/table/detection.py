@@ -20,7 +20,7 @@ import pandas as pd
 
 from . import schema
 from .cells import is_blank, is_missing
-from .kind import TableKind
+from .kind_base import TableKind
 from ..errors import SchemaError
 from ..record import keys
 from ..record.boxes import BOX_COLUMNS, DETECTION, Boxes, box_problem
@@ -201,7 +201,7 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
     per_box = {c: df[c].tolist() for c in box_columns}
     mask_cells = df[MASK_COLUMN].tolist() if masks else None
     if masks:
-        from ..images.masks import instance_mask_problem  # numpy and Pillow: only for masks
+        from ..images.mask_pixels import instance_mask_problem  # numpy and Pillow: only for masks
     rows, refused = [], {}
     for image, positions in enumerate(members):
         boxes, box_labels, values = [], [], {c: [] for c in box_columns}

@@ -10,15 +10,15 @@ import dataclasses
 
 import joblib
 
-from . import keras_layout, loader
-from ..table import schema
-from ..table.kinds import prepare
-from ..errors import InvalidRowError
-from ..options import LoadOptions, TableOptions, WriteOptions, image_options, one_of
-from ..write.plan import build_plan
-from ..write.task import prepared_chunks
-from ..table.splits import pick
-from ..record.tensorflow import import_tensorflow
+from .errors import InvalidRowError
+from .options import LoadOptions, TableOptions, WriteOptions, image_options, one_of
+from .read import keras_layout, loader
+from .record.tensorflow import import_tensorflow
+from .table import schema
+from .table.kinds import prepare
+from .output.splits import pick
+from .write.plan import build_plan
+from .write.task import prepared_chunks
 
 
 def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", label_col="label",

@@ -4,21 +4,21 @@ import joblib
 import numpy as np
 import pandas as pd
 
-from . import columns, schema
-from .cells import text_series
-from .. import storage
-from .files import stat_files
-from .kinds import prepare
-from ..errors import UnsupportedURLError, row_repr
-from ..options import CHECKS, LEAKAGE, TableOptions, one_of
-from ..images.normalize import (
+from . import storage
+from .errors import UnsupportedURLError, row_repr
+from .options import CHECKS, LEAKAGE, TableOptions, one_of
+from .table import columns, schema
+from .table.cells import text_series
+from .table.file_checks import stat_files
+from .table.kinds import prepare
+from .images.normalize import (
     DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images,
     unreadable_reason)
-from ..images import content_hash
-from ..images.confirm import confirmed
-from ..images.phash import describe, hash_grids, near_pairs
-from ..record.boxes import declared_size_problem
-from ..record.features import RecordRejected
+from .images import content_hash
+from .images.confirm import confirmed
+from .images.phash import describe, hash_grids, near_pairs
+from .record.boxes import declared_size_problem
+from .record.features import RecordRejected
 
 
 _BLOCK = 1 << 16  # rows hashed, or whose paths are resolved, at a time

@@ -251,9 +251,9 @@ def child(job):
     import tfrecorder_lite
     import tfrecorder_lite.conversion  # noqa: F401  (what a conversion imports: not timed)
     try:
-        import tfrecorder_lite.table.validation  # noqa: F401
-    except ImportError:  # a tree from before the layout of 3bb8eda
         import tfrecorder_lite.validation  # noqa: F401
+    except ImportError:  # a tree of the layout of 3bb8eda to issue 46: it was in table/
+        import tfrecorder_lite.table.validation  # noqa: F401
     if job["path"].startswith("load"):
         import tensorflow  # noqa: F401
 

@@ -10,8 +10,10 @@ import pandas as pd
 import pytest
 
 from tfrecorder_lite import SchemaError, cli
-from tfrecorder_lite.table import sources
-from tfrecorder_lite.table.detection_sources import box_problem, read_coco, read_voc
+from tfrecorder_lite.sources import csv_table, registry
+from tfrecorder_lite.record.boxes import box_problem
+from tfrecorder_lite.sources.coco import read_coco
+from tfrecorder_lite.sources.voc import read_voc
 
 NAN = math.nan
 BOXES = ["xmin", "ymin", "xmax", "ymax"]
@@ -27,7 +29,7 @@ def expected_table(rows, extra=(), ints=(), floats=()):
 
 
 def read_text_csv(text, **options):
-    return sources.read_csv(text.encode(), "boxes.csv", **options)
+    return csv_table.read_csv(text.encode(), "boxes.csv", **options)
 
 
 # ----------------------------------------------------------------------------- AutoML CSV
@@ -60,7 +62,7 @@ def test_automl_detection_csv_gives_one_row_per_box_grouped_by_image(header):
 
 def test_automl_detection_csv_through_read_source_with_its_own_column_names(tmp_path):
     (tmp_path / "boxes.csv").write_text(AUTOML.replace("\n", "\r\n"))
-    table, base = sources.read_source(tmp_path / "boxes.csv", split_col="set",
+    table, base = registry.read_source(tmp_path / "boxes.csv", split_col="set",
                                       image_col="path", label_col="object")
     assert list(table.columns) == ["set", "path", "object", *BOXES]
     assert table["object"].tolist() == ["car", "bike", "car", "car", None, None]
@@ -387,14 +389,14 @@ class _Stop(Exception):
 
 @pytest.fixture
 def tables_read(monkeypatch):
-    """Each table ``sources.read_source`` returns, with the options it was called with."""
-    read, real = [], sources.read_source
+    """Each table ``registry.read_source`` returns, with the options it was called with."""
+    read, real = [], registry.read_source
 
     def reading(source, **options):
         read.append((real(source, **options), options))
         raise _Stop
 
-    monkeypatch.setattr(sources, "read_source", reading)
+    monkeypatch.setattr(registry, "read_source", reading)
     return read
 
 
@@ -431,10 +433,10 @@ def test_cli_task_decides_an_ambiguous_csv(tmp_path, tables_read):
 def test_options_that_do_not_apply_are_refused(tmp_path, voc):
     (tmp_path / "t.csv").write_text(AUTOML)
     with pytest.raises(SchemaError, match="split='train' does not apply to"):
-        sources.read_source(tmp_path / "t.csv", split="train")
+        registry.read_source(tmp_path / "t.csv", split="train")
     with pytest.raises(SchemaError, match="task='classification' does not apply to a Pascal VOC"):
-        sources.read_source(voc, task="classification")
+        registry.read_source(voc, task="classification")
     with pytest.raises(SchemaError, match="task must be one of"):
-        sources.read_source(tmp_path / "t.csv", task="boxes")
+        registry.read_source(tmp_path / "t.csv", task="boxes")
     with pytest.raises(SchemaError, match="image_dir='x' does not apply to a DataFrame"):
-        sources.read_source(pd.DataFrame(), image_dir="x")
+        registry.read_source(pd.DataFrame(), image_dir="x")

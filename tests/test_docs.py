@@ -213,7 +213,7 @@ def _sections(text):
 def test_the_options_page_lists_every_option_and_flag():
     import tfrecorder_lite
     from tfrecorder_lite import cli
-    from tfrecorder_lite.read import direct
+    from tfrecorder_lite import table_dataset as direct
 
     sections = _sections((REPO / "docs" / "options.md").read_text(encoding="utf-8"))
     functions = {"to_tfrecord": [tfrecorder_lite.to_tfrecord], "load": [tfrecorder_lite.load],
@@ -247,6 +247,34 @@ def test_the_options_page_lists_every_option_and_flag():
             if flags and not set(flags) & documented:
                 missing.append(f"{parser_of.prog}: {flags[0]}")
     assert not missing, "not in docs/options.md: " + ", ".join(missing)
+
+
+def test_the_options_page_shows_each_declared_option_at_its_doors_with_its_flag():
+    from tfrecorder_lite import option_declarations
+
+    sections = _sections((REPO / "docs" / "options.md").read_text(encoding="utf-8"))
+    headings = {"to_tfrecord": "`to_tfrecord`", "convert": "`convert`",
+                "dataset": "`df.tfrecord.dataset`", "validate": "`validate`", "load": "`load`",
+                "data_source": "`data_source`"}
+    assert set(headings) == set(option_declarations.DOORS)
+    missing = []
+    for door, key in headings.items():
+        heading = next(h for h in sections if key in h)
+        documented = _documented(sections[heading])
+        missing += [f"{door}: {name}" for name in option_declarations.names(door)
+                    if name not in documented]
+    assert not missing, "not in docs/options.md: " + ", ".join(missing)
+    writing = sections[next(h for h in sections if "`convert`" in h)]
+    flags = {}
+    for line in writing.splitlines():
+        cells = line.split("|")
+        if line.startswith("| `") and len(cells) > 4:
+            flags.update({name: re.findall(r"`(--[a-z0-9-]+)`", cells[3])
+                          for name in re.findall(r"`([^`]+)`", cells[1])})
+    wrong = [(option.name, flags.get(option.name)) for option in
+             option_declarations.at("convert")
+             if flags.get(option.name) != ([option.flag] if option.flag else [])]
+    assert not wrong, f"docs/options.md's CLI column departs from the declaration: {wrong}"
 
 
 # ----------------------------------------------------------------- quickstart and notebook

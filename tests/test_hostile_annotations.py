@@ -15,8 +15,9 @@ import pytest
 
 import tfrecorder_lite
 from tfrecorder_lite import SchemaError, VerifyError, cli, redaction
-from tfrecorder_lite.table import sources
-from tfrecorder_lite.table.detection_sources import read_coco, read_voc
+from tfrecorder_lite.sources import registry
+from tfrecorder_lite.sources.coco import read_coco
+from tfrecorder_lite.sources.voc import read_voc
 from conftest import photo, save
 
 BOXES = ["xmin", "ymin", "xmax", "ymax"]
@@ -194,7 +195,7 @@ def test_every_logger_of_the_package_redacts(caplog):
         loggers.update((value.name, value) for value in vars(module).values()
                        if isinstance(value, logging.Logger)
                        and value.name.startswith("tfrecorder_lite."))
-    assert "tfrecorder_lite.table.detection_sources" in loggers and len(loggers) >= 10
+    assert "tfrecorder_lite.sources.coco" in loggers and len(loggers) >= 10
     with caplog.at_level(logging.INFO, logger="tfrecorder_lite"):
         for log in loggers.values():
             log.warning("read %s", "https://u:hunter2@h/x.jpg?sig=abc")
@@ -301,7 +302,7 @@ def test_a_voc_annotation_or_list_past_the_size_bound_is_refused_before_it_is_re
         read_voc(root, max_annotation_bytes=listed.stat().st_size - 1)
     assert len(read_voc(root, max_annotation_bytes=size + 200)) == 2
     with pytest.raises(SchemaError, match=r"img1.xml is \d+ bytes"):  # the bound of every door
-        sources.read_source(str(root), max_annotation_bytes=size + 100)
+        registry.read_source(str(root), max_annotation_bytes=size + 100)
 
 
 # ----------------------------------------------------------------------------- 7. surrogates
@@ -376,7 +377,7 @@ def test_a_voc_filename_outside_jpegimages_is_refused_unless_allowed(tmp_path):
     assert metadata["splits"]["TRAIN"]["num_examples"] == 2
     with pytest.raises(SchemaError, match="allow_outside_paths=True does not apply to a "
                                           "DataFrame"):
-        sources.read_source(table, allow_outside_paths=True)
+        registry.read_source(table, allow_outside_paths=True)
 
 
 # ----------------------------------------------------------------------------- splits
@@ -388,7 +389,7 @@ def test_one_image_in_two_splits_is_refused_however_it_is_spelled(tmp_path, phot
                                         f"TEST,{spelling},car,0.2,0.2,,,0.6,0.6,,\n")
     with pytest.raises(SchemaError, match="image images/img0.jpg is TRAIN on line 1 and TEST "
                                           "on line 2; an image belongs to one split"):
-        sources.read_source(tmp_path / "boxes.csv")
+        registry.read_source(tmp_path / "boxes.csv")
 
 
 # ----------------------------------------------------------------------------- all rejected
@@ -450,7 +451,7 @@ def test_coco_values_are_taken_as_coco_defines_them(tmp_path, photos, change, re
 @pytest.mark.parametrize("cell", ["0.5_0", "١", "nan", "0x1"])
 def test_automl_coordinates_are_plain_decimal_numbers(tmp_path, cell):
     (tmp_path / "boxes.csv").write_text(f"TRAIN,a.jpg,car,0.1,0.1,,,{cell},0.5,,\n")
-    table, _ = sources.read_source(tmp_path / "boxes.csv", task="detection")
+    table, _ = registry.read_source(tmp_path / "boxes.csv", task="detection")
     assert table.attrs["source_problems"][0].startswith("line 1: not an AutoML detection row")
 
 
@@ -525,7 +526,7 @@ def test_validate_reads_each_image_of_a_detection_table_once(tmp_path, photos):
 ])
 def test_the_one_containment_rule_normalizes_paths_and_urls(uri, folder, inside):
     from tfrecorder_lite import storage
-    from tfrecorder_lite.table import paths
+    from tfrecorder_lite.sources import paths
 
     assert storage.is_within(uri, folder) is inside
     assert paths.is_inside(uri, folder) is inside

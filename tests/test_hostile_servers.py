@@ -328,7 +328,7 @@ def test_the_cli_never_prints_a_credential(server, tmp_path, capsys):
 
 
 def test_log_records_of_modules_that_name_urls_are_redacted(caplog):
-    for name in ("tfrecorder_lite.table.sources", "tfrecorder_lite.read.report"):
+    for name in ("tfrecorder_lite.sources.csv_text", "tfrecorder_lite.read.report"):
         log = logging.getLogger(name)
         assert any(isinstance(f, RedactingFilter) for f in log.filters)
         with caplog.at_level(logging.INFO, logger=name):

@@ -15,9 +15,9 @@ from conftest import photo, save
 from imagegen import read_examples
 from tfrecorder_lite import SchemaError
 from tfrecorder_lite.images import coco_rle
-from tfrecorder_lite.images.masks import MaskRejected, rasterize_polygons, rle_mask
+from tfrecorder_lite.images.mask_pixels import MaskRejected, rasterize_polygons, rle_mask
 from tfrecorder_lite.read.verification import verify
-from tfrecorder_lite.table.detection_sources import read_coco
+from tfrecorder_lite.sources.coco import read_coco
 
 
 
@@ -172,7 +172,7 @@ def test_the_model_garden_decoder_reads_the_masks(tmp_path):
 
 
 def test_inspect_tints_each_instance_mask():
-    from tfrecorder_lite.images.masks import encode_ids
+    from tfrecorder_lite.images.mask_pixels import encode_ids
     from tfrecorder_lite.record.boxes import Boxes
 
     mask = np.zeros((20, 20), np.uint8)

@@ -1,4 +1,4 @@
-"""images/masks.py: semantic masks checked against their image and labels, stored as a
+"""images/mask_pixels.py: semantic masks checked against their image and labels, stored as a
 single-channel PNG of class ids, pixel for pixel."""
 
 import io
@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from imagegen import grey_png, png_chunk
-from tfrecorder_lite.images.masks import (MaskOptions, MaskRejected, decode_ids, encode_ids,
+from tfrecorder_lite.images.mask_pixels import (MaskOptions, MaskRejected, decode_ids, encode_ids,
                                           prepare_mask)
 
 

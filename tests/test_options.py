@@ -8,7 +8,7 @@ import tfrecorder_lite
 from conftest import photo, save
 from hostile_http import HostileServer
 from tfrecorder_lite import InvalidRowError, SchemaError
-from tfrecorder_lite.read import direct
+from tfrecorder_lite import table_dataset as direct
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +132,37 @@ def test_box_columns_reach_every_door(images, tmp_path):
     from_table = next(iter(direct.dataset(df, "TRAIN", as_supervised=False,
                                           box_columns=["hidden"], shuffle=False)))
     assert "image/object/hidden" in element and "image/object/hidden" in from_table
+
+
+def _boxes(images):
+    """A table of boxes: images 0 (two boxes), 1, 2 and 3 (one each)."""
+    return pd.DataFrame({"split": ["TRAIN", "TRAIN", "TRAIN", "TEST", "TEST"],
+                         "image_uri": [str(images / f"{i}.jpg") for i in (0, 0, 1, 2, 3)],
+                         "label": ["car", "bike", "bike", "car", "owl"],
+                         "xmin": [0.1, 0.2, 0.1, 0.3, 0.2], "ymin": [0.1, 0.1, 0.2, 0.3, 0.2],
+                         "xmax": [0.5, 0.6, 0.7, 0.8, 0.6], "ymax": [0.5, 0.6, 0.7, 0.8, 0.6],
+                         "hidden": [0, 1, 0, 1, 0]})
+
+
+def test_a_label_map_in_attrs_reaches_every_door_for_a_table_of_boxes(images, tmp_path):
+    df = _boxes(images)
+    df.attrs["label_map"] = {"car": 1, "owl": 2}  # as read_coco keeps COCO's ids
+    validated, written, from_dataset = _problem_rows(df, out=tmp_path / "a")
+    assert set(written) == {0, 1, 2}  # every row of the images with a bike
+    _same(validated, written, from_dataset)
+
+
+def test_a_bad_per_box_column_is_refused_alike_by_every_door(images, tmp_path):
+    df = _boxes(images).assign(hidden=["yes", "no", "no", "yes", "no"])
+    messages = []
+    for call in (lambda: tfrecorder_lite.validate(df, box_columns=["hidden"], check=None),
+                 lambda: direct.dataset(df, "TRAIN", box_columns=["hidden"]),
+                 lambda: tfrecorder_lite.to_tfrecord(df, tmp_path / "b", progress=False,
+                                                     box_columns=["hidden"])):
+        with pytest.raises(SchemaError, match="per-box columns hold numbers") as refused:
+            call()
+        messages.append(str(refused.value))
+    assert len(set(messages)) == 1
 
 
 def test_separators_and_unassigned_rows_are_the_same_problems_everywhere(images, tmp_path):

@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 import tfrecorder_lite
+from tfrecorder_lite.sources import registry
 from tfrecorder_lite import OutputExistsError, OutputLockedError
 from tfrecorder_lite.output import lock as folder_lock
 from tfrecorder_lite.output.layout import LOCK
@@ -243,7 +244,7 @@ def test_overwrite_replaces_the_earlier_output_and_keeps_unrelated_files(small, 
 
 def test_resume_removes_only_the_unfinished_shards_of_its_own_job(small, tmp_path):
     out = tmp_path / "out"
-    df, _ = tfrecorder_lite.table.sources.read_source(small)
+    df, _ = registry.read_source(small)
     df["image_uri"] = [os.path.join(os.path.dirname(small), p) for p in df["image_uri"]]
     plan_names = ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord",
                   "test-00000-of-00001.tfrecord"]

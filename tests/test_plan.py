@@ -9,7 +9,7 @@ import pytest
 from conftest import photo, save
 from tfrecorder_lite import SchemaError
 from tfrecorder_lite.images.normalize import ImageOptions
-from tfrecorder_lite.table import files as files_module
+from tfrecorder_lite.table import file_checks as files_module
 from tfrecorder_lite.write.plan import plan_table
 
 COLUMNS = {"split_col": "split", "image_col": "image_uri", "label_col": "label"}

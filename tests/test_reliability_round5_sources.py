@@ -15,7 +15,7 @@ import pytest
 
 import tfrecorder_lite
 from tfrecorder_lite import InvalidRowError, SchemaError
-from tfrecorder_lite.table import sources
+from tfrecorder_lite.sources import image_folder, registry
 from conftest import photo, save
 
 OPTIONS = dict(progress=False, n_jobs=1)
@@ -43,7 +43,7 @@ def alias_bomb(root):
 BOMB_CHILD = textwrap.dedent("""
     import resource, sys
     import tfrecorder_lite
-    from tfrecorder_lite.table import yolo
+    from tfrecorder_lite.sources import yolo
     import yaml
 
     resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[2]), int(sys.argv[2])))
@@ -131,7 +131,7 @@ def test_an_image_folder_symlink_leading_out_is_a_rejected_row(tmp_path, outside
     reason, = result.rejected.reason
     assert reason.startswith(f"train/cat/linked.jpg is a symbolic link to "
                              f"{outside / 'private.jpg'}, outside {root}")
-    problems = sources.read_image_folder(root).tfrecord.validate(check=None)
+    problems = image_folder.read_image_folder(root).tfrecord.validate(check=None)
     assert problems.problem.tolist() == [reason]
     with pytest.raises(InvalidRowError, match="linked.jpg is a symbolic link"):
         convert(root, tmp_path / "raise")
@@ -400,7 +400,7 @@ def test_an_automl_csv_row_with_a_bad_box_rejects_its_image_only(sixteen):
     assert result.counts == {"TRAIN": 4}
     reason, = result.rejected.reason
     assert reason.startswith("line 3: not an AutoML detection row") and "'0x1'" in reason
-    assert tfrecorder_lite.validate(sources.read_source(sixteen / "boxes.csv")[0], check=None) \
+    assert tfrecorder_lite.validate(registry.read_source(sixteen / "boxes.csv")[0], check=None) \
         .problem.tolist() == [reason]
     with pytest.raises(InvalidRowError, match=r"\(CSV line 3\)"):
         convert(sixteen / "boxes.csv", sixteen / "raise")

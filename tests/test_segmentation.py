@@ -17,7 +17,7 @@ import tfrecorder_lite
 from conftest import photo, save
 from imagegen import exif_bytes, grey_png, read_examples, sideways
 from tfrecorder_lite.errors import InvalidRowError, SchemaError
-from tfrecorder_lite.images.masks import decode_ids
+from tfrecorder_lite.images.mask_pixels import decode_ids
 from tfrecorder_lite.read.verification import verify
 
 LABELS = ["background", "road", "car"]
@@ -376,8 +376,8 @@ def test_tensorflow_datasets_reads_the_masks(tmp_path):
 
 
 def test_verify_catches_a_mask_that_disagrees_with_its_record():
-    from tfrecorder_lite.images.masks import encode_ids
-    from tfrecorder_lite.record.masks import SegmentationMask
+    from tfrecorder_lite.images.mask_pixels import encode_ids
+    from tfrecorder_lite.record.segmentation_kind import SegmentationMask
 
     feature = SegmentationMask(vocabulary=tuple(LABELS))
     ids = _ids(8, 8, 1)
@@ -402,13 +402,14 @@ def test_verify_catches_a_mask_that_disagrees_with_its_record():
 
 
 def test_inspect_draws_the_mask_over_its_thumbnail(tmp_path):
-    from tfrecorder_lite.record.masks import SegmentationMask, overlay_colour
+    from tfrecorder_lite.record.segmentation_kind import (SegmentationMask,
+                                                          overlay_colour)
 
     feature = SegmentationMask(vocabulary=tuple(LABELS))
     ids = np.full((40, 40), 255, np.uint8)
     ids[:, 20:] = 2
     thumbnail = Image.new("RGB", (40, 40), (128, 128, 128))
-    from tfrecorder_lite.images.masks import encode_ids
+    from tfrecorder_lite.images.mask_pixels import encode_ids
 
     feature.draw(thumbnail, {MASK: ("bytes", [encode_ids(ids)]),
                              "image/segmentation/class/label": ("int64", [2])}, None)

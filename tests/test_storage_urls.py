@@ -8,7 +8,7 @@ import pytest
 
 from tfrecorder_lite import UnsupportedURLError
 from tfrecorder_lite.storage import urls
-from tfrecorder_lite.table.files import _plain_absolute
+from tfrecorder_lite.table.file_checks import _plain_absolute
 
 
 @pytest.mark.parametrize("uri, protocol", [

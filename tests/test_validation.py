@@ -145,7 +145,7 @@ def test_problems_are_the_same_whatever_the_blocks_rows_are_read_in(image_table,
     """validate() hashes rows and resolves and reads images a block at a time: repeated
     bytes, repeated rows, missing files and unusable URLs across the blocks' edges are found
     as in one block, in the same order."""
-    from tfrecorder_lite.table import validation
+    from tfrecorder_lite import validation
 
     rows = image_table.iloc[[0, 1, 2, 3, 16, 17, 20, 21]].copy()
     copies = image_table.iloc[[0, 3, 17]].assign(split=["TEST", "TRAIN", "TRAIN"],

@@ -23,11 +23,11 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 _LAZY = {  # public name -> the module that defines it
     "BackupAndRestore": "read.resume", "ConversionResult": "write.driver",
     "convert": "conversion", "data_source": "read.data_source", "inspect": "read.report",
-    "load": "read.loader", "read_coco": "table.detection_sources",
-    "read_metadata": "output.manifest", "read_vertex": "table.vertex",
+    "load": "read.loader", "read_coco": "sources.coco",
+    "read_metadata": "output.manifest", "read_vertex": "sources.vertex",
     "RecordSampler": "read.torch_sampler",
-    "read_voc": "table.detection_sources", "read_yolo": "table.yolo",
-    "to_coco": "read.coco_export", "to_tfrecord": "conversion", "validate": "table.validation",
+    "read_voc": "sources.voc", "read_yolo": "sources.yolo",
+    "to_coco": "read.coco_export", "to_tfrecord": "conversion", "validate": "validation",
     "verify": "read.verification",
 }
 

@@ -22,8 +22,8 @@ class TFRecordAccessor:
         self._df = df
 
     def validate(self, **options):
-        """Problems of this table (see :func:`tfrecorder_lite.table.validation.validate`)."""
-        return _module("table.validation").validate(self._df, **options)
+        """Problems of this table (see :func:`tfrecorder_lite.validation.validate`)."""
+        return _module("validation").validate(self._df, **options)
 
     def to_tfrecord(self, output_dir, **options):
         """Write TFRecord shards (see :func:`tfrecorder_lite.conversion.to_tfrecord`)."""
@@ -31,5 +31,5 @@ class TFRecordAccessor:
 
     def dataset(self, split="TRAIN", **options):
         """A tf.data pipeline straight from this table (see
-        :func:`tfrecorder_lite.read.direct.dataset`)."""
-        return _module("read.direct").dataset(self._df, split, **options)
+        :func:`tfrecorder_lite.table_dataset.dataset`)."""
+        return _module("table_dataset").dataset(self._df, split, **options)

@@ -6,17 +6,17 @@ stderr, no traceback, no credential), 141 when the reader of the output stopped 
 """
 
 import argparse
+import functools
 import json
 import logging
 import os
 import sys
 
-from . import options
+from . import option_declarations
 from ._version import __version__
 from .storage import errors as store_errors
-from .table import sources
+from .sources import registry
 from .conversion import convert
-from .images.normalize import DEFAULT_MAX_BYTES
 from .output.layout import NEAR_DUPLICATES
 from .output.manifest import as_of, read_manifest, summary_text
 from .read.coco_export import to_coco
@@ -80,10 +80,18 @@ def _json_object(example):
 _storage_options = _json_object('{"token": "anon"}')
 
 
+def _declared_flag(parser, name, **settings):
+    """Add the flag of the declared option ``name`` (``option_declarations``), with its help,
+    default and allowed values unless ``settings`` say otherwise."""
+    option = option_declarations.BY_NAME[name]
+    declared = {"help": option.help, "default": option.default}
+    if option.allowed is not None and settings.get("action") != "store_true":
+        declared["choices"] = option.allowed
+    parser.add_argument(option.flag, **{**declared, **settings})
+
+
 def _add_storage_options(parser):
-    parser.add_argument("--storage-options", type=_storage_options, metavar="JSON",
-                        help="fsspec options for remote URLs, as a JSON object (one for every "
-                             "protocol, or keyed by protocol: '{\"s3\": {...}, \"gs\": {...}}')")
+    _declared_flag(parser, "storage_options", type=_storage_options, metavar="JSON")
 
 
 def _add_generation(parser):
@@ -109,84 +117,43 @@ def _parser():
                                   "(.jsonl or .csv) or YOLO folder (data.yaml, images/, "
                                   "labels/): a path or a URL (gs://, s3://, http(s)://, ...)")
     c.add_argument("output_dir", help="a folder: a path or a URL (gs://, s3://, ...)")
-    c.add_argument("--num-shards", type=int, help="shards per split (default: ~128 MiB each)")
-    c.add_argument("--image-size", type=_size, metavar="HxW", help="resize at write time")
-    c.add_argument("--image-format", choices=options.IMAGE_FORMATS, default="jpeg",
-                   help="encoding of resized images")
-    c.add_argument("--compression", type=str.upper, choices=options.COMPRESSIONS)
-    c.add_argument("--check", choices=options.CHECKS, default="decode")
-    c.add_argument("--on-error", choices=options.ON_ERROR, default="raise",
-                   help="stop at the first bad row, or skip it into rejected.csv")
-    c.add_argument("--leakage", choices=options.LEAKAGE,
-                   help="near-duplicate images across splits: list them (beside the "
-                        "manifest, in near-duplicates.csv), reject the later row of each "
-                        "pair, or do not look for them (default: warn, or ignore with "
-                        "--check header, which decodes no image)")
-    c.add_argument("--append", action="store_true",
-                   help="add the rows to the finished output in OUTPUT_DIR as a new generation")
-    c.add_argument("--no-shuffle", action="store_true", help="keep the input order")
-    c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--overwrite", action="store_true", help="replace what OUTPUT_DIR holds")
-    c.add_argument("--sha256", action="store_true",
-                   help="also record each shard's sha256 (CRC32C is always recorded)")
-    c.add_argument("--jobs", type=int, default=-1, help="parallel workers (default: all cores)")
-    c.add_argument("--no-progress", action="store_true")
-    c.add_argument("--split-col", default="split")
-    c.add_argument("--image-col", default="image_uri",
-                   help="the image column; '' for a table without images")
-    c.add_argument("--label-col", default="label", type=_label_columns, metavar="COL[,COL]",
-                   help="the label column, or one column per label level: coarse,fine")
-    c.add_argument("--label-sep", metavar="SEP",
-                   help="labels are split by SEP in the label column (multi-label), e.g. '|'; "
-                        "a CSV whose rows hold more fields than columns is read as multi-label "
-                        "without it")
-    c.add_argument("--max-image-bytes", type=_byte_count, default=DEFAULT_MAX_BYTES,
-                   metavar="BYTES", help="reject larger image files unread, e.g. 512M "
-                                         "(default: 256M)")
-    c.add_argument("--unassigned", choices=options.UNASSIGNED, default="reject",
-                   help="rows whose split is UNASSIGNED or empty: reject them, or assign a split "
-                        "by a stable hash of the image URI")
-    c.add_argument("--split-ratios", type=_ratios, metavar="T,V,T",
-                   help="shares of TRAIN, VALIDATION, TEST for assigned rows (default 0.8,0.1,0.1)")
-    c.add_argument("--encoding", default="utf-8",
-                   help="text encoding of the CSV or Vertex AI file, e.g. latin-1 (default: "
-                        "utf-8, with or without a byte order mark)")
-    c.add_argument("--task", choices=sources.TASKS,
-                   help="read the CSV as an AutoML detection CSV or as a classification CSV "
-                        "(default: told by its shape)")
-    c.add_argument("--split", help="the split of a COCO .json file: train, validation or test "
-                                   "(default: from its name, e.g. instances_val2017.json)")
-    c.add_argument("--image-dir", help="the images of a COCO .json file, a path or a URL "
-                                       "(default: the file's folder)")
-    c.add_argument("--include-masks", action="store_true",
-                   help="a COCO .json file's instance masks too (image/object/mask)")
-    c.add_argument("--allow-outside-paths", action="store_true",
-                   help="read images an annotation file (COCO, VOC, Vertex AI, YOLO) names "
-                        "outside the folder given (../, absolute paths, URLs, symbolic links "
-                        "out of it), and an image folder's links out of it; by default they "
-                        "are refused")
-    c.add_argument("--box-units", choices=options.BOX_UNITS, default="relative",
-                   help="a detection table's coordinates: fractions of the image, or pixels")
-    c.add_argument("--mask-col", metavar="COL",
-                   help="a table of masks' mask column (default: mask_uri when present)")
-    c.add_argument("--mask-labels", type=_label_list, metavar="LABEL[,LABEL]",
-                   help="the label of each class id of the masks (id = position)")
-    c.add_argument("--mask-colors", type=_json_object('{"#ff0000": "car"}'), metavar="JSON",
-                   help="colour masks' colour table: '#rrggbb' -> label (null: ignored)")
-    c.add_argument("--ignore-value", type=_ignore_value, default=255, metavar="ID",
-                   help="class id of ignored mask pixels (default 255; 'none': no such id)")
-    c.add_argument("--allow-lossy-masks", action="store_true",
-                   help="take JPEG and WebP masks (refused by default)")
-    c.add_argument("--runner", metavar="NAME",
-                   help="run the shard tasks as an Apache Beam pipeline on this runner, e.g. "
-                        "DirectRunner, DataflowRunner, FlinkRunner (needs "
-                        "tfrecorder_lite[beam]; default: joblib on this machine)")
-    c.add_argument("--pipeline-options", type=_json_object('{"project": "my-project"}'),
-                   metavar="JSON", help="the Beam pipeline's options, as a JSON object, e.g. "
-                                        "'{\"project\": \"my-project\", \"region\": "
-                                        "\"us-central1\"}'")
-    c.add_argument("--base-dir", help="folder (path or URL) that relative image paths resolve "
-                                      "against (default: the CSV's folder)")
+    flag = functools.partial(_declared_flag, c)
+    flag("num_shards", type=int)
+    flag("image_size", type=_size, metavar="HxW")
+    flag("image_format")
+    flag("compression", type=str.upper)
+    flag("check")
+    flag("on_error")
+    flag("leakage")
+    flag("append", action="store_true")
+    flag("shuffle", action="store_true", default=False, help="keep the input order")
+    flag("seed", type=int)
+    flag("overwrite", action="store_true")
+    flag("sha256", action="store_true")
+    flag("n_jobs", type=int, dest="jobs")
+    flag("progress", action="store_true", default=False, help="no progress bar")
+    flag("split_col")
+    flag("image_col")
+    flag("label_col", type=_label_columns, metavar="COL[,COL]")
+    flag("label_sep", metavar="SEP")
+    flag("max_image_bytes", type=_byte_count, metavar="BYTES")
+    flag("unassigned")
+    flag("split_ratios", type=_ratios, metavar="T,V,T")
+    flag("encoding")
+    flag("task", choices=registry.TASKS)
+    flag("split")
+    flag("image_dir")
+    flag("include_masks", action="store_true")
+    flag("allow_outside_paths", action="store_true")
+    flag("box_units")
+    flag("mask_col", metavar="COL")
+    flag("mask_labels", type=_label_list, metavar="LABEL[,LABEL]")
+    flag("mask_colors", type=_json_object('{"#ff0000": "car"}'), metavar="JSON")
+    flag("ignore_value", type=_ignore_value, metavar="ID")
+    flag("allow_lossy_masks", action="store_true")
+    flag("runner", metavar="NAME")
+    flag("pipeline_options", type=_json_object('{"project": "my-project"}'), metavar="JSON")
+    flag("base_dir")
     _add_storage_options(c)
 
     v = commands.add_parser("verify", help="check every shard against metadata.json")
@@ -252,22 +219,7 @@ def _ignore_value(text):
 
 
 def _convert(args):
-    result = convert(
-        args.source, args.output_dir, split_col=args.split_col, image_col=args.image_col or None,
-        label_sep=args.label_sep,
-        label_col=args.label_col, num_shards=args.num_shards, compression=args.compression,
-        image_size=args.image_size, image_format=args.image_format, check=args.check,
-        on_error=args.on_error, shuffle=not args.no_shuffle, seed=args.seed,
-        overwrite=args.overwrite, n_jobs=args.jobs, progress=not args.no_progress,
-        sha256=args.sha256, encoding=args.encoding, base_dir=args.base_dir, task=args.task,
-        split=args.split, image_dir=args.image_dir, allow_outside_paths=args.allow_outside_paths,
-        **({"include_masks": True} if args.include_masks else {}),
-        max_image_bytes=args.max_image_bytes, unassigned=args.unassigned,
-        split_ratios=args.split_ratios, box_units=args.box_units, runner=args.runner,
-        pipeline_options=args.pipeline_options, mask_col=args.mask_col,
-        mask_labels=args.mask_labels, mask_colors=args.mask_colors,
-        ignore_value=args.ignore_value, allow_lossy_masks=args.allow_lossy_masks,
-        storage_options=args.storage_options, leakage=args.leakage, append=args.append)
+    result = convert(args.source, args.output_dir, **_convert_options(args))
     counts = ", ".join(f"{split} {n}" for split, n in result.counts.items())
     _print(f"wrote {counts} to {result.output_dir}")
     if len(result.rejected):
@@ -278,6 +230,18 @@ def _convert(args):
         _print(f"{len(result.problems)} near-duplicate image(s) across splits: see "
                f"{result.output_dir}/{NEAR_DUPLICATES}")
     return 0
+
+
+def _convert_options(args):
+    """``convert()``'s keyword options of the parsed flags: each declared option with a flag
+    (a ``--no-`` flag says False)."""
+    options = {}
+    for option in option_declarations.at("convert"):
+        if option.flag is not None:
+            value = getattr(args, option.flag[2:].replace("-", "_"))
+            options[option.name] = not value if option.flag.startswith("--no-") else value
+    options["image_col"] = options["image_col"] or None  # '': a table without images
+    return options
 
 
 def _info(args):

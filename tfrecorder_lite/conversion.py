@@ -9,11 +9,12 @@ from .output.hashes_files import check_present
 from .output.manifest import read_manifest
 from .table import labels, schema
 from .table.cells import is_blank
-from .options import (TableOptions, WriteOptions, check_conversion, image_options,
-                      leakage_for)
+from .option_declarations import source_option_names
+from .options import (TableOptions, WriteOptions, check_conversion, check_source_options,
+                      image_options, leakage_for)
 from .storage import Store
 from .storage import errors as store_errors
-from .table import sources
+from .sources import registry
 from .table.kinds import prepare
 from .write.append import already_there, written_before
 from .write.beam_runner import runner_for
@@ -115,7 +116,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     ``xmin, ymin, xmax, ymax`` is a table of boxes, one row per box, written as one record per
     image with the keys object detectors read (``record/boxes.py``); a table with a
     ``mask_uri`` column (or ``mask_col``) is a table of masks, one row per image, written with
-    the keys segmentation models read (``record/masks.py``).
+    the keys segmentation models read (``record/segmentation_kind.py``).
 
     Returns:
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).
@@ -132,12 +133,9 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         UnsupportedURLError, MissingDependencyError: an unusable URL, or a Beam ``runner``
             without apache-beam installed, before anything is written.
     """
-    table = TableOptions(split_col, image_col, label_col, label_map, label_sep, features,
-                         unassigned, split_ratios, box_units, box_columns, base_dir, mask_col,
-                         mask_colors, mask_labels, ignore_value, allow_lossy_masks)
+    table = TableOptions.of(locals())
     leakage = leakage_for(leakage, check, image_size, append)
-    write = WriteOptions(num_shards, compression, shuffle, seed, sha256, on_error, overwrite,
-                         n_jobs, progress, leakage)
+    write = WriteOptions.of(locals())
     image = image_options(check, image_size, image_format, max_image_bytes, leakage)
     if image_col is None and image_size is not None:
         raise SchemaError("image_size resizes images, and image_col=None writes none")
@@ -245,8 +243,8 @@ def convert(source, output_dir, **options):
 
     ``source`` and ``output_dir`` are local paths or fsspec URLs. Relative image paths in a CSV
     resolve against the CSV's folder (a URL for a remote CSV) unless ``base_dir`` is given. Takes
-    the options of :func:`to_tfrecord`, and of ``sources.read_source``: ``encoding`` (default
-    ``"utf-8"``) of a CSV file, ``task`` (one of ``table.sources.TASKS``: how to read
+    the options of :func:`to_tfrecord`, and of ``sources.registry.read_source``: ``encoding``
+    (default ``"utf-8"``) of a CSV file, ``task`` (one of ``sources.registry.TASKS``: how to read
     a CSV that its shape does not tell), ``split``, ``image_dir`` and ``include_masks`` (each
     box's instance mask) of a COCO file, and ``allow_outside_paths`` (read images an
     annotation file names outside the folder given: refused rows or an error otherwise) and
@@ -254,12 +252,11 @@ def convert(source, output_dir, **options):
     AutoML detection CSV, is refused).
     """
     columns = {k: options[k] for k in ("split_col", "image_col", "label_col") if k in options}
-    reading = {k: options.pop(k) for k in ("encoding", "task", "split", "image_dir",
-                                           "include_masks", "allow_outside_paths",
-                                           "max_annotation_bytes") if k in options}
-    check_conversion(**options)  # every option, before the source is read
+    reading = {k: options.pop(k) for k in source_option_names() if k in options}
+    check_source_options(**reading)  # every option, before the source is read
+    check_conversion(**options)
     Store(output_dir, options.get("storage_options")).check_writable()
-    df, base_dir = sources.read_source(source, storage_options=options.get("storage_options"),
+    df, base_dir = registry.read_source(source, storage_options=options.get("storage_options"),
                                        **reading, **columns)
     if options.get("base_dir") is None:
         options["base_dir"] = base_dir

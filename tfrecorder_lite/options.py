@@ -1,29 +1,25 @@
 """Options that several doors share, parsed and checked once into frozen objects.
 
 ``to_tfrecord``, ``convert``, ``df.tfrecord.dataset``, ``load`` and the CLI take the same
-spellings of the same options; each door turns them into these objects before anything is
-read, so an option means the same everywhere and a bad value gets the same message.
+spellings of the same options (declared once, in ``option_declarations.py``); each door turns
+them into these objects, by keyword, before anything is read, so an option means the same
+everywhere and a bad value gets the same message.
 """
 
 import dataclasses
+import os
 from dataclasses import dataclass
 
 from .errors import SchemaError
 from .images.normalize import DEFAULT_MAX_BYTES, ImageOptions
-from .record.boxes import BOX_FORMATS
+from .option_declarations import (
+    BOX_FORMATS, BOX_UNITS, BY_NAME, CHANNELS, CHECKS, IMAGE_FORMATS, LEAKAGE, ON_ERROR,
+    UNASSIGNED)
 from .record.framing import normalize_compression
 from .table import segmentation
 from .table.schema import split_assignment
-from .table.splits import canonical
+from .output.splits import canonical
 
-CHECKS = ("decode", "header")
-ON_ERROR = ("raise", "skip")
-IMAGE_FORMATS = ("jpeg", "png")
-LEAKAGE = ("warn", "reject", "ignore")
-UNASSIGNED = ("reject", "assign")
-BOX_UNITS = ("relative", "pixels")
-COMPRESSIONS = ("GZIP", "ZLIB")
-CHANNELS = (1, 3)
 
 
 def one_of(name, value, allowed):
@@ -80,8 +76,19 @@ def image_options(check="decode", size=None, image_format="jpeg",
                         max_bytes=max_image_bytes, phash=leakage != "ignore")
 
 
-@dataclass(frozen=True, eq=False)
-class TableOptions:
+class _ByName:
+    """The ``of`` constructor of the options objects (which take keywords only)."""
+
+    @classmethod
+    def of(cls, values):
+        """The options object of the ``values`` (a dict, e.g. a door's ``locals()``) named as
+        its fields."""
+        return cls(**{f.name: values[f.name] for f in dataclasses.fields(cls)
+                      if f.init and f.name in values})
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class TableOptions(_ByName):
     """How to read a table: its columns, labels, splits and extra columns.
 
     Attributes: as the arguments of :func:`tfrecorder_lite.to_tfrecord` of the same names;
@@ -116,6 +123,18 @@ class TableOptions:
         if not isinstance(self.allow_lossy_masks, bool):
             raise SchemaError(f"allow_lossy_masks must be True or False, not "
                               f"{self.allow_lossy_masks!r}")
+        if self.label_sep is not None and (not isinstance(self.label_sep, str) or
+                                           not self.label_sep):
+            raise SchemaError(f"label_sep must be a separator (text, e.g. '|') or None, not "
+                              f"{self.label_sep!r}")
+        if self.base_dir is not None and not isinstance(self.base_dir, (str, os.PathLike)):
+            raise SchemaError(f"base_dir must be a folder (a path or a URL) or None, not "
+                              f"{self.base_dir!r}")
+        if self.box_columns is not None and (
+                isinstance(self.box_columns, str) or not isinstance(self.box_columns, (
+                    list, tuple)) or not all(isinstance(c, str) for c in self.box_columns)):
+            raise SchemaError(f"box_columns must be a list of column names, not "
+                              f"{self.box_columns!r}")
         if self.mask_col is not None and not isinstance(self.mask_col, str):
             raise SchemaError(f"mask_col must be a column name, not {self.mask_col!r}")
         segmentation.mask_field(self)  # labels, colours and ignore value agree
@@ -131,8 +150,8 @@ class TableOptions:
         return dataclasses.replace(self, **given) if given else self
 
 
-@dataclass(frozen=True, eq=False)
-class WriteOptions:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class WriteOptions(_ByName):
     """How to write shards. Attributes: as the arguments of
     :func:`tfrecorder_lite.to_tfrecord` of the same names (``compression`` upper case)."""
 
@@ -149,6 +168,7 @@ class WriteOptions:
 
     def __post_init__(self):
         one_of("on_error", self.on_error, ON_ERROR)
+        one_of("shuffle", self.shuffle, (False, True))
         if self.leakage is not None:  # None: chosen by the check (leakage_for)
             one_of("leakage", self.leakage, LEAKAGE)
         try:
@@ -169,8 +189,8 @@ class WriteOptions:
         return self.on_error == "raise"
 
 
-@dataclass(frozen=True)
-class LoadOptions:
+@dataclass(frozen=True, kw_only=True)
+class LoadOptions(_ByName):
     """How ``load()`` and ``df.tfrecord.dataset()`` shape their ``tf.data`` pipeline.
 
     Attributes: as the arguments of :func:`tfrecorder_lite.load` of the same names
@@ -230,3 +250,8 @@ def check_conversion(**options):
     image_options(check, size, options.get("image_format", "jpeg"),
                   options.get("max_image_bytes", DEFAULT_MAX_BYTES),
                   leakage_for(options.get("leakage"), check, size, options.get("append")))
+
+
+def check_source_options(task=None, **_):
+    """Check ``convert``'s options of how its source is read (``task``) before it is read."""
+    one_of("task", task, BY_NAME["task"].allowed_by("convert"))

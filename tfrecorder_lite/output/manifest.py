@@ -16,7 +16,7 @@ from ..errors import ManifestError
 from ..formats import FORMATS, format_named
 from ..record.keys import BYTES, FLOAT, IMAGE_KEYS, INT64, LEVEL_NAME
 from ..record.kinds import KIND_FIELDS, TASKS, kind_of
-from ..table.splits import SPLITS
+from .splits import SPLITS
 from ..storage import Store, human_size, is_dir
 from .record_hashes import RecordHashes
 from .layout import (HASHES_NAME, METADATA, NEAR_DUPLICATES, NEAR_DUPLICATES_NAME,

@@ -30,7 +30,7 @@ from ..record.framing import RecordError, iter_records
 from ..record.boxes import BBOX_KEYS, OBJECT_LABEL, OBJECT_MASK, object_key
 from ..record.keys import FILENAME, HEIGHT, SOURCE_ID, WIDTH
 from ..storage import Store
-from ..table.splits import pick
+from ..output.splits import pick
 
 _WHOLE = re.compile(r"^-?\d+$")
 

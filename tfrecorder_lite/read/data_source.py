@@ -32,7 +32,7 @@ from ..record.keys import BYTES, ENCODED, FLOAT, INT64
 from .. import redaction
 from ..images import resize
 from ..redaction import redact
-from ..table.splits import pick
+from ..output.splits import pick
 from ..storage import Store, read_many
 from .remote_blocks import RemoteBlocks
 from .shard_cache import ShardCache, byte_count

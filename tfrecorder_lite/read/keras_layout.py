@@ -8,7 +8,7 @@ together.
 
 from ..errors import SchemaError
 from ..record.boxes import Boxes
-from ..record.masks import SegmentationMask
+from ..record.segmentation_kind import SegmentationMask
 
 KERAS = "keras"
 

@@ -16,7 +16,7 @@ from ..options import LoadOptions
 from ..output.manifest import as_of, generation_number, read_manifest, split_shards
 from ..record.features import ImageFeature, parse_spec
 from ..record.kinds import features_of
-from ..table.splits import pick
+from ..output.splits import pick
 from ..storage import Store, stat_many
 from ..redaction import redact
 from ..record.tensorflow import import_tensorflow
@@ -99,9 +99,7 @@ def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=Fa
         SchemaError: an unknown split, batching images of different sizes without
             image_size, or an argument out of its range.
     """
-    options = LoadOptions(batch_size, image_size, shuffle, seed, as_supervised,
-                              shuffle_buffer, drop_remainder, channels, dct_method, label,
-                              multi_hot, box_format)
+    options = LoadOptions.of(locals())
     store = Store(output_dir, storage_options)
     cache = (cache_dir, shard_cache.byte_count(cache_limit))
     # as it was after the generation: its labels (multi_hot's width), its images' sizes

@@ -29,7 +29,7 @@ from ..output.manifest import as_of, hxw, read_manifest, summary_text
 from ..record import encoding as example
 from ..record import keys
 from ..record.kinds import features_of
-from ..table.splits import pick
+from ..output.splits import pick
 from ..storage import Store, human_size, write_file
 
 logger = redaction.logger(__name__)  # its records may name URLs

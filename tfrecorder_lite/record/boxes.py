@@ -278,7 +278,7 @@ def instance_masks(masks, stored):
     import numpy as np
     from PIL import Image
 
-    from ..images import masks as rasterize
+    from ..images import mask_pixels as rasterize
 
     height, width = stored.source_size or (stored.height, stored.width)
     encoded = []
@@ -296,7 +296,7 @@ def instance_masks(masks, stored):
 
 def _mask_problem(values):
     """What is wrong with a record's instance masks (one PNG of 0/1 each, the image's size)."""
-    from ..images.masks import decode_ids
+    from ..images.mask_pixels import decode_ids
 
     size = (values[HEIGHT][0], values[WIDTH][0]) if HEIGHT in values else None
     count = len(values[OBJECT_MASK])

@@ -1,12 +1,12 @@
 """The record kinds, by the ``task`` metadata.json names them by.
 
-A kind is one module (``record/boxes.py`` for boxes, ``record/masks.py`` for masks) holding its features and its RecordKind;
-this is where kinds are registered, so that readers rebuild any output's features from its
-metadata.json without naming a kind. Classification (one label, several per record, or one per
+A kind is one module (``record/boxes.py`` for boxes, ``record/segmentation_kind.py`` for
+masks) holding its features and its RecordKind; this is where kinds are registered, so that
+readers rebuild any output's features from its metadata.json without naming a kind. Classification (one label, several per record, or one per
 level) is the kind of an output without ``task``.
 """
 
-from . import boxes, masks
+from . import boxes, segmentation_kind
 from .features import ClassLabel, RecordKind
 from .keys import BYTES, INT64, label_keys
 
@@ -32,7 +32,7 @@ class ClassificationRecords(RecordKind):
 
 
 CLASSIFICATION = ClassificationRecords()
-KINDS = (CLASSIFICATION, boxes.DETECTION, masks.SEGMENTATION)
+KINDS = (CLASSIFICATION, boxes.DETECTION, segmentation_kind.SEGMENTATION)
 _BY_TASK = {task: kind for kind in KINDS for task in kind.tasks}
 TASKS = tuple(task for task in _BY_TASK if task is not None)  # metadata.json's task values
 #: metadata.json fields that kinds write (e.g. ``boxes``), beside the fields of every output

@@ -1,1 +1,2 @@
-"""The table stage: sources, kinds of tables, labels, splits, columns, validate()."""
+"""The table stage: which kind a table is (classification, detection, segmentation), its labels,
+columns and the checks of its cells and files."""

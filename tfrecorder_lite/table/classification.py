@@ -5,7 +5,7 @@ sorted order. pandas only, no I/O."""
 from . import labels, schema
 from .cells import blank_cells
 from .row_columns import LabelColumns
-from .kind import TableKind
+from .kind_base import TableKind
 from ..record.features import ClassLabel
 from ..record.kinds import CLASSIFICATION
 

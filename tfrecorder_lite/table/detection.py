@@ -20,7 +20,7 @@ import pandas as pd
 
 from . import schema
 from .cells import is_blank, is_missing
-from .kind import TableKind
+from .kind_base import TableKind
 from ..errors import SchemaError
 from ..record import keys
 from ..record.boxes import BOX_COLUMNS, DETECTION, Boxes, box_problem
@@ -80,9 +80,16 @@ class DetectionTable(TableKind):
     @staticmethod
     def problems(df, prepared):
         """validate()'s problems of this kind: every row of an image with a bad box (the box
-        named), and label spellings."""
+        named) or a label its label map lacks, and label spellings.
+
+        Raises:
+            SchemaError: what its records' label fields refuse (a per-box column that holds
+                no numbers, a label map giving id 0), as ``to_tfrecord`` does.
+        """
+        refused = dict(prepared.refused)
+        DetectionTable.label_fields(prepared, prepared.options, refused)
         return [(df.index[row], None, None, reason)
-                for row, reason in prepared.rows_of(prepared.refused.items())] + \
+                for row, reason in prepared.rows_of(refused.items())] + \
             schema.label_spellings(df, prepared.options.label_col)
 
     @staticmethod
@@ -194,7 +201,7 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
     per_box = {c: df[c].tolist() for c in box_columns}
     mask_cells = df[MASK_COLUMN].tolist() if masks else None
     if masks:
-        from ..images.masks import instance_mask_problem  # numpy and Pillow: only for masks
+        from ..images.mask_pixels import instance_mask_problem  # numpy and Pillow: only for masks
     rows, refused = [], {}
     for image, positions in enumerate(members):
         boxes, box_labels, values = [], [], {c: [] for c in box_columns}

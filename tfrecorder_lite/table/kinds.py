@@ -1,7 +1,7 @@
 """The kinds of table, decided once: which kind a table is, and the table as that kind plans it.
 
 A kind of table is one module (``table/classification.py``, ``table/detection.py``,
-``table/segmentation.py``) whose ``KIND`` is a :class:`~tfrecorder_lite.table.kind.TableKind`
+``table/segmentation.py``) whose ``KIND`` is a :class:`~tfrecorder_lite.table.kind_base.TableKind`
 (which names what a kind has).
 
 Every door (``to_tfrecord``, ``df.tfrecord.dataset``, ``validate``) goes through

@@ -11,7 +11,7 @@ from . import labels
 from .cells import blank_cells, text_series
 from ..errors import SchemaError, row_repr
 from ..redaction import redact
-from .splits import ALIASES, SPLITS, UNASSIGNED, canonical
+from ..output.splits import ALIASES, SPLITS, UNASSIGNED, canonical
 
 PROBLEM_COLUMNS = ["row", "column", "value", "problem"]
 # ``df.attrs[SOURCE_PROBLEMS]``: ``{row label: reason}`` of rows their source refused (an

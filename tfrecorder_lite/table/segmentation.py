@@ -4,7 +4,7 @@ The mask is a file the size of its image: a single-channel PNG of class ids, a p
 (the index is the class) or a colour PNG mapped through ``mask_colors``. Label names come from
 ``mask_labels`` (id = position), from the colour table (ids in its order), or are the class ids
 themselves. Each row is a record; its mask is read beside its image when the record is written
-(``images/masks.py`` checks it). pandas only, no I/O.
+(``images/mask_pixels.py`` checks it). pandas only, no I/O.
 """
 
 import re
@@ -12,9 +12,9 @@ import re
 import pandas as pd
 
 from . import schema
-from .kind import TableKind
+from .kind_base import TableKind
 from ..errors import SchemaError
-from ..record.masks import SEGMENTATION, SegmentationMask
+from ..record.segmentation_kind import SEGMENTATION, SegmentationMask
 
 MASK_COLUMN = "mask_uri"  # the mask column a table is recognized by
 

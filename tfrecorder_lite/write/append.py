@@ -21,7 +21,7 @@ from ..output.hashes_files import read_written_images, sorted_holds, text_hashes
 from ..output.layout import hashes_name
 from ..output.manifest import SplitEntry
 from ..storage import read_many
-from ..table.splits import SPLITS
+from ..output.splits import SPLITS
 from .csv_files import safe_cells
 from .leakage import label_texts
 

@@ -16,7 +16,7 @@ import pandas as pd
 from ..table import columns, labels, schema
 from ..errors import SchemaError
 from ..images.normalize import ImageOptions
-from ..table.splits import SPLITS, canonical
+from ..output.splits import SPLITS, canonical
 from ..formats import DEFAULT
 from ..output.layout import shard_name
 from ..output.manifest import FORMAT_VERSION
@@ -25,7 +25,7 @@ from ..record.features import FeatureSet
 from ..table.row_columns import LabelColumns, TextColumn
 from .task import ShardTask, TaskRows
 from ..options import leakage_for, table_and_write
-from ..table.files import stat_files
+from ..table.file_checks import stat_files
 from ..table.kinds import prepare
 
 TARGET_SHARD_BYTES = 128 * 2**20

@@ -64,7 +64,7 @@ class SegmentationMask(ClassLabel):
 
     def mask_options(self):
         """The MaskOptions its masks are read with."""
-        from ..images.masks import MaskOptions
+        from ..images.mask_pixels import MaskOptions
 
         return MaskOptions(len(self.vocabulary) if self.bounded else None, self.colors,
                            self.ignore_value, self.allow_lossy)
@@ -75,7 +75,7 @@ class SegmentationMask(ClassLabel):
         file's bytes. A mask is checked against the image as it was read and is displayed (upright,
         its EXIF orientation applied, as it is stored); an image resized as it is written takes
         its mask resized by nearest neighbour."""
-        from ..images import masks
+        from ..images import mask_pixels as masks
 
         (_, _, source_id), (data,) = value, files
         stored = image[0]
@@ -102,7 +102,7 @@ class SegmentationMask(ClassLabel):
         import numpy as np
         from PIL import Image
 
-        from ..images.masks import decode_ids
+        from ..images.mask_pixels import decode_ids
 
         try:
             ids = decode_ids(values[MASK_ENCODED][0])
@@ -153,7 +153,7 @@ class SegmentationMask(ClassLabel):
         left clear), with a legend of the labels it holds."""
         from PIL import Image, ImageDraw
 
-        from ..images.masks import decode_ids
+        from ..images.mask_pixels import decode_ids
 
         if MASK_ENCODED not in values:
             return

@@ -4,7 +4,7 @@ the parser can go, text that is not UTF-8 (or the encoding given) named by file 
 the images such a file may name.
 
 An annotation file may only name images inside the image folder its user gave (the rule of
-``table/paths.py``): a path that climbs out of it (``../``), an absolute path elsewhere, a
+``sources/paths.py``): a path that climbs out of it (``../``), an absolute path elsewhere, a
 ``file://`` or another URL is the rejected row of its image, with a reason that says how to
 allow it (``allow_outside_paths``). Sources that refuse such an image row by row call
 :func:`image_path` for every image name they read; ``paths.confined`` refuses the whole file.

@@ -4,21 +4,21 @@ import joblib
 import numpy as np
 import pandas as pd
 
-from . import columns, schema
-from .cells import text_series
-from .. import storage
-from .files import stat_files
-from .kinds import prepare
-from ..errors import UnsupportedURLError, row_repr
-from ..options import LEAKAGE, TableOptions, one_of
-from ..images.normalize import (
+from . import storage
+from .errors import UnsupportedURLError, row_repr
+from .options import CHECKS, LEAKAGE, TableOptions, one_of
+from .table import columns, schema
+from .table.cells import text_series
+from .table.file_checks import stat_files
+from .table.kinds import prepare
+from .images.normalize import (
     DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images,
     unreadable_reason)
-from ..images import content_hash
-from ..images.confirm import confirmed
-from ..images.phash import describe, hash_grids, near_pairs
-from ..record.boxes import declared_size_problem
-from ..record.features import RecordRejected
+from .images import content_hash
+from .images.confirm import confirmed
+from .images.phash import describe, hash_grids, near_pairs
+from .record.boxes import declared_size_problem
+from .record.features import RecordRejected
 
 
 _BLOCK = 1 << 16  # rows hashed, or whose paths are resolved, at a time
@@ -288,10 +288,8 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         SchemaError: when a required column is missing, or an extra column cannot be stored
             exactly (``to_tfrecord`` refuses the same).
     """
-    prepared = prepare(df, TableOptions(
-        split_col, image_col, label_col, label_map, label_sep, features, unassigned,
-        split_ratios, box_units, box_columns, base_dir, mask_col, mask_colors, mask_labels,
-        ignore_value, allow_lossy_masks), check_labels=False)
+    prepared = prepare(df, TableOptions.of(locals()), check_labels=False)
+    one_of("check", check, (*CHECKS, None))
     kind, table = prepared.kind, prepared.options
     assignment = table.assignment
     problems = schema.row_problems(df, split_col, image_col, kind.label_column(table),

@@ -9,7 +9,7 @@ JSON Lines hold one image a line: ``imageGcsUri``, its annotations, and its spli
 - ``classificationAnnotations`` (several labels): the label column holds each image's list of
   labels (multi-label), as an AutoML multi-label CSV gives it;
 - ``boundingBoxAnnotations`` (relative ``xMin``, ``yMin``, ``xMax``, ``yMax``, 0,0 top left,
-  numbers or numeric strings): the per-box table of ``detection_sources``;
+  numbers or numeric strings): the per-box table of ``box_rows``;
 - ``segmentationAnnotation`` / ``maskAnnotation`` (``maskGcsUri`` or ``categoryMaskGcsUri``
   with ``annotationSpecColors``): ``split, image_uri, mask_uri``, with
   ``table.attrs["mask_colors"] = {(r, g, b): label}``, marked ``table.attrs["task"] =
@@ -46,14 +46,16 @@ import math
 
 import pandas as pd
 
-from . import annotation_files, detection_sources, splits
+from . import annotation_files, automl_csv, box_rows
 from .. import redaction, storage
 from ..redaction import shown
 from .annotation_files import MAX_ANNOTATION_BYTES
-from .detection import MASK_COLUMN, SOURCE_PROBLEMS
-from .detection_sources import BOX_COLUMNS
 from ..errors import SchemaError
+from ..record.boxes import BOX_COLUMNS
+from ..output import splits
+from ..table.detection import MASK_COLUMN, SOURCE_PROBLEMS
 from .paths import confined
+from .source import refuse_options
 
 logger = redaction.logger(__name__)  # its records may name URLs
 
@@ -134,6 +136,35 @@ def starts_with_image(data, encoding="utf-8"):
     except csv.Error:
         return False
     return False
+
+
+def recognizes(source):
+    """Whether ``source`` is a Vertex AI import file, by its content: JSON Lines (a ``.json``
+    file a COCO document is not), or a CSV whose rows start with the image."""
+    if source.named(".json"):
+        return is_vertex_jsonl(source.data, source.options["encoding"]) or \
+            is_json_lines(source.data, source.options["encoding"])
+    if source.named(".yaml", ".yml") or source.is_dir:
+        return False
+    return _is_jsonl_source(source) or starts_with_image(source.data,
+                                                         source.options["encoding"])
+
+
+def _is_jsonl_source(source):
+    return is_jsonl(source.data) or source.named(".jsonl")
+
+
+def read(source):
+    """``(table, base_dir)`` of a Vertex AI import file (see :func:`read_vertex`)."""
+    options = source.options
+    what = "a Vertex AI JSON Lines file" if source.named(".json") or _is_jsonl_source(source) \
+        else "a Vertex AI CSV (rows start with the image)"
+    refuse_options(what, task=options["task"], split=options["split"],
+                   image_dir=options["image_dir"], include_masks=options["include_masks"] or None)
+    annotation_files.check_size(source.path, source.data, options["max_annotation_bytes"])
+    table = vertex_table(source.data, source.path, options["allow_outside_paths"],
+                         options["encoding"])
+    return box_rows.named_columns(table, *source.columns), storage.parent(source.path)
 
 
 def read_vertex(path_or_url, *, storage_options=None, allow_outside_paths=False,
@@ -383,7 +414,7 @@ class _Lines:
                         "an area, so it has no instance mask; draw the object as a polygon, "
                         "or leave the polyline out"))
                     continue
-                box, mask = detection_sources.polygon_object(xy)
+                box, mask = box_rows.polygon_object(xy)
                 objects.append((label, *box, mask))
         return objects
 
@@ -479,8 +510,8 @@ class _Lines:
             for line, (label, *box) in boxes or [(number, empty)]:
                 rows.append((split, None if isinstance(key, tuple) else key, label, *box))
                 numbers.append(line)
-        table = detection_sources._table(rows, ["split", "image_uri", "label", *BOX_COLUMNS,
-                                                *([MASK_COLUMN] if masks else [])])
+        table = box_rows.per_box_table(rows, ["split", "image_uri", "label", *BOX_COLUMNS,
+                                              *([MASK_COLUMN] if masks else [])])
         return self._lined(table, numbers, "JSON line", problems)
 
     def _segmentation(self, lines):
@@ -541,9 +572,9 @@ class _Lines:
             image = self._image(number, "GCS_FILE_PATH", fields[1] if len(fields) > 1
                                 else None)
             rows.append((number, [split or "", image or "", *fields[2:]]))
-        boxes = detection_sources.automl_rows(rows, self.name)
+        boxes = automl_csv.automl_rows(rows, self.name)
         if boxes is not None:  # a line's own problems first, then those of its box
-            return detection_sources.automl_detection_table(
+            return automl_csv.automl_detection_table(
                 [(*row, self._reason(row[0]) or reason) for *row, reason in boxes], self.name)
         multi = any(len([f for f in fields[2:] if f.strip()]) > 1 for _, fields in rows)
         table = pd.DataFrame(

@@ -9,7 +9,7 @@ tried without it: Roboflow's exports write ``../train/images``). Each image
 segmentation) ``class x1 y1 x2 y2 ...``, a polygon of three points or more relative to the image.
 An image without a label file, or with an empty one, is an image without objects.
 
-The table is the per-box table of ``detection_sources`` (boxes ``xmin, ymin, xmax, ymax``
+The table is the per-box table of ``box_rows`` (boxes ``xmin, ymin, xmax, ymax``
 relative, 0,0 top left), splits TRAIN (``train``), VALIDATION (``val``), TEST (``test``), and
 ``attrs["label_map"] = {name: class id + 1}`` so records keep YOLO's class order (id 0 is the
 background of the Object Detection API's label maps). When the dataset holds polygons, the
@@ -31,14 +31,15 @@ import math
 import os
 import posixpath
 
-from . import annotation_files, detection_sources
+from . import annotation_files, box_rows
 from .. import storage
 from .annotation_files import MAX_ANNOTATION_BYTES
 from ..errors import SchemaError
 from ..redaction import redact, shown
-from .detection import MASK_COLUMN, SOURCE_PROBLEMS
-from .detection_sources import BOX_COLUMNS
+from ..record.boxes import BOX_COLUMNS
+from ..table.detection import MASK_COLUMN, SOURCE_PROBLEMS
 from .paths import confined, link_problem
+from .source import refuse_options
 from .problems import refuse
 
 YAML_NAMES = ("data.yaml", "data.yml")
@@ -46,6 +47,26 @@ SPLIT_KEYS = {"train": "TRAIN", "val": "VALIDATION", "test": "TEST"}
 _IMAGE_EXTENSIONS = {".bmp", ".dng", ".jpeg", ".jpg", ".mpo", ".png", ".tif", ".tiff",
                      ".webp", ".pfm", ".heic", ".gif"}  # Ultralytics' IMG_FORMATS
 _ROUNDING = 1e-9  # centre +- half size may pass 0 or 1 by float rounding alone
+
+
+def recognizes(source):
+    """Whether ``source`` is a YOLO folder (it holds ``data.yaml``) or its ``data.yaml``."""
+    if source.named(".yaml", ".yml"):
+        return True
+    return source.is_dir and find_yaml(source.path, source.storage_options) is not None
+
+
+def read(source):
+    """``(the per-box table, base_dir)`` of a YOLO folder or its ``data.yaml``."""
+    options = source.options
+    named = source.named(".yaml", ".yml")
+    refuse_options("a YOLO data.yaml" if named else "a YOLO folder (it holds data.yaml)",
+                   task=options["task"] if options["task"] == "classification" else None)
+    table = read_yolo(source.path, storage_options=source.storage_options,
+                      allow_outside_paths=options["allow_outside_paths"],
+                      max_annotation_bytes=options["max_annotation_bytes"])
+    folder = storage.parent(source.path) if named else source.path
+    return box_rows.named_columns(table, *source.columns), folder
 
 
 def find_yaml(folder, storage_options=None):
@@ -90,8 +111,8 @@ def read_yolo(folder, *, storage_options=None, allow_outside_paths=False,
                      config.get("path"), max_annotation_bytes)
     images = reader.images(config)
     rows, lines, masks, problems = reader.rows(images)
-    table = detection_sources._table(rows, ["split", "image_uri", "label", *BOX_COLUMNS,
-                                            *([MASK_COLUMN] if masks else [])])
+    table = box_rows.per_box_table(rows, ["split", "image_uri", "label", *BOX_COLUMNS,
+                                          *([MASK_COLUMN] if masks else [])])
     table.attrs["label_map"] = {name: class_id + 1 for class_id, name in names.items()}
     if problems:
         table.attrs[SOURCE_PROBLEMS] = problems
@@ -331,7 +352,7 @@ class _Reader:
     def _objects(self, name, content, problems):
         """``[(line, label, (xmin, ymin, xmax, ymax), mask or None)]`` of one label file: a
         box line's mask is None, a polygon's is the polygon (see
-        ``detection_sources.polygon_object``); each line that is no object is a text added
+        ``box_rows.polygon_object``); each line that is no object is a text added
         to ``problems``, naming the file, line and field."""
         try:
             text = content.decode("utf-8")
@@ -371,7 +392,7 @@ class _Reader:
                 label = self.names[class_id]
                 if polygon:
                     objects.append((number, label,
-                                    *detection_sources.polygon_object(values)))
+                                    *box_rows.polygon_object(values)))
                 else:
                     objects.append((number, label, _corners(*values), None))
         return objects

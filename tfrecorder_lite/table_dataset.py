@@ -10,15 +10,15 @@ import dataclasses
 
 import joblib
 
-from . import keras_layout, loader
-from ..table import schema
-from ..table.kinds import prepare
-from ..errors import InvalidRowError
-from ..options import LoadOptions, TableOptions, WriteOptions, image_options, one_of
-from ..write.plan import build_plan
-from ..write.task import prepared_chunks
-from ..table.splits import pick
-from ..record.tensorflow import import_tensorflow
+from .errors import InvalidRowError
+from .options import LoadOptions, TableOptions, WriteOptions, image_options, one_of
+from .read import keras_layout, loader
+from .record.tensorflow import import_tensorflow
+from .table import schema
+from .table.kinds import prepare
+from .output.splits import pick
+from .write.plan import build_plan
+from .write.task import prepared_chunks
 
 
 def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", label_col="label",
@@ -56,17 +56,14 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
         InvalidRowError: the first bad row, with ``on_error="raise"``; while iterating, an image
             that no longer passes its check (it changed since it was checked).
     """
-    options = LoadOptions(batch_size, image_size, shuffle, seed, as_supervised,
-                              shuffle_buffer, drop_remainder, channels, dct_method, label,
-                              multi_hot, box_format)
+    options = LoadOptions.of(locals())
     one_of("shuffle", shuffle, (False, True))  # "global" reads written records by index
-    table = TableOptions(split_col, image_col, label_col, label_map, label_sep, features,
-                         unassigned, split_ratios, box_units, box_columns, base_dir, mask_col,
-                         mask_colors, mask_labels, ignore_value, allow_lossy_masks)
+    table = TableOptions.of(locals())
     write = WriteOptions(num_shards=1, shuffle=True, seed=seed, on_error=on_error)
     image = None if image_col is None else image_options(check)
     prepared = prepare(df, table)
     tf = import_tensorflow()
+    rows_of = _table_rows(prepared, df.index)
     df = prepared.frame  # one element per record (e.g. per image of a table of boxes)
     plan = build_plan(prepared, write, image, storage_options)
     keras_layout.check(plan.features, options, "this table")
@@ -77,7 +74,8 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     if write.raises and refused:
         position, reason = refused[0]
         raise InvalidRowError(df.index[position], plan.paths[position], reason)
-    rejected = [(df.index[p], plan.paths[p], reason) for p, reason in refused]
+    rejected = [(row, plan.paths[p], reason) for p, reason in refused
+                for row in rows_of(df.index[p])]
     task = plan.task(shards[0], df.index, joblib.effective_n_jobs(n_jobs))
     kept = []
     for chunk, prepared in prepared_chunks(task, storage_options):  # the check, in threads
@@ -88,7 +86,7 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
             elif write.raises:
                 raise InvalidRowError(row_label, path, reason)
             else:
-                rejected.append((row_label, path, reason))
+                rejected += [(row, path, reason) for row in rows_of(row_label)]
     task = dataclasses.replace(task, rows=tuple(kept))
 
     def records():
@@ -109,6 +107,16 @@ def dataset(df, split="TRAIN", *, split_col="split", image_col="image_uri", labe
     out.rejected = rejected
     out.labels = plan.labels
     return (out, info) if with_info else out
+
+
+def _table_rows(prepared, index):
+    """A function of a record's label (its first row's) to the labels of every table row it
+    stands for (a refused image of a table of boxes is each of its rows' reason, as
+    ``to_tfrecord`` and ``validate`` report it)."""
+    if prepared.members is None:
+        return lambda label: [label]
+    rows = {index[members[0]]: [index[m] for m in members] for members in prepared.members}
+    return lambda label: rows.get(label, [label])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,7 @@ from .shard_cache import copy_name
 
 logger = redaction.logger(__name__)  # every record redacted
 
-_PREFETCH_THREADS = 2  # each call sends all its requests at once on fsspec's event loop
+_PREFETCH_THREADS = 2  # for stores without an event loop (and local copies' writes)
 _RECHECK_SECONDS = 1.0  # how often a copy another process is filling is looked for
 
 

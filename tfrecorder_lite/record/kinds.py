@@ -2,8 +2,9 @@
 
 A kind is one module (``record/boxes.py`` for boxes, ``record/segmentation_kind.py`` for
 masks) holding its features and its RecordKind; this is where kinds are registered, so that
-readers rebuild any output's features from its metadata.json without naming a kind. Classification (one label, several per record, or one per
-level) is the kind of an output without ``task``.
+readers rebuild any output's features from its metadata.json without naming a kind.
+Classification (one label, several per record, or one per level) is the kind of an output
+without ``task``.
 """
 
 from . import boxes, segmentation_kind

@@ -5,7 +5,6 @@ a shuffled load(), and iterator checkpoints of every load() pipeline, bound to w
 The store is a real HTTP server in a child process (tests/hostile_http.py, ``/ok/``: ranged
 reads honoured, every request counted)."""
 
-import json
 import os
 import subprocess
 import sys

@@ -4,13 +4,15 @@ a reduced scale where that still covers the target size, then resized as TensorF
 ``load(image_size=...)`` decodes a JPEG at 1/2, 1/4 or 1/8 scale when that still covers the
 target (libjpeg's scaled decode, picked as Pillow's ``draft()`` picks it), then resizes with
 ``tf.image.resize``: bilinear, half-pixel centres, no antialiasing, rounded to uint8. Pillow's
-``resize()`` antialiases (a shrunken image differs by tens of levels), but its affine
-``transform()`` samples bilinearly at the same points without antialiasing; done on float
-channels and rounded as ``load()`` rounds, it gives ``load()``'s pixels to within one level.
+``resize()`` antialiases (a shrunken image differs by tens of levels), and its 8-bit affine
+``transform()`` truncates where ``load()`` rounds, so the resize here is TensorFlow's own
+arithmetic in numpy: the same sample points and weights in float32, the same four pixels summed
+in the same order (across a row, then down), rounded as ``load()`` rounds.
 One channel is what TensorFlow's decoders give: a JPEG's luma (libjpeg's), and for other
 formats libpng's integer grey of RGB (Pillow's ``convert("L")`` rounds where it truncates).
 """
 
+import functools
 import io
 
 import numpy as np
@@ -35,7 +37,7 @@ def decode(encoded, channels=3, image_size=None):
                 image.mode not in ("L", "LA"):
             pixels = _grey(np.asarray(image.convert("RGB")))
         else:
-            pixels = np.asarray(image.convert(mode))
+            pixels = np.asarray(image if image.mode == mode else image.convert(mode))
         pixels = pixels.reshape(image.height, image.width, channels)
     if image_size is None or pixels.shape[:2] == tuple(image_size):
         return pixels
@@ -53,13 +55,42 @@ def resize_bilinear(pixels, size):
     """``pixels`` (uint8 ``[h, w, c]``) resized to ``size`` (height, width) as
     ``tf.image.resize`` does (bilinear, half-pixel centres, no antialiasing), rounded to
     uint8 as ``load()`` rounds."""
-    from PIL import Image
+    height, width, channels = pixels.shape
+    top, bottom, down = _taps(height, size[0], 1)
+    left, right, across = _taps(width, size[1], channels)
+    rows = pixels.reshape(height, width * channels)  # a pixel's channels side by side
+    upper, lower = rows[top], rows[bottom]
+    above = upper[:, right].astype(np.float32)
+    left_above = upper[:, left].astype(np.float32)
+    above -= left_above
+    above *= across
+    above += left_above  # the row above the sample point, interpolated across
+    below = lower[:, right].astype(np.float32)
+    left_below = lower[:, left].astype(np.float32)
+    below -= left_below
+    below *= across
+    below += left_below
+    below -= above
+    below *= down[:, None]
+    below += above
+    below += np.float32(0.5)  # within [0, 255]: adding 0.5 and truncating rounds it
+    return below.astype(np.uint8).reshape(size[0], size[1], channels)
 
-    height, width = pixels.shape[:2]
-    out_height, out_width = size
-    # output pixel centre (x + 0.5) maps to input x' = (x + 0.5) * scale, sampled at x' - 0.5
-    scale = (width / out_width, 0, 0, 0, height / out_height, 0)
-    planes = [np.asarray(Image.fromarray(pixels[:, :, c].astype(np.float32), "F").transform(
-        (out_width, out_height), Image.Transform.AFFINE, scale,
-        resample=Image.Resampling.BILINEAR)) for c in range(pixels.shape[2])]
-    return (np.stack(planes, axis=-1) + 0.5).astype(np.uint8)  # within [0, 255]
+
+@functools.lru_cache(maxsize=512)
+def _taps(in_size, out_size, channels):
+    """TensorFlow's bilinear taps along one axis (``compute_interpolation_weights``, half-pixel
+    centres, all in float32): the indices of the lower and upper source values of each output
+    value (``channels`` values a pixel, side by side) and the upper one's weight."""
+    scale = np.float32(in_size) / np.float32(out_size)
+    centres = (np.arange(out_size, dtype=np.float32) + np.float32(0.5)) * scale - np.float32(0.5)
+    floor = np.floor(centres)
+    lower = np.maximum(floor, 0).astype(np.intp)
+    upper = np.minimum(np.ceil(centres), in_size - 1).astype(np.intp)
+    weight = centres - floor
+    offsets = np.arange(channels)
+    taps = ((lower[:, None] * channels + offsets).ravel(),
+            (upper[:, None] * channels + offsets).ravel(), np.repeat(weight, channels))
+    for array in taps:
+        array.flags.writeable = False  # shared by every image of these sizes
+    return taps

@@ -61,7 +61,7 @@ def data_source(output_dir, split, *, storage_options=None, decode_image=False, 
         image_size: ``(height, width)`` (or an int, a square) to resize the decoded image to,
             as ``load(image_size=...)`` does: a JPEG decoded at 1/2, 1/4 or 1/8 scale where
             that still covers the size, then bilinear without antialiasing, uint8 (the pixels
-            ``load()`` gives, to within one level). Needs ``decode_image=True``.
+            ``load()`` gives). Needs ``decode_image=True``.
         block_size: bytes of each ranged read of a remote shard (records are read in whole
             blocks, and a record larger than a block in several); an int, or text such as
             ``"4MiB"``, as ``cache_bytes``.

@@ -85,10 +85,10 @@ def _taps(in_size, out_size, channels):
     scale = np.float32(in_size) / np.float32(out_size)
     centres = (np.arange(out_size, dtype=np.float32) + np.float32(0.5)) * scale - np.float32(0.5)
     floor = np.floor(centres)
-    lower = np.maximum(floor, 0).astype(np.intp)
-    upper = np.minimum(np.ceil(centres), in_size - 1).astype(np.intp)
+    lower = np.maximum(floor, 0).astype(np.int32)  # numpy gathers by int32 faster than intp
+    upper = np.minimum(np.ceil(centres), in_size - 1).astype(np.int32)
     weight = centres - floor
-    offsets = np.arange(channels)
+    offsets = np.arange(channels, dtype=np.int32)
     taps = ((lower[:, None] * channels + offsets).ravel(),
             (upper[:, None] * channels + offsets).ravel(), np.repeat(weight, channels))
     for array in taps:

@@ -50,6 +50,20 @@ def test_the_autotuner_is_off_on_few_cores_and_on_elsewhere(written, monkeypatch
     assert [images.shape[0] for images, _ in mine] == [5, 5, 5, 1]
 
 
+def test_autograph_converts_none_of_the_pipelines_functions(written, capsys):
+    # AutoGraph logs each call it converts ("Converted call: <function ...>"); rewriting the
+    # library's functions was most of a process's first load()
+    tf.autograph.set_verbosity(1, alsologtostdout=True)
+    try:
+        capsys.readouterr()
+        dataset = tfrecorder_lite.load(written, "train", batch_size=5, image_size=(10, 14))
+        assert [images.shape[0] for images, _ in dataset] == [5, 5, 5, 1]
+        logged = capsys.readouterr().out
+    finally:
+        tf.autograph.set_verbosity(0, alsologtostdout=False)
+    assert "Converted call" not in logged, logged[:2000]
+
+
 def test_batching_images_of_different_sizes_needs_image_size(written):
     with pytest.raises(tfrecorder_lite.SchemaError, match="image_size"):
         tfrecorder_lite.load(written, "TRAIN", batch_size=4)

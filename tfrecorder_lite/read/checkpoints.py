@@ -12,6 +12,8 @@ restored from elsewhere fails at its next element, naming what differs.
 import hashlib
 import json
 
+from ..record.tensorflow import as_written
+
 
 def describe(split, shards, generation, shuffle, seed, num_hosts=1, host_index=0):
     """The description of a pipeline (JSON text) that a checkpoint of it carries.
@@ -61,7 +63,7 @@ def carry(tf, dataset, description):
     """``dataset``'s elements as ``(description, element)``: a ``scan`` whose state (saved in
     checkpoints) is the description of the pipeline it was created in."""
     return dataset.scan(tf.constant(description),
-                        lambda saved, element: (saved, (saved, element)))
+                        as_written(tf, lambda saved, element: (saved, (saved, element))))
 
 
 def bind(tf, dataset, description):
@@ -75,4 +77,4 @@ def bind(tf, dataset, description):
         with tf.control_dependencies([checked]):
             return tf.nest.map_structure(tf.identity, element, expand_composites=True)
 
-    return carry(tf, dataset, description).map(check)
+    return carry(tf, dataset, description).map(as_written(tf, check))

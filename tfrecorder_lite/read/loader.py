@@ -19,7 +19,7 @@ from ..record.kinds import features_of
 from ..output.splits import pick
 from ..storage import Store, stat_many
 from ..redaction import redact
-from ..record.tensorflow import import_tensorflow
+from ..record.tensorflow import as_written, import_tensorflow
 from .data_source import check_uncompressed
 
 CYCLE_LENGTH = 8  # shards read in turn by load() without shuffle="global"
@@ -373,7 +373,7 @@ def _shard_reader(tf, file_format, compression, output_url):
         ends_early = tf.data.Dataset.from_tensors(path).map(functools.partial(fail, name, expected))
         return records(path).concatenate(ends_early).take(expected)
 
-    return read_shard
+    return as_written(tf, read_shard)
 
 
 def decoder(tf, features, options, ratios=(), spec=None):
@@ -416,4 +416,4 @@ def decoder(tf, features, options, ratios=(), spec=None):
                     **(found if isinstance(found, dict) else {target.name: found})}
         return {**parsed, "image": image}
 
-    return decode
+    return as_written(tf, decode)

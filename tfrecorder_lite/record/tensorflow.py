@@ -32,6 +32,18 @@ def import_tensorflow():
     return tensorflow
 
 
+def as_written(tf, function):
+    """``function`` for ``tf.data`` to trace as it is written, without AutoGraph's conversion.
+
+    AutoGraph rewrites a function's Python source, and every function it calls, the first
+    time a process traces it: for the library's pipeline functions (TensorFlow ops only, their
+    Python ``if``s on Python values) that rewriting was most of the time the first ``load()``
+    of a process took, and it changes nothing in the graph. Functions traced inside (a
+    ``map`` in an ``interleave``) are left as written too.
+    """
+    return tf.autograph.experimental.do_not_convert(function)
+
+
 @contextlib.contextmanager
 def _standard_error_silenced():
     """Send file descriptor 2 to /dev/null inside the block (no-op where that cannot be done)."""

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pandas as pd
@@ -89,6 +90,20 @@ def test_shuffle_true_streams_whole_shards_in_a_new_order_each_epoch(served):
     assert sorted(first) == sorted(second) == sorted(_names(tfrecorder_lite.load(
         out, "TRAIN", as_supervised=False)))
     assert first != second
+
+
+@pytest.mark.parametrize("shuffle", [False, "global"])
+def test_the_first_records_are_fetched_while_the_pipeline_is_made(served, shuffle):
+    out, url, server = served
+    server.reset_counts()
+    options = dict(batch_size=4, as_supervised=False, shuffle=shuffle, seed=5)
+    remote = tfrecorder_lite.load(url, "TRAIN", **options)
+    # shards are asked for before the dataset is iterated (waited for, up to a deadline)
+    deadline = time.monotonic() + 30
+    while not _shard_gets(server) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _shard_gets(server)
+    assert _names(remote) == _names(tfrecorder_lite.load(out, "TRAIN", **options))
 
 
 def test_the_cache_folder_stays_within_its_limit_and_keeps_only_its_own(served, tmp_path):

@@ -18,11 +18,15 @@ position.
 
 import threading
 
+import joblib
 import numpy as np
 
 from . import checkpoints
+from .. import redaction
 from ..errors import SchemaError
 from .order import GlobalOrder, check_hosts, host_share
+
+logger = redaction.logger(__name__)  # every record redacted
 
 _READ_GROUP = 64  # records read per call into Python
 # groups read at once: remote reads wait on the store, and more groups in flight hide it
@@ -30,6 +34,9 @@ _GROUPS_IN_FLIGHT = {True: 2, False: 8}  # by "the store is local"
 _NO_END = np.iinfo(np.int64).max
 _LAST_POSITION = 1 << 62  # global positions stay below it: int64 arithmetic on them never overflows
 _READ_AHEAD = 1024  # records beyond each group whose remote blocks are fetched ahead
+# records whose remote blocks are fetched as soon as the pipeline is made, while TensorFlow
+# builds it (the first groups read)
+_FETCHED_FIRST = 2 * _READ_GROUP
 
 
 class InputPosition:
@@ -116,6 +123,9 @@ def records(tf, source, order, position, description, symbolic=True):
         return np.array(found, dtype=object)
 
     expected = description.encode()
+    if not source.is_local and position.num_records:
+        threading.Thread(target=_fetch_first, args=(source, order, position),
+                         name="tfrecorder_lite-first-reads", daemon=True).start()
     dataset = checkpoints.carry(tf, tf.data.Dataset.range(1).flat_map(positions), description)
     dataset = dataset.batch(_READ_GROUP).map(
         lambda saved, group: tf.py_function(read, [saved, group], tf.string),
@@ -124,7 +134,27 @@ def records(tf, source, order, position, description, symbolic=True):
     options.experimental_symbolic_checkpoint = symbolic
     options.experimental_external_state_policy = \
         tf.data.experimental.ExternalStatePolicy.IGNORE
+    if not source.is_local:
+        # TensorFlow runs the reads on its threads, as many as cores by default: reads waiting
+        # on the store would hold them all and leave the decoders none (and fewer groups in
+        # flight than asked)
+        options.threading.private_threadpool_size = \
+            joblib.cpu_count() + _GROUPS_IN_FLIGHT[False]
     return dataset.with_options(options)
+
+
+def _fetch_first(source, order, position):
+    """Start fetching the remote blocks of the first records the dataset's first iterator
+    reads (its start may still move: this only fetches ahead, nothing depends on it). A
+    failure is left for the reads to raise."""
+    first, hosts = position.next_start + position.host_index, position.num_hosts
+    stop = first + hosts * _FETCHED_FIRST
+    if position.stop is not None:
+        stop = min(stop, position.stop)
+    try:
+        source.prefetch(order.records(np.arange(first, stop, hosts)))
+    except Exception as exc:  # the iterator's reads raise it, naming what failed
+        logger.debug("fetching the first records ahead failed: %s", exc)
 
 
 def count(position):

@@ -151,13 +151,15 @@ def large_limit(args):
 
 
 def collate(records):
-    """A batch of data_source records: stacked uint8 images and int64 labels."""
-    import numpy as np
+    """A batch of data_source records: stacked uint8 images and int64 labels, stacked by
+    PyTorch's ``default_collate`` (in a worker, straight into the shared memory the batch
+    travels in, as the DataLoader's default collation does)."""
     import torch
+    from torch.utils.data import default_collate
 
-    images = np.stack([record["image"] for record in records])
-    labels = np.array([np.asarray(record["image/class/label"]).item() for record in records])
-    return torch.from_numpy(images), torch.from_numpy(labels)
+    images = default_collate([torch.from_numpy(record["image"]) for record in records])
+    labels = torch.tensor([int(record["image/class/label"]) for record in records])
+    return images, labels
 
 
 def torch_loader(args):

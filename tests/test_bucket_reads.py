@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 
 import numpy as np
@@ -105,39 +104,6 @@ def test_the_first_records_are_fetched_while_the_pipeline_is_made(served, shuffl
         time.sleep(0.05)
     assert _shard_gets(server)
     assert _names(remote) == _names(tfrecorder_lite.load(out, "TRAIN", **options))
-
-
-def test_reads_waiting_on_the_store_run_side_by_side(tmp_path, monkeypatch):
-    # TensorFlow runs the reads on as many threads as cores unless told otherwise: groups of
-    # records waiting on the store held them all (two on two cores) and left the decoders none
-    from object_stores import Server
-    from tfrecorder_lite.read import data_source, indexed
-
-    out = _table(tmp_path, 4 * indexed._READ_GROUP, seed=1).tfrecord.to_tfrecord(
-        tmp_path / "out", num_shards=2, progress=False, leakage="ignore").output_dir
-    together = threading.Barrier(3, timeout=30)  # three reads waiting at once
-    waited = []
-    read = data_source.DataSource.read_serialized
-
-    def waiting(self, indices):
-        if len(waited) < 3:  # the first three reads wait for each other, as on a slow store
-            try:
-                together.wait()
-                waited.append(True)
-            except threading.BrokenBarrierError:
-                waited.append(False)
-        return read(self, indices)
-
-    monkeypatch.setattr(data_source.DataSource, "read_serialized", waiting)
-    options = dict(batch_size=8, as_supervised=False, shuffle="global", seed=2)
-    server = Server("http", root=tmp_path)
-    try:
-        names = _names(tfrecorder_lite.load(f"{server.url}/out", "TRAIN", **options))
-    finally:
-        server.stop()
-    monkeypatch.undo()
-    assert names == _names(tfrecorder_lite.load(out, "TRAIN", **options))
-    assert waited[:3] == [True] * 3
 
 
 def test_the_cache_folder_stays_within_its_limit_and_keeps_only_its_own(served, tmp_path):

@@ -18,7 +18,6 @@ position.
 
 import threading
 
-import joblib
 import numpy as np
 
 from . import checkpoints
@@ -134,12 +133,6 @@ def records(tf, source, order, position, description, symbolic=True):
     options.experimental_symbolic_checkpoint = symbolic
     options.experimental_external_state_policy = \
         tf.data.experimental.ExternalStatePolicy.IGNORE
-    if not source.is_local:
-        # TensorFlow runs the reads on its threads, as many as cores by default: reads waiting
-        # on the store would hold them all and leave the decoders none (and fewer groups in
-        # flight than asked)
-        options.threading.private_threadpool_size = \
-            joblib.cpu_count() + _GROUPS_IN_FLIGHT[False]
     return dataset.with_options(options)
 
 

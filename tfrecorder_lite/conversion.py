@@ -5,7 +5,7 @@ import dataclasses
 from .errors import InvalidRowError, SchemaError
 from .images import content_hash
 from .images.normalize import DEFAULT_MAX_BYTES
-from .output.hashes_files import check_present
+from .near_duplicates.hashes_file import check_present
 from .output.manifest import read_manifest
 from .table import labels, schema
 from .table.cells import is_blank
@@ -83,7 +83,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         leakage: what to do with near-duplicate images across splits (the same photo
             resized, re-encoded, slightly cropped or brightened in TRAIN and TEST), found by
             a perceptual hash of each image taken while it is read (each pair confirmed by
-            reading its two images again, see ``images.confirm``): "warn" (write them, list
+            reading its two images again, see ``near_duplicates.confirmation``): "warn" (write them, list
             each pair in ``result.problems`` and ``near-duplicates.csv``), "reject" (reject
             the later row of each pair, with its reason, whatever ``on_error``) or "ignore".
             Default: "warn" when the images are decoded anyway (``check="decode"``, an

@@ -17,13 +17,13 @@ import numpy as np
 from .. import redaction
 from ..images import content_hash
 from ..memory import give_back_freed_memory
-from ..output.hashes_files import read_written_images, sorted_holds, text_hashes
+from ..near_duplicates.hashes_file import (label_texts, read_written_images, sorted_holds,
+                                           text_hashes)
 from ..output.layout import hashes_name
 from ..output.manifest import SplitEntry
 from ..storage import read_many
 from ..output.splits import SPLITS
-from .csv_files import safe_cells
-from .leakage import label_texts
+from ..output.csv_files import safe_cells
 
 logger = redaction.logger(__name__)  # every record redacted
 SKIPPED = "already in the output"  # the reason of a skipped row (never written to a file)
@@ -34,7 +34,7 @@ def written_before(store, manifest):
 
     Raises:
         ManifestError: a hashes file is missing, differs from what metadata.json records of
-            it, or is no hashes file (``hashes_files.read_written_images``).
+            it, or is no hashes file (``hashes_file.read_written_images``).
     """
     before = read_written_images(store, manifest.near_duplicates or {})
     before.labels = frozenset(manifest.labels)

@@ -326,13 +326,6 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
 _PROBLEMS_CHUNK = 10_000  # pairs made into problems at once
 
 
-def recorded_image_options(image):
-    """The image options that decide a record's bytes, as metadata.json keeps them (an
-    append must use the same)."""
-    return {"check": image.check, "size": None if image.size is None else list(image.size),
-            "format": image.format, "quality": image.quality}
-
-
 def _finish_append(plan, df, store, receipts, leakage, previous, raises, before=None):
     """Finish a generation appended to the output of ``previous`` (its Manifest): drop the
     rows already there (skipped, or rejected with the reason naming both), look for
@@ -464,7 +457,8 @@ def _finish(plan, df, store, receipts, leakage="warn", previous=None, raises=Fal
             "by": "sha256 of the image_uri text" if plan.image is not None else
             "sha256 of the row's cells (but the split)"} if plan.assignment else None,
         near_duplicates=near,
-        other={} if plan.image is None else {"image_options": recorded_image_options(plan.image)})
+        other={} if plan.image is None else
+        {"image_options": appending.recorded_image_options(plan.image)})
     metadata = manifest.to_json()
     for name, text in tfds.files(manifest).items():
         store.write_atomic(name, text)

@@ -79,9 +79,10 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         leakage: what to do with near-duplicate images across splits (the same photo
             resized, re-encoded, slightly cropped or brightened in TRAIN and TEST), found by
             a perceptual hash of each image taken while it is read (each pair confirmed by
-            reading its two images again, see ``near_duplicates.confirmation``): "warn" (write them, list
-            each pair in ``result.problems`` and ``near-duplicates.csv``), "reject" (reject
-            the later row of each pair, with its reason, whatever ``on_error``) or "ignore".
+            reading its two images again, see ``near_duplicates.confirmation``): "warn"
+            (write them, list each pair in ``result.problems`` and ``near-duplicates.csv``),
+            "reject" (reject the later row of each pair, with its reason, whatever
+            ``on_error``) or "ignore".
             Default: "warn" when the images are decoded anyway (``check="decode"``, an
             ``image_size``, an append); "ignore" with ``check="header"``, which decodes no
             image (hashing would decode every one).
@@ -112,7 +113,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     ``xmin, ymin, xmax, ymax`` is a table of boxes, one row per box, written as one record per
     image with the keys object detectors read (``record/boxes.py``); a table with a
     ``mask_uri`` column (or ``mask_col``) is a table of masks, one row per image, written with
-    the keys segmentation models read (``record/segmentation_kind.py``).
+    the keys TF Model Garden's models of masks read (``record/kinds.py`` lists the kinds).
 
     Returns:
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).
@@ -166,18 +167,19 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
 
 
 def convert(source, output_dir, **options):
-    """Convert a DataFrame, a CSV file, an image folder (``SPLIT/LABEL/FILE``), a COCO
-    annotations file, a Pascal VOC folder, a Vertex AI import file or a YOLO folder.
+    """Convert a DataFrame, a CSV file, an image folder (``SPLIT/LABEL/FILE``) or a file or
+    folder of any other source format ``sources.registry`` reads (the annotation formats of
+    boxes and masks, each a module of ``sources/``).
 
     ``source`` and ``output_dir`` are local paths or fsspec URLs. Relative image paths in a CSV
     resolve against the CSV's folder (a URL for a remote CSV) unless ``base_dir`` is given. Takes
     the options of :func:`to_tfrecord`, and of ``sources.registry.read_source``: ``encoding``
     (default ``"utf-8"``) of a CSV file, ``task`` (one of ``sources.registry.TASKS``: how to read
-    a CSV that its shape does not tell), ``split``, ``image_dir`` and ``include_masks`` (each
-    box's instance mask) of a COCO file, and ``allow_outside_paths`` (read images an
-    annotation file names outside the folder given: refused rows or an error otherwise) and
-    ``max_annotation_bytes`` (default 1 GiB: a larger annotation file, COCO, Vertex AI, YOLO or
-    AutoML detection CSV, is refused).
+    a CSV that its shape does not tell), the options of one source format (``split``,
+    ``image_dir`` and ``include_masks``, see ``option_declarations``), ``allow_outside_paths``
+    (read images an annotation file names outside the folder given: refused rows or an error
+    otherwise) and ``max_annotation_bytes`` (default 1 GiB: a larger annotation file is
+    refused, see ``sources.annotation_files``).
     """
     columns = {k: options[k] for k in ("split_col", "image_col", "label_col") if k in options}
     reading = {k: options.pop(k) for k in source_option_names() if k in options}

@@ -71,7 +71,7 @@ class StoredImage:
     width: int
     channels: int
     source_size: tuple = None  # (height, width) before a resize (upright), when resized
-    luminance: bytes = None  # the image's luminance_grid.luminance_grid as displayed, when asked for
+    luminance: bytes = None  # its luminance_grid.luminance_grid as displayed, when asked
     orientation: int = 1  # the EXIF orientation turned upright (1: the file's pixels as they are)
 
 

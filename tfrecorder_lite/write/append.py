@@ -26,6 +26,7 @@ from ..output.manifest import SplitEntry, read_manifest
 from ..storage import read_many
 from ..output.splits import SPLITS
 from ..output.csv_files import safe_cells
+from ..record.kinds import kind_of
 from ..table import labels, schema
 from ..table.cells import is_blank
 from ..table.kinds import prepare
@@ -237,13 +238,13 @@ def appended_to(df, store, prepared, table, write, image):
                           "before they were kept), so an append cannot tell which rows it "
                           "already holds; convert it again first (with leakage='warn')")
     check_present(store, previous.near_duplicates)  # an append reads them when it finishes
-    if previous.task not in (None, "multi-label"):
+    annotations = kind_of(previous.task).annotations
+    if annotations is not None:
         raise SchemaError(
             f"{store.url} is a {previous.task} output, and an append takes tables of one label "
             "(or several) per row: the hashes files keep each image's labels, not its "
-            f"{'boxes' if previous.task == 'detection' else 'mask'}, so a corrected one could "
-            "not be told from one already there; convert the whole table again "
-            "(overwrite=True, or a new folder)")
+            f"{annotations}, so a corrected one could not be told from one already there; "
+            "convert the whole table again (overwrite=True, or a new folder)")
     if isinstance(previous.labels, dict):
         raise SchemaError(f"{store.url} has label levels ({', '.join(previous.labels)}), and "
                           "an append takes tables of one label (or several) per row; convert "

@@ -7,8 +7,8 @@ Four parts (all by default; ``photos`` only with a folder):
   ``--photos FOLDER``, every photo under the folder) converted with ``leakage="warn"`` (every
   image hashed) and with ``leakage="ignore"``, for ``check="decode"`` and ``check="header"``;
   interleaved rounds, wall seconds, medians and the per-round ratio.
-- ``search``: ``phash.near_pairs`` over 100,000 and 1,000,000 images (random hashes of 63
-  bits as ``perceptual_hashes`` gives them, or 64 with ``--bits 64``; six per image as the
+- ``search``: ``near_duplicates.search.near_pairs`` over 100,000 and 1,000,000 images (random
+  hashes of 63 bits as ``perceptual_hashes`` gives them, or 64 with ``--bits 64``; six per image as the
   writer keeps them: the whole image and five crops; splits 80/10/10), wall and CPU seconds,
   and the memory the search allocates at its peak beside the hashes (tracemalloc, a second
   untimed call).
@@ -48,7 +48,9 @@ import dataset
 
 sys.path.insert(0, str(dataset.REPO_ROOT))
 
-from tfrecorder_lite.images import confirm, phash  # noqa: E402
+from tfrecorder_lite.near_duplicates import confirmation as confirm  # noqa: E402
+from tfrecorder_lite.near_duplicates import perceptual_hash as phash  # noqa: E402
+from tfrecorder_lite.near_duplicates import search as pair_search  # noqa: E402
 
 
 def convert(args):
@@ -108,14 +110,14 @@ def search(args):
         asking = int((groups != 0).sum())
         crops = (n - asking) * len(phash.CROPS)  # indexed a part at a time
         bands = [_bands(n, asking * hashes.shape[1], args.bits),
-                 _bands(min(crops, phash._INDEX_PART), asking, args.bits) +
-                 (f" ({-(-crops // phash._INDEX_PART)} parts)" if crops > phash._INDEX_PART
-                  else "")]
+                 _bands(min(crops, pair_search._INDEX_PART), asking, args.bits) +
+                 (f" ({-(-crops // pair_search._INDEX_PART)} parts)"
+                  if crops > pair_search._INDEX_PART else "")]
         wall, cpu = time.perf_counter(), time.process_time()
-        first, _, _ = phash.near_pairs(hashes, groups)
+        first, _, _ = pair_search.near_pairs(hashes, groups)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         tracemalloc.start()  # again, for the memory the search holds at its peak (numpy's
-        phash.near_pairs(hashes, groups)  # arrays are traced), untimed
+        pair_search.near_pairs(hashes, groups)  # arrays are traced), untimed
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         print(f"| {n:,} | {hashes.size:,} | {'; '.join(bands)} | {wall:.2f} | {cpu:.2f} "
@@ -124,7 +126,7 @@ def search(args):
 
 def _bands(count, queries, bits):
     """The bands near_pairs takes for ``queries`` lookups among ``count`` hashes, as text."""
-    layout = phash._bands(count, queries, bits, phash.MAX_DISTANCE)
+    layout = pair_search._bands(count, queries, bits, phash.MAX_DISTANCE)
     if layout is None:
         return "all pairs"
     return " + ".join(f"{w} bits within {r}" for w, r in zip(*layout))
@@ -171,12 +173,12 @@ def quality(args):
             hashes.append(_hashes(f.read()))
     hashes = np.array(hashes, dtype=np.uint64)
     groups = pd.factorize(df.split)[0]
-    first, second, distance = phash.near_pairs(hashes, groups)
-    everyone = phash.near_pairs(hashes, np.arange(len(df)))  # any two images, split or not
+    first, second, distance = pair_search.near_pairs(hashes, groups)
+    everyone = pair_search.near_pairs(hashes, np.arange(len(df)))  # any two images, split or not
     print(f"\n## The {len(df)} distinct images: {len(first)} pair(s) across splits reported; "
           f"any two images: {len(everyone[0])} pair(s) within {phash.MAX_DISTANCE} bits"
           + (f" (distances {sorted(everyone[2].tolist())})" if len(everyone[0]) else ""))
-    lowest = phash.near_pairs(hashes, np.arange(len(df)), 16)[2]
+    lowest = pair_search.near_pairs(hashes, np.arange(len(df)), 16)[2]
     print(f"closest two distinct images: {lowest.min() if len(lowest) else '> 16'} bits\n")
     print("| copy in another split | found | largest distance | distances |")
     print("|---|---|---|---|")
@@ -185,7 +187,7 @@ def quality(args):
         found, distances = 0, []
         for i in sample:
             copy = _hashes(make(Image.open(df.image_uri[i]).convert("RGB")))
-            pair = phash.near_pairs(np.array([hashes[i], copy], dtype=np.uint64), [0, 1], 63)
+            pair = pair_search.near_pairs(np.array([hashes[i], copy], dtype=np.uint64), [0, 1], 63)
             distances.append(int(pair[2][0]))
             found += distances[-1] <= phash.MAX_DISTANCE
         counts = pd.Series(distances).value_counts().sort_index()
@@ -199,7 +201,7 @@ def photos(args):
     paths = sorted(p for p in Path(args.photos).rglob("*")
                    if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
     hashes = np.array([_hashes(p.read_bytes()) for p in paths], dtype=np.uint64)
-    first, second, distance = phash.near_pairs(hashes, np.arange(len(paths)), 16)
+    first, second, distance = pair_search.near_pairs(hashes, np.arange(len(paths)), 16)
     near = distance <= phash.MAX_DISTANCE
     same = sum(paths[a].read_bytes() == paths[b].read_bytes()
                for a, b in zip(first[near], second[near]))
@@ -234,7 +236,7 @@ def photos(args):
         distances, confirmed = [], 0
         for path, original in zip(sample, hashes[::args.every]):
             data = make(Image.open(path).convert("RGB"))
-            pair = phash.near_pairs(np.array([original, _hashes(data)], dtype=np.uint64),
+            pair = pair_search.near_pairs(np.array([original, _hashes(data)], dtype=np.uint64),
                                     [0, 1], 63)
             distances.append(int(pair[2][0]))
             confirmed += distances[-1] <= phash.MAX_DISTANCE and confirm.alike(

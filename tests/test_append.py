@@ -15,7 +15,7 @@ import pytest
 
 import tensorflow as tf
 import tfrecorder_lite
-from tfrecorder_lite.images.phash import CROPS
+from tfrecorder_lite.near_duplicates.perceptual_hash import CROPS
 from tfrecorder_lite.output import layout
 from tfrecorder_lite.output.manifest import read_manifest, split_shards
 
@@ -298,7 +298,7 @@ def test_hashes_files_of_outputs_without_their_checksums_are_read_and_counted(tm
 
 
 def test_the_earlier_images_are_the_hashes_files_rows_whatever_the_chunk(tmp_path):
-    from tfrecorder_lite.output.hashes_files import read_hashes_file, read_written_images
+    from tfrecorder_lite.near_duplicates.hashes_file import read_hashes_file, read_written_images
     from tfrecorder_lite.storage import Store
 
     df = _table(tmp_path / "images", n=9)

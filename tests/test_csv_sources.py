@@ -5,7 +5,7 @@ import pytest
 
 import tfrecorder_lite
 from tfrecorder_lite import SchemaError, cli
-from tfrecorder_lite.sources import csv_table
+from tfrecorder_lite.sources import registry
 from conftest import photo, save
 
 HEADER = "split,image_uri,label"
@@ -69,7 +69,7 @@ def test_headerless_csv_whose_first_row_has_no_split(tmp_path, folder, first):
     ("set,path,class", True),                  # no data: a header (refused: missing columns)
 ])
 def test_header_detection(first_line, header):
-    table = csv_table.read_csv(f"{first_line}\nTRAIN,b.jpg,dog\n".encode(), "t.csv")
+    table = registry.read_csv(f"{first_line}\nTRAIN,b.jpg,dog\n".encode(), "t.csv")
     assert len(table) == (1 if header else 2)
     assert (list(table.columns) == first_line.split(",")) == header
 
@@ -78,7 +78,7 @@ def test_trailing_empty_fields_are_dropped_and_integer_labels_stay_integers(tmp_
     lines = [line + ",," for line in rows("02")]
     lines[3] = lines[3][:-2]  # ragged only by its trailing commas
     for header in ([HEADER + ",,"], [HEADER], []):
-        table = csv_table.read_csv(("\n".join(header + lines) + "\n").encode(), "t.csv")
+        table = registry.read_csv(("\n".join(header + lines) + "\n").encode(), "t.csv")
         assert list(table.columns) == HEADER.split(",")
         assert table["label"].tolist() == [0, 2] * 3 and table["label"].dtype == "int64"
     result = convert(write(folder / "t.csv", lines), tmp_path)

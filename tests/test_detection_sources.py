@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from tfrecorder_lite import SchemaError, cli
-from tfrecorder_lite.sources import csv_table, registry
+from tfrecorder_lite.sources import registry
 from tfrecorder_lite.record.boxes import box_problem
 from tfrecorder_lite.sources.coco import read_coco
 from tfrecorder_lite.sources.voc import read_voc
@@ -29,7 +29,7 @@ def expected_table(rows, extra=(), ints=(), floats=()):
 
 
 def read_text_csv(text, **options):
-    return csv_table.read_csv(text.encode(), "boxes.csv", **options)
+    return registry.read_csv(text.encode(), "boxes.csv", **options)
 
 
 # ----------------------------------------------------------------------------- AutoML CSV

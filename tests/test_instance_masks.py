@@ -15,7 +15,7 @@ from conftest import photo, save
 from imagegen import read_examples
 from tfrecorder_lite import SchemaError
 from tfrecorder_lite.images import coco_rle
-from tfrecorder_lite.images.mask_pixels import MaskRejected, rasterize_polygons, rle_mask
+from tfrecorder_lite.images.instance_masks import MaskRejected, rasterize_polygons, rle_mask
 from tfrecorder_lite.read.verification import verify
 from tfrecorder_lite.sources.coco import read_coco
 

@@ -13,11 +13,13 @@ import xxhash
 from PIL import Image, ImageEnhance
 
 import tfrecorder_lite
-from tfrecorder_lite.images import confirm, phash
+from tfrecorder_lite.images import luminance_grid as grids
 from tfrecorder_lite.images.normalize import ImageOptions, prepare_image
+from tfrecorder_lite.near_duplicates import confirmation as confirm
+from tfrecorder_lite.near_duplicates import perceptual_hash as phash
+from tfrecorder_lite.near_duplicates import search
+from tfrecorder_lite.near_duplicates.confirmation import CONFIRMATION
 from tfrecorder_lite.output import layout
-
-from tfrecorder_lite.images.confirm import CONFIRMATION
 
 from imagegen import exif_bytes, one_layout_photo, rich_photo, sideways
 
@@ -88,7 +90,7 @@ def test_a_copy_hashes_near_its_original_and_far_from_other_photos(how):
     copy.save(encoded, fmt, **options)
     hashes = np.array([phash.hash_encoded(_jpeg(original)), phash.hash_encoded(encoded.getvalue()),
                        phash.hash_encoded(_jpeg(rich_photo(320, 420, seed=4)))], dtype=np.uint64)
-    first, second, distance = phash.near_pairs(hashes, [0, 1, 2])
+    first, second, distance = search.near_pairs(hashes, [0, 1, 2])
     assert list(zip(first, second)) == [(0, 1)]  # the copy, and never the other photo
     assert distance[0] <= phash.MAX_DISTANCE
 
@@ -107,16 +109,16 @@ def test_the_grid_is_what_pillows_own_operations_give(mode, size):
     image = rich_photo(size[1], size[0], seed=sum(size)).convert("RGBA")
     image.putalpha(Image.linear_gradient("L").resize(size))
     image = image.convert(mode) if mode != "I;16" else image.convert("L").convert("I;16")
-    gray = phash._upright_rgb_or_gray(image)
-    draft = phash._draft_scale(*gray.size)  # as a JPEG's draft for the hash
+    gray = grids._upright_rgb_or_gray(image)
+    draft = grids._draft_scale(*gray.size)  # as a JPEG's draft for the hash
     if draft > 1:
         gray = gray.reduce(draft)
-    factor = min(gray.size) // phash.GRID
+    factor = min(gray.size) // grids.GRID
     if factor > 1:
         gray = gray.reduce(factor)
     gray = gray if gray.mode == "L" else gray.convert("L")
-    expected = gray.resize((phash.GRID, phash.GRID), Image.BILINEAR).tobytes()
-    assert phash.luminance_grid(image) == expected
+    expected = gray.resize((grids.GRID, grids.GRID), Image.BILINEAR).tobytes()
+    assert grids.luminance_grid(image) == expected
 
 
 def test_one_picture_hashes_alike_however_it_is_decoded():
@@ -146,13 +148,13 @@ def test_the_grid_of_an_image_not_yet_loaded_is_the_loaded_ones():
     data = _jpeg(rich_photo(200, 300, seed=5))
     loaded = Image.open(io.BytesIO(data))
     loaded.load()
-    assert phash.luminance_grid(Image.open(io.BytesIO(data))) == phash.luminance_grid(loaded)
+    assert grids.luminance_grid(Image.open(io.BytesIO(data))) == grids.luminance_grid(loaded)
 
 
 def test_distinct_photos_are_never_pairs():
     hashes = [phash.hash_encoded(_jpeg(rich_photo(240 + i % 5 * 16, 320 - i % 3 * 16, seed=i)))
               for i in range(150)]
-    first, _, _ = phash.near_pairs(hashes, [i % 3 for i in range(150)])
+    first, _, _ = search.near_pairs(hashes, [i % 3 for i in range(150)])
     assert len(first) == 0
 
 
@@ -165,7 +167,7 @@ def test_the_search_finds_exactly_the_pairs_that_comparing_all_pairs_finds():
         bits = rng.choice(63, i % 13, replace=False)
         hashes[n - 1 - i, i % 3] = hashes[i, 0] ^ np.uint64(sum(1 << int(b) for b in bits))
     for max_distance in (0, 3, 8, 12):
-        got = set(zip(*(a.tolist() for a in phash.near_pairs(hashes, groups, max_distance))))
+        got = set(zip(*(a.tolist() for a in search.near_pairs(hashes, groups, max_distance))))
         whole = hashes[:, 0]
         distances = np.minimum(
             np.bitwise_count(whole[:, None, None] ^ hashes[None, :, :]).min(axis=2),
@@ -213,10 +215,10 @@ def test_the_bands_find_exactly_the_pairs_that_comparing_all_pairs_finds(bits):
     distances = _smallest_distances(hashes)
     asking = int((groups != np.bincount(groups).argmax()).sum())
     for max_distance in (0, 2, 6, 7):
-        assert phash._bands(n, asking * 6, bits, max_distance) is not None  # not all pairs
+        assert search._bands(n, asking * 6, bits, max_distance) is not None  # not all pairs
         want = _all_pairs(distances, groups, max_distance)
         for chunk in (1 << 17, 100):  # the queries all at once, and a hundred at a time
-            got = phash.near_pairs(hashes, groups, max_distance, chunk=chunk)
+            got = search.near_pairs(hashes, groups, max_distance, chunk=chunk)
             assert set(zip(*(a.tolist() for a in got))) == want
             assert list(zip(got[1], got[0])) == sorted(zip(got[1], got[0]))
         planted = {(i, n - 1 - i) for i in range(25, n // 2, 50) if i // 25 % 8 <= max_distance}
@@ -231,9 +233,9 @@ def test_a_search_made_a_piece_at_a_time_gives_the_same_pairs(monkeypatch, limit
     hashes, groups = _planted(3000, 63, seed=5)
     hashes[::7] &= np.uint64(0xFFFFFF)  # a seventh of them share their high bits
     want = _all_pairs(_smallest_distances(hashes), groups, 6)
-    whole = phash.near_pairs(hashes, groups, 6)
-    monkeypatch.setattr(phash, limit, 5 if limit == "_CANDIDATES" else 1000)
-    pieces = phash.near_pairs(hashes, groups, 6)
+    whole = search.near_pairs(hashes, groups, 6)
+    monkeypatch.setattr(search, limit, 5 if limit == "_CANDIDATES" else 1000)
+    pieces = search.near_pairs(hashes, groups, 6)
     assert set(zip(*(a.tolist() for a in pieces))) == want
     assert all((a == b).all() for a, b in zip(whole, pieces)) and len(want) > 30
 
@@ -249,8 +251,8 @@ def test_a_search_for_the_pairs_of_some_images_finds_exactly_theirs(monkeypatch,
     everything = _all_pairs(_smallest_distances(hashes), groups, 6)
     mine = set(involving.tolist())
     want = {pair for pair in everything if pair[0] in mine or pair[1] in mine}
-    monkeypatch.setattr(phash, "_INDEX_PART", 2000)  # the others' crops looked up in parts
-    got = phash.near_pairs(hashes, groups, 6, involving=involving)
+    monkeypatch.setattr(search, "_INDEX_PART", 2000)  # the others' crops looked up in parts
+    got = search.near_pairs(hashes, groups, 6, involving=involving)
     assert set(zip(*(a.tolist() for a in got))) == want
     assert list(zip(got[1], got[0])) == sorted(zip(got[1], got[0]))
     assert len(want) >= 1 and len(everything) > len(want)  # (n - 26 is image 25's copy)
@@ -271,7 +273,7 @@ def test_copies_in_one_group_are_looked_up_once_and_each_image_paired_once_a_set
     everything = _all_pairs(_smallest_distances(hashes), groups, 6)
     want = everything if mine is None else \
         {pair for pair in everything if pair[0] >= n - 300 or pair[1] >= n - 300}
-    first, second, distance = phash.near_pairs(hashes, groups, 6, involving=mine)
+    first, second, distance = search.near_pairs(hashes, groups, 6, involving=mine)
     got = set(zip(first.tolist(), second.tolist(), distance.tolist()))
     assert got <= want and len(want) > 20 * len(got)  # each a pair of close images
     assert list(zip(second, first)) == sorted(zip(second, first))
@@ -292,8 +294,8 @@ def test_copies_in_one_group_are_looked_up_once_and_each_image_paired_once_a_set
 
 def test_few_hashes_are_compared_all_pairs_and_give_the_same_pairs():
     hashes, groups = _planted(200, 63, seed=3)
-    assert phash._bands(200, 60 * 6, 63, 6) is None
-    got = phash.near_pairs(hashes, groups, 6)
+    assert search._bands(200, 60 * 6, 63, 6) is None
+    got = search.near_pairs(hashes, groups, 6)
     assert set(zip(*(a.tolist() for a in got))) == \
         _all_pairs(_smallest_distances(hashes), groups, 6)
     assert {(25, 174), (75, 124)} <= set(zip(got[0].tolist(), got[1].tolist()))  # planted
@@ -301,7 +303,7 @@ def test_few_hashes_are_compared_all_pairs_and_give_the_same_pairs():
 
 def test_hashes_bad_input_is_refused_with_the_value():
     with pytest.raises(ValueError, match="max_distance must be 0 to 63, not 64"):
-        phash.near_pairs([1, 2], [0, 1], 64)
+        search.near_pairs([1, 2], [0, 1], 64)
     with pytest.raises(ValueError, match="16 hex digits each, not 'xyz'"):
         phash.from_hex("xyz")
 
@@ -528,7 +530,7 @@ def test_pictures_of_one_layout_or_in_another_colour_are_told_from_a_copy(tmp_pa
     df = _one_layout_table(tmp_path / "images")
     picture = _hash_of(df.image_uri[0])
     for path in df.image_uri[1:]:  # the 64-bit hash alone would pair all three
-        first, _, _ = phash.near_pairs(np.array([picture, _hash_of(path)], dtype=np.uint64),
+        first, _, _ = search.near_pairs(np.array([picture, _hash_of(path)], dtype=np.uint64),
                                        [0, 1])
         assert len(first) == 1, path
     for check in ("header", "decode"):
@@ -581,7 +583,7 @@ def test_a_pair_whose_earlier_image_changed_is_reported_unconfirmed(tmp_path, ca
 
 def test_fine_hashes_of_copies_are_near_and_of_one_layout_far():
     pictures = [one_layout_photo(seed, detail) for seed in range(4) for detail in (0, 1)]
-    fine = phash.fine_hashes([phash.encoded_luminance_grid(_jpeg(p)) for p in pictures])
+    fine = phash.fine_hashes([grids.encoded_luminance_grid(_jpeg(p)) for p in pictures])
     assert fine.shape == (8, len(phash.ALIGNED), 32) and phash.ALIGNED[0] == (0, 0, 0, 0)
     bits = np.unpackbits(fine, axis=2)
     assert (bits[:, :, phash.FINE_BITS:] == 0).all()  # 255 bits a hash
@@ -592,7 +594,7 @@ def test_fine_hashes_of_copies_are_near_and_of_one_layout_far():
         for i in range(0, 8, 2):
             encoded = io.BytesIO()
             make(pictures[i]).save(encoded, fmt, **options)
-            copy = phash.fine_hashes([phash.encoded_luminance_grid(encoded.getvalue())])[0]
+            copy = phash.fine_hashes([grids.encoded_luminance_grid(encoded.getvalue())])[0]
             assert phash.fine_distance(fine[i], copy) <= phash.FINE_MAX_DISTANCE, how
     for i in range(0, 8, 2):
         assert phash.fine_distance(fine[i], fine[i + 1]) > 2 * phash.FINE_MAX_DISTANCE
@@ -767,9 +769,9 @@ def test_copies_in_three_groups_are_each_paired_once_with_their_stand_ins():
     hashes[:9] = hashes[0]
     hashes[10] = hashes[9] ^ np.uint64(0b101)
     groups = [0, 1, 2] * 3 + [0, 1]
-    first, second, distance, stand_ins = phash.near_pairs(hashes, groups, stand_ins=True)
+    first, second, distance, stand_ins = search.near_pairs(hashes, groups, stand_ins=True)
     pairs = list(zip(first.tolist(), second.tolist(), distance.tolist()))
     assert pairs == [(0, 1, 0), (0, 2, 0), (1, 3, 0), (0, 4, 0), (0, 5, 0), (1, 6, 0),
                      (0, 7, 0), (0, 8, 0), (9, 10, 2)]
     assert stand_ins.tolist() == [0, 1, 2, 0, 1, 2, 0, 1, 2, 9, 10]
-    assert phash.near_pairs(hashes, groups)[0].tolist() == first.tolist()
+    assert search.near_pairs(hashes, groups)[0].tolist() == first.tolist()

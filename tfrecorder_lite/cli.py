@@ -19,6 +19,7 @@ from .sources import registry
 from .conversion import convert
 from .output.layout import NEAR_DUPLICATES
 from .output.manifest import as_of, read_manifest, summary_text
+from .read import coco_export
 from .read.coco_export import to_coco
 from .read.report import inspect
 from .read.verification import verify
@@ -109,13 +110,9 @@ def _parser():
     commands = parser.add_subparsers(dest="command", required=True)
 
     c = commands.add_parser("convert", help="write TFRecord shards from a CSV, an image "
-                                            "folder, a COCO .json file, a Pascal VOC folder, "
-                                            "a Vertex AI import file or a YOLO folder")
-    c.add_argument("source", help="CSV file (split,image_uri,label, or AutoML's detection CSV), "
-                                  "folder SPLIT/LABEL/FILE, COCO instances_*.json, Pascal VOC "
-                                  "folder (Annotations/, JPEGImages/), Vertex AI import file "
-                                  "(.jsonl or .csv) or YOLO folder (data.yaml, images/, "
-                                  "labels/): a path or a URL (gs://, s3://, http(s)://, ...)")
+                                            "folder or an annotated dataset (see source)")
+    c.add_argument("source", help=f"{registry.described()}: a path or a URL (gs://, s3://, "
+                                  "http(s)://, ...)")
     c.add_argument("output_dir", help="a folder: a path or a URL (gs://, s3://, ...)")
     flag = functools.partial(_declared_flag, c)
     flag("num_shards", type=int)
@@ -167,8 +164,7 @@ def _parser():
     _add_storage_options(i)
     _add_generation(i)
 
-    e = commands.add_parser("export-coco", help="write COCO instances JSON of one split of a "
-                                                "detection output (for pycocotools' COCOeval)")
+    e = commands.add_parser("export-coco", help=coco_export.COMMAND_HELP)
     e.add_argument("output_dir")
     e.add_argument("split", help="TRAIN, VALIDATION or TEST")
     e.add_argument("path", help="the JSON file to write: a path or a URL")
@@ -251,9 +247,10 @@ def _info(args):
 
 
 def _export_coco(args):
-    coco = to_coco(args.output_dir, args.split, args.path, storage_options=args.storage_options)
-    _print(f"wrote {args.path}: {len(coco['images'])} images, {len(coco['annotations'])} "
-           f"boxes, {len(coco['categories'])} categories")
+    exported = to_coco(args.output_dir, args.split, args.path,
+                       storage_options=args.storage_options)
+    _print(f"wrote {args.path}: {len(exported['images'])} images, "
+           f"{len(exported['annotations'])} boxes, {len(exported['categories'])} categories")
     return 0
 
 

@@ -5,10 +5,6 @@ import dataclasses
 from .errors import InvalidRowError, SchemaError
 from .images import content_hash
 from .images.normalize import DEFAULT_MAX_BYTES
-from .output.hashes_files import check_present
-from .output.manifest import read_manifest
-from .table import labels, schema
-from .table.cells import is_blank
 from .option_declarations import source_option_names
 from .options import (TableOptions, WriteOptions, check_conversion, check_source_options,
                       image_options, leakage_for)
@@ -16,9 +12,9 @@ from .storage import Store
 from .storage import errors as store_errors
 from .sources import registry
 from .table.kinds import prepare
-from .write.append import already_there, written_before
+from .write.append import already_there, appended_to, check_same_records, written_before
 from .write.beam_runner import runner_for
-from .write.driver import recorded_image_options, write_plan
+from .write.driver import write_plan
 from .write.plan import build_plan
 
 
@@ -83,9 +79,10 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         leakage: what to do with near-duplicate images across splits (the same photo
             resized, re-encoded, slightly cropped or brightened in TRAIN and TEST), found by
             a perceptual hash of each image taken while it is read (each pair confirmed by
-            reading its two images again, see ``images.confirm``): "warn" (write them, list
-            each pair in ``result.problems`` and ``near-duplicates.csv``), "reject" (reject
-            the later row of each pair, with its reason, whatever ``on_error``) or "ignore".
+            reading its two images again, see ``near_duplicates.confirmation``): "warn"
+            (write them, list each pair in ``result.problems`` and ``near-duplicates.csv``),
+            "reject" (reject the later row of each pair, with its reason, whatever
+            ``on_error``) or "ignore".
             Default: "warn" when the images are decoded anyway (``check="decode"``, an
             ``image_size``, an append); "ignore" with ``check="header"``, which decodes no
             image (hashing would decode every one).
@@ -116,7 +113,7 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     ``xmin, ymin, xmax, ymax`` is a table of boxes, one row per box, written as one record per
     image with the keys object detectors read (``record/boxes.py``); a table with a
     ``mask_uri`` column (or ``mask_col``) is a table of masks, one row per image, written with
-    the keys segmentation models read (``record/segmentation_kind.py``).
+    the keys TF Model Garden's models of masks read (``record/kinds.py`` lists the kinds).
 
     Returns:
         A ConversionResult (``output_dir``, ``counts``, ``labels``, ``rejected``, ``metadata``).
@@ -146,13 +143,13 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
     image = None if image_col is None else image
     previous = before = None
     if append:
-        previous, prepared = _appending(df, store, prepared, table, write, image)
+        previous, prepared = appended_to(df, store, prepared, table, write, image)
         image = dataclasses.replace(  # its generations share one hash of the files' bytes
             image, content_hash=content_hash.of_output(previous.near_duplicates))
 
     def already_written(draft):  # an append's rows already there, found on the drafted plan
         nonlocal before
-        _same_records(previous, draft, store)
+        check_same_records(previous, draft, store)
         before = written_before(store, previous)
         return already_there(draft, before, storage_options)
 
@@ -169,87 +166,20 @@ def to_tfrecord(df, output_dir, *, split_col="split", image_col="image_uri", lab
         raise missing from exc
 
 
-def _appending(df, store, prepared, table, write, image):
-    """``(the Manifest appended to, the table prepared with the output's label ids)``.
-
-    Raises:
-        ManifestError: ``store`` holds no finished output, or one whose hashes files are
-            missing or damaged.
-        SchemaError: an append that cannot be (what it lacks, what differs), before anything
-            is written.
-    """
-    previous, _ = read_manifest(store)
-    if write.overwrite:
-        raise SchemaError("append=True adds to the output, and overwrite=True replaces it: "
-                          "choose one")
-    if image is None or previous.image is None:
-        raise SchemaError("append adds images to an output of images; a table without images "
-                          "(or an output without them) cannot be appended to")
-    if not (previous.near_duplicates or {}).get("hashes"):
-        raise SchemaError(f"{store.url} keeps no hashes of its images (written with "
-                          "leakage='ignore', with check='header' without leakage='warn', or "
-                          "before they were kept), so an append cannot tell which rows it "
-                          "already holds; convert it again first (with leakage='warn')")
-    check_present(store, previous.near_duplicates)  # an append reads them when it finishes
-    if previous.task not in (None, "multi-label"):
-        raise SchemaError(
-            f"{store.url} is a {previous.task} output, and an append takes tables of one label "
-            "(or several) per row: the hashes files keep each image's labels, not its "
-            f"{'boxes' if previous.task == 'detection' else 'mask'}, so a corrected one could "
-            "not be told from one already there; convert the whole table again "
-            "(overwrite=True, or a new folder)")
-    if isinstance(previous.labels, dict):
-        raise SchemaError(f"{store.url} has label levels ({', '.join(previous.labels)}), and "
-                          "an append takes tables of one label (or several) per row; convert "
-                          "the whole table again (overwrite=True, or a new folder)")
-    if table.label_map is not None:
-        raise SchemaError("append keeps the output's label ids (new labels get the next "
-                          "ones): it takes no label_map")
-    if (previous.compression or None) != write.compression:
-        raise SchemaError(f"compression must be the output's ({previous.compression}) to "
-                          f"append to it, not {write.compression}")
-    known = previous.other.get("image_options")
-    asked = recorded_image_options(image)
-    if known is not None and known != asked:
-        differ = [f"{k} {known.get(k)!r} (asked: {asked[k]!r})" for k in asked
-                  if known.get(k) != asked[k]]
-        raise SchemaError(f"the output's records were written with {', '.join(differ)}: an "
-                          "append must use the same image options; nothing was written")
-    if (previous.image.stored == "resized") != (image.size is not None):
-        raise SchemaError("image_size must be the output's to append to it "
-                          f"({'resized' if image.size else 'kept'} images asked, "
-                          f"{previous.image.stored} in the output)")
-    series, _, _ = labels.elements(prepared.frame[table.label_col], table.label_sep)
-    texts = {schema.label_text(v) for v in series.tolist() if not is_blank(v)}
-    new = sorted(texts - set(previous.labels))
-    return previous, prepare(df, dataclasses.replace(
-        table, label_map=list(previous.labels) + new))
-
-
-def _same_records(previous, plan, store):
-    """SchemaError unless the append's records have the output's features."""
-    features = plan.features.describe()
-    if features != previous.features:
-        differ = sorted(set(features) ^ set(previous.features)) or sorted(
-            k for k in features if features[k] != previous.features.get(k))
-        raise SchemaError(f"the table's records would differ from those of {store.url} in "
-                          f"{', '.join(differ)}: an append must give records of the same "
-                          "features; nothing was written")
-
-
 def convert(source, output_dir, **options):
-    """Convert a DataFrame, a CSV file, an image folder (``SPLIT/LABEL/FILE``), a COCO
-    annotations file, a Pascal VOC folder, a Vertex AI import file or a YOLO folder.
+    """Convert a DataFrame, a CSV file, an image folder (``SPLIT/LABEL/FILE``) or a file or
+    folder of any other source format ``sources.registry`` reads (the annotation formats of
+    boxes and masks, each a module of ``sources/``).
 
     ``source`` and ``output_dir`` are local paths or fsspec URLs. Relative image paths in a CSV
     resolve against the CSV's folder (a URL for a remote CSV) unless ``base_dir`` is given. Takes
     the options of :func:`to_tfrecord`, and of ``sources.registry.read_source``: ``encoding``
     (default ``"utf-8"``) of a CSV file, ``task`` (one of ``sources.registry.TASKS``: how to read
-    a CSV that its shape does not tell), ``split``, ``image_dir`` and ``include_masks`` (each
-    box's instance mask) of a COCO file, and ``allow_outside_paths`` (read images an
-    annotation file names outside the folder given: refused rows or an error otherwise) and
-    ``max_annotation_bytes`` (default 1 GiB: a larger annotation file, COCO, Vertex AI, YOLO or
-    AutoML detection CSV, is refused).
+    a CSV that its shape does not tell), the options of one source format (``split``,
+    ``image_dir`` and ``include_masks``, see ``option_declarations``), ``allow_outside_paths``
+    (read images an annotation file names outside the folder given: refused rows or an error
+    otherwise) and ``max_annotation_bytes`` (default 1 GiB: a larger annotation file is
+    refused, see ``sources.annotation_files``).
     """
     columns = {k: options[k] for k in ("split_col", "image_col", "label_col") if k in options}
     reading = {k: options.pop(k) for k in source_option_names() if k in options}

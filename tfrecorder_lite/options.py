@@ -16,7 +16,7 @@ from .option_declarations import (
     BOX_FORMATS, BOX_UNITS, BY_NAME, CHANNELS, CHECKS, IMAGE_FORMATS, LEAKAGE, ON_ERROR,
     UNASSIGNED)
 from .record.framing import normalize_compression
-from .table import segmentation
+from .table import kinds
 from .table.schema import split_assignment
 from .output.splits import canonical
 
@@ -117,9 +117,8 @@ class TableOptions(_ByName):
     def __post_init__(self):
         one_of("unassigned", self.unassigned, UNASSIGNED)
         one_of("box_units", self.box_units, BOX_UNITS)
-        object.__setattr__(self, "mask_colors", segmentation.mask_colors(self.mask_colors))
-        object.__setattr__(self, "mask_labels", segmentation.mask_labels(self.mask_labels))
-        segmentation.ignore_value(self.ignore_value)
+        for name, value in kinds.kind_options(self).items():
+            object.__setattr__(self, name, value)
         if not isinstance(self.allow_lossy_masks, bool):
             raise SchemaError(f"allow_lossy_masks must be True or False, not "
                               f"{self.allow_lossy_masks!r}")
@@ -137,14 +136,14 @@ class TableOptions(_ByName):
                               f"{self.box_columns!r}")
         if self.mask_col is not None and not isinstance(self.mask_col, str):
             raise SchemaError(f"mask_col must be a column name, not {self.mask_col!r}")
-        segmentation.mask_field(self)  # labels, colours and ignore value agree
+        kinds.check_kind_options(self)  # e.g. the masks' labels, colours and ignore value
         object.__setattr__(self, "assignment", split_assignment(
             self.unassigned, self.split_ratios, self.split_col))
 
     def of_frame(self, df):
         """These options for ``df``: a ``label_map`` or ``mask_colors`` it carries in
-        ``df.attrs`` (``read_coco`` keeps COCO's category ids there, ``read_vertex`` the
-        colours of its masks) when none is given."""
+        ``df.attrs`` (a source's reader keeps its category ids or the colours of its masks
+        there) when none is given."""
         given = {name: df.attrs[name] for name in ("label_map", "mask_colors")
                  if getattr(self, name) is None and df.attrs.get(name) is not None}
         return dataclasses.replace(self, **given) if given else self

@@ -15,8 +15,9 @@ from .images.normalize import (
     DEFAULT_MAX_BYTES, ImageOptions, ImageRejected, prepare_content, read_images,
     unreadable_reason)
 from .images import content_hash
-from .images.confirm import confirmed
-from .images.phash import describe, hash_grids, near_pairs
+from .near_duplicates.confirmation import confirmed
+from .near_duplicates.perceptual_hash import describe, hash_grids
+from .near_duplicates.search import near_pairs
 from .record.boxes import declared_size_problem
 from .record.features import RecordRejected
 
@@ -147,7 +148,7 @@ def _parallel(n_jobs):
 def _near_pairs(perceptual, hashed, splits):
     """``(later position, earlier position, distance)`` of the near-duplicate images across
     splits among the rows ``hashed`` (``perceptual``: their hashes, a row each), and each
-    position's stand-in (``phash.near_pairs``: the first of its copies)."""
+    position's stand-in (``search.near_pairs``: the first of its copies)."""
     positions = np.flatnonzero(hashed)
     if not len(positions):
         return [], None

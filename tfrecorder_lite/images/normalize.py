@@ -17,7 +17,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from .. import storage
 from . import containers as structure
 from . import content_hash
-from . import phash
+from . import luminance_grid
 from .quiet import silenced
 from ..redaction import redact
 
@@ -44,7 +44,8 @@ class ImageOptions:
         max_pixels: images with more pixels are rejected as decompression bombs.
         max_bytes: image files larger than this are rejected without being read.
         phash: also take what each image's perceptual hashes are made from (its
-            ``phash.luminance_grid``; ``phash.hash_grids`` hashes many at once), from the
+            ``luminance_grid.luminance_grid``; ``near_duplicates.perceptual_hash.hash_grids``
+            hashes many at once), from the
             pixels decoded anyway; with ``check="header"``, from a reduced-scale decode.
         content_hash: the hash of each file's bytes taken beside the perceptual hashes
             (a name of ``content_hash.NAMES``).
@@ -70,7 +71,7 @@ class StoredImage:
     width: int
     channels: int
     source_size: tuple = None  # (height, width) before a resize (upright), when resized
-    luminance: bytes = None  # the image's phash.luminance_grid as displayed, when asked for
+    luminance: bytes = None  # its luminance_grid.luminance_grid as displayed, when asked
     orientation: int = 1  # the EXIF orientation turned upright (1: the file's pixels as they are)
 
 
@@ -248,10 +249,10 @@ def prepare_image(data, options):
     if not options.phash:
         return stored
     if image is None:  # the pixels were not decoded: a reduced-scale decode of the original
-        grid = phash.encoded_luminance_grid(data)
+        grid = luminance_grid.encoded_luminance_grid(data)
     else:  # the picture's upright size in its file (a JPEG may have been decoded smaller)
         height, width = stored.source_size or (stored.height, stored.width)
-        grid = phash.luminance_grid(image, (width, height))
+        grid = luminance_grid.luminance_grid(image, (width, height))
     return replace(stored, luminance=grid)
 
 
@@ -285,7 +286,7 @@ def _prepare(data, options):
             # reconstruction, not needed here, is skipped (and for the hash, which needs
             # only the luminance, the colour conversion too)
             if options.phash:
-                image.draft("L", phash.DRAFT_SIZE)
+                image.draft("L", luminance_grid.DRAFT_SIZE)
             else:
                 image.draft(image.mode, (1, 1))
         _load(image, fmt)

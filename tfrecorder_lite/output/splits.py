@@ -3,11 +3,11 @@
 from ..errors import SchemaError
 
 SPLITS = ("TRAIN", "VALIDATION", "TEST")
-UNASSIGNED = "UNASSIGNED"  # AutoML's "let the service choose"
+UNASSIGNED = "UNASSIGNED"  # ML_USE's "let the service choose"
 ALIASES = {
     "TRAIN": "TRAIN", "TRAINING": "TRAIN",
     "VALIDATION": "VALIDATION", "VALID": "VALIDATION", "VAL": "VALIDATION",
-    "VALIDATE": "VALIDATION",  # AutoML's ML_USE
+    "VALIDATE": "VALIDATION",  # as ML_USE spells it
     "TEST": "TEST", "TESTING": "TEST",
 }
 

@@ -33,6 +33,9 @@ from ..storage import Store
 from ..output.splits import pick
 
 _WHOLE = re.compile(r"^-?\d+$")
+# what ``tfrecorder-lite export-coco`` does, as its help says it
+COMMAND_HELP = ("write COCO instances JSON of one split of a detection output (for "
+                "pycocotools' COCOeval)")
 
 
 def to_coco(output_dir, split, path, *, storage_options=None):

@@ -4,7 +4,7 @@ from collections import Counter
 
 from ..errors import ManifestError, VerifyError
 from ..images import content_hash
-from ..output.hashes_files import read_hashes_file
+from ..near_duplicates.hashes_file import read_hashes_file
 from ..output.layout import hashes_generation, index_name, label_files, label_problem, tfds_label_names
 from ..output.manifest import as_of, hxw, label_counts, read_manifest
 from ..record import encoding as example

@@ -278,7 +278,7 @@ def instance_masks(masks, stored):
     import numpy as np
     from PIL import Image
 
-    from ..images import mask_pixels as rasterize
+    from ..images import instance_masks as rasterize
 
     height, width = stored.source_size or (stored.height, stored.width)
     encoded = []
@@ -350,6 +350,7 @@ class DetectionRecords(RecordKind):
 
     tasks = ("detection",)
     counted = "boxes"
+    annotations = "boxes"
     fields = ("boxes",)
     files = (LABEL_MAP,)
     label_id_keys = (OBJECT_LABEL,)

@@ -323,6 +323,8 @@ class RecordKind:
     files = ()
     #: the label id keys of the kind's own label features (beside ``keys.label_keys``)
     label_id_keys = ()
+    #: what a record keeps of its image beside its labels, as messages name it (None: nothing)
+    annotations = None
 
     def task(self, features):
         """metadata.json's ``task`` of an output with these features (None: no field)."""

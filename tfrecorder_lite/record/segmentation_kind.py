@@ -192,6 +192,7 @@ class SegmentationRecords(RecordKind):
 
     tasks = ("segmentation",)
     counted = "pixels"
+    annotations = "mask"
     fields = ("segmentation",)
     label_id_keys = (MASK_LABEL,)
 

@@ -1,5 +1,5 @@
-"""Annotation files (COCO, Pascal VOC, Vertex AI, YOLO label files, AutoML detection CSVs, and
-every other source that comes with one) read with limits: a bounded size, JSON no deeper than
+"""Annotation files (the files of every source format that comes with one, and the label files
+of a folder format) read with limits: a bounded size, JSON no deeper than
 the parser can go, text that is not UTF-8 (or the encoding given) named by file and line, and
 the images such a file may name.
 
@@ -17,8 +17,8 @@ from .. import storage
 from ..errors import SchemaError, UnsupportedURLError
 from .paths import is_inside
 
-# Annotation files are read whole (a JSON document has no parts). The largest public COCO
-# file, instances_train2017.json, is 448 MB; parsed it takes several times that in memory.
+# Annotation files are read whole (a JSON document has no parts). The largest public
+# annotation file known here (instances_train2017.json) is 448 MB; parsed it takes several times that in memory.
 MAX_ANNOTATION_BYTES = 2**30
 
 ALLOW_OUTSIDE = "allow_outside_paths=True (--allow-outside-paths)"

@@ -10,6 +10,8 @@ from ..table import schema
 from ..table.detection import SOURCE_PROBLEMS
 from .source import refuse_options
 
+DESCRIPTION = "AutoML's detection CSV"  # as the CLI's help names it
+
 TASKS = ("detection", "classification")  # how a CSV that its shape does not tell may be read
 NEGATIVE_IMAGE = "NEGATIVE_IMAGE"  # AutoML's label of an image known to hold no objects
 _AUTOML_FIELDS = 11

@@ -1,10 +1,10 @@
-"""The per-box table every detection source gives (AutoML detection CSVs, COCO, Pascal VOC,
-Vertex AI, YOLO), and the helpers its readers share.
+"""The per-box table every detection source gives (the source formats of boxes), and the
+helpers its readers share.
 
 The per-box table has one row per box: ``split, image_uri, label, xmin, ymin, xmax, ymax``
 (floats relative to the image, 0,0 at its top left), then the format's per-box columns
 (``is_crowd``, ``difficult``, ``truncated``: nullable Int64 flags; ``area``: float) and per-image
-columns (COCO's ``image_id``). An image without objects is one row with label None and NaN
+columns (e.g. ``image_id``). An image without objects is one row with label None and NaN
 coordinates. The rows of an image are consecutive, its boxes in the file's order. Splits are
 TRAIN, VALIDATION, TEST (or UNASSIGNED where the source has none).
 """
@@ -15,7 +15,7 @@ import math
 import pandas as pd
 
 from ..errors import SchemaError
-from ..images.mask_pixels import RELATIVE_POLYGONS
+from ..images.instance_masks import RELATIVE_POLYGONS
 from ..record.boxes import BOX_COLUMNS
 from ..table import schema
 
@@ -56,7 +56,7 @@ def number(text):
 
 def polygon_object(xy):
     """``((xmin, ymin, xmax, ymax), mask)`` of one polygon relative to its image (``[x1, y1,
-    x2, y2, ...]``, as Vertex AI and YOLO give them): its extent is its box, and it is the
+    x2, y2, ...]``, as some formats give them): its extent is its box, and it is the
     box's instance mask (the ``mask`` column's ``{"relative_polygons": [xy]}``, scaled to the
     image's pixel size when its record is written)."""
     xs, ys = xy[0::2], xy[1::2]

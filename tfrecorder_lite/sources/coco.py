@@ -13,6 +13,8 @@ from ..table.labels import label_problem
 from .annotation_files import MAX_ANNOTATION_BYTES
 from .source import refuse_options
 
+DESCRIPTION = "COCO instances_*.json"  # as the CLI's help names it
+
 logger = redaction.logger(__name__)  # every record redacted
 
 
@@ -267,8 +269,9 @@ def _coco_box(annotation, image):
 
 def _coco_mask_problem(annotation):
     """None, or what is wrong with an annotation's ``segmentation`` as an instance mask (see
-    ``images.mask_pixels.instance_mask``; checked against its image when its record is written)."""
-    from ..images.mask_pixels import MaskRejected, instance_mask  # numpy, Pillow: masks only
+    ``images.instance_masks.instance_mask``; checked against its image when its record is
+    written)."""
+    from ..images.instance_masks import MaskRejected, instance_mask  # numpy, Pillow: masks only
 
     try:
         instance_mask(annotation.get("segmentation"))

@@ -5,10 +5,12 @@ import io
 
 import pandas as pd
 
-from . import annotation_files, automl_csv, csv_text
+from . import csv_text
 from .. import storage
 from ..errors import SchemaError
 from .source import refuse_options
+
+DESCRIPTION = "CSV file (split,image_uri,label)"  # as the CLI's help names it
 
 
 def recognizes(source):
@@ -24,42 +26,8 @@ def read(source):
         storage.parent(source.path)
 
 
-def read_csv(data, name, split_col="split", image_col="image_uri", label_col="label",
-             encoding="utf-8", task=None,
-             max_annotation_bytes=annotation_files.MAX_ANNOTATION_BYTES):
-    """Read an image CSV from its bytes.
-
-    Without a header row its columns are ``split, image_uri, label``. A byte order mark is
-    skipped, and empty fields at the end of a row (Excel writes them) are dropped. An AutoML
-    detection CSV (``ML_USE,PATH,LABEL`` and a box's vertices) gives the per-box table (see
-    ``detection_sources.automl_rows``). When the label column is the last of the file and rows
-    have more fields than columns (AutoML's multi-label CSV, ``TRAIN,gs://b/img.jpg,cat,dog``),
-    the label column holds the list of every row's labels.
-
-    Args:
-        data: the file's bytes.
-        name: its path or URL, for messages.
-        encoding: the text encoding of ``data``.
-        task: ``"detection"``, ``"classification"``, or None to tell them apart by the shape.
-        max_annotation_bytes: the largest AutoML detection CSV read (it is read whole, an
-            annotation file; see ``sources.annotation_files``); classification CSVs are not
-            bounded.
-
-    Raises:
-        SchemaError: the file is empty, is not in ``encoding``, has rows with more fields
-            than it has columns, or is a detection CSV with bad rows or one that its shape
-            alone does not tell from a multi-label CSV.
-    """
-    parsed = csv_text.parse(data, name, encoding, split_col, image_col, label_col)
-    boxes = automl_csv.rows_of(parsed, name, task)
-    if boxes is not None:
-        annotation_files.check_size(name, data, max_annotation_bytes)
-        return automl_csv.automl_detection_table(boxes, name, split_col, image_col, label_col)
-    return table_of(parsed, name, label_col)
-
-
 def table_of(parsed, name, label_col="label"):
-    """The table of a CSV file's CsvText that is no AutoML detection CSV."""
+    """The table of a CSV file's CsvText of ``split, image_uri, label`` rows."""
     records, columns, header = parsed.records, parsed.columns, parsed.header
     ragged = _ragged_rows(records, columns)
     if ragged and isinstance(label_col, str) and columns[-1] == label_col:

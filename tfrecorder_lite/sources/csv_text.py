@@ -1,5 +1,5 @@
 """A CSV file's text split into records, and whether its first row is a header (shared by the
-CSV readers: a classification CSV, an AutoML detection CSV)."""
+readers of CSV formats)."""
 
 import csv
 import io

@@ -11,6 +11,9 @@ from ..table.schema import SOURCE_PROBLEMS
 from .csv_text import IMAGE_EXTENSIONS
 from .source import refuse_options
 
+DESCRIPTION = "folder SPLIT/LABEL/FILE"  # as the CLI's help names it
+TASK = "classification"  # the one ``task`` a folder of labelled images may be read as
+
 logger = redaction.logger(__name__)  # its records may name URLs
 
 
@@ -22,7 +25,7 @@ def recognizes(source):
 def read(source):
     """``(table, base_dir)`` of an image folder."""
     task = source.options["task"]
-    refuse_options("an image folder", task=task if task == "detection" else None)
+    refuse_options("an image folder", task=None if task in (None, TASK) else task)
     return read_image_folder(source.path, *source.columns, source.storage_options,
                              source.options["allow_outside_paths"]), source.path
 

@@ -1,6 +1,6 @@
 """Where a path named inside an annotation file may lead: into the folder the user named.
 
-An annotation file (a Vertex AI import file, a YOLO ``data.yaml`` or image list) names other
+An annotation file (an import file, a dataset's description or image list) names other
 files. Those names may not lead outside the folder the user named (``../``, absolute paths,
 other URLs, a symbolic link inside the folder that points out of it) unless the user allows
 it: a downloaded annotation file (or folder) must not make the library read local files or

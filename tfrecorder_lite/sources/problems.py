@@ -12,7 +12,7 @@ def refuse(name, what, problems):
 
     Args:
         name: the file or folder read (path or URL).
-        what: what it was read as, e.g. ``"a Vertex AI import file"``.
+        what: what it was read as, e.g. ``"an import file"``.
         problems: the texts, in the order to show them.
     """
     if not problems:

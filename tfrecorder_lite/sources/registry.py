@@ -10,7 +10,8 @@ import os
 
 import pandas as pd
 
-from . import automl_csv, coco, csv_table, image_folder, vertex, voc, yolo
+from . import (annotation_files, automl_csv, coco, csv_table, csv_text, image_folder, vertex,
+               voc, yolo)
 from .. import storage
 from ..errors import SchemaError
 from .annotation_files import MAX_ANNOTATION_BYTES
@@ -20,6 +21,46 @@ from .source import Source, refuse_options
 FORMATS = (coco, vertex, yolo, voc, image_folder, automl_csv, csv_table)
 
 TASKS = automl_csv.TASKS  # how a CSV that its shape does not tell may be read
+
+
+def described():
+    """The formats as the CLI's help lists them, the most general first."""
+    texts = [kind.DESCRIPTION for kind in reversed(FORMATS)]
+    return f"{', '.join(texts[:-1])} or {texts[-1]}"
+
+
+def read_csv(data, name, split_col="split", image_col="image_uri", label_col="label",
+             encoding="utf-8", task=None,
+             max_annotation_bytes=annotation_files.MAX_ANNOTATION_BYTES):
+    """Read an image CSV from its bytes.
+
+    Without a header row its columns are ``split, image_uri, label``. A byte order mark is
+    skipped, and empty fields at the end of a row (Excel writes them) are dropped. An AutoML
+    detection CSV (``ML_USE,PATH,LABEL`` and a box's vertices) gives the per-box table (see
+    ``automl_csv.automl_rows``). When the label column is the last of the file and rows
+    have more fields than columns (AutoML's multi-label CSV, ``TRAIN,gs://b/img.jpg,cat,dog``),
+    the label column holds the list of every row's labels.
+
+    Args:
+        data: the file's bytes.
+        name: its path or URL, for messages.
+        encoding: the text encoding of ``data``.
+        task: ``"detection"``, ``"classification"``, or None to tell them apart by the shape.
+        max_annotation_bytes: the largest AutoML detection CSV read (it is read whole, an
+            annotation file; see ``sources.annotation_files``); classification CSVs are not
+            bounded.
+
+    Raises:
+        SchemaError: the file is empty, is not in ``encoding``, has rows with more fields
+            than it has columns, or is a detection CSV with bad rows or one that its shape
+            alone does not tell from a multi-label CSV.
+    """
+    parsed = csv_text.parse(data, name, encoding, split_col, image_col, label_col)
+    boxes = automl_csv.rows_of(parsed, name, task)
+    if boxes is not None:
+        annotation_files.check_size(name, data, max_annotation_bytes)
+        return automl_csv.automl_detection_table(boxes, name, split_col, image_col, label_col)
+    return csv_table.table_of(parsed, name, label_col)
 
 
 def read_source(source, *, split_col="split", image_col="image_uri", label_col="label",
@@ -34,14 +75,14 @@ def read_source(source, *, split_col="split", image_col="image_uri", label_col="
             whose rows start with the image: see ``vertex``), of a YOLO folder (holding
             ``data.yaml``) or its ``data.yaml``, of a Pascal VOC folder (``Annotations/`` and
             ``JPEGImages/``), or of an image folder laid out ``SPLIT/LABEL/FILE``. Detection
-            sources give the per-box table (see ``detection_sources``).
+            sources give the per-box table (see ``box_rows``).
         encoding: the text encoding of a CSV file or Vertex AI file.
         storage_options: fsspec options for a remote source (see ``storage.options_for``).
         task: how to read a CSV: ``"detection"`` (an AutoML detection CSV),
             ``"classification"``, or None to tell them apart by the file's shape.
         split, image_dir: a COCO file's split (default: from its name) and image folder
             (default: the file's folder), and ``include_masks`` (its boxes' instance masks);
-            see ``detection_sources.read_coco``.
+            see ``coco.read_coco``.
         allow_outside_paths: of an annotation file (COCO, Pascal VOC, Vertex AI, YOLO): read
             images it names outside the folder given too, and of a folder, files that are
             symbolic links leading out of it (see ``sources.paths``).

@@ -5,6 +5,7 @@ import functools
 from . import annotation_files
 from .. import storage
 from ..errors import SchemaError
+from ..option_declarations import BY_NAME
 
 
 class Source:
@@ -54,16 +55,14 @@ class Source:
                     self.path, self.storage_options, self.options["max_annotation_bytes"])
             return storage.read_bytes(self.path, self.storage_options)
         except FileNotFoundError:
-            raise SchemaError(f"source {self.given!r} is neither a DataFrame, a CSV file, a "
-                              "COCO .json file nor a folder") from None
+            raise SchemaError(f"source {self.given!r} is neither a DataFrame, a file nor a "
+                              "folder") from None
 
 
 def refuse_options(source, **options):
     """Raise SchemaError when an option is given (not None) that ``source`` does not use."""
-    given = [f"{k}={v!r}" for k, v in options.items() if v is not None]
+    given = {k: v for k, v in options.items() if v is not None}
     if given:
-        raise SchemaError(f"{', '.join(given)} does not apply to {source}: split=, "
-                          "image_dir= and include_masks= are for a COCO .json file, "
-                          "allow_outside_paths= for an annotation file (COCO, VOC, Vertex AI, "
-                          "YOLO) or an image folder, task= tells an AutoML detection CSV from a "
-                          "classification CSV")
+        raise SchemaError(f"{', '.join(f'{k}={v!r}' for k, v in given.items())} does not "
+                          f"apply to {source}: "
+                          + "; ".join(f"{k}= is {BY_NAME[k].help}" for k in given))

@@ -57,6 +57,8 @@ from ..table.detection import MASK_COLUMN, SOURCE_PROBLEMS
 from .paths import confined
 from .source import refuse_options
 
+DESCRIPTION = "Vertex AI import file (.jsonl or .csv)"  # as the CLI's help names it
+
 logger = redaction.logger(__name__)  # its records may name URLs
 
 ML_USE = "aiplatform.googleapis.com/ml_use"

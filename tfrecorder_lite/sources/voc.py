@@ -16,6 +16,8 @@ from .annotation_files import ALLOW_OUTSIDE, MAX_ANNOTATION_BYTES
 from .paths import link_problem
 from .source import refuse_options
 
+DESCRIPTION = "Pascal VOC folder (Annotations/, JPEGImages/)"  # as the CLI's help names it
+
 logger = redaction.logger(__name__)  # every record redacted
 
 

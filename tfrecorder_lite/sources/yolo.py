@@ -42,6 +42,8 @@ from .paths import confined, link_problem
 from .source import refuse_options
 from .problems import refuse
 
+DESCRIPTION = "YOLO folder (data.yaml, images/, labels/)"  # as the CLI's help names it
+
 YAML_NAMES = ("data.yaml", "data.yml")
 SPLIT_KEYS = {"train": "TRAIN", "val": "VALIDATION", "test": "TEST"}
 _IMAGE_EXTENSIONS = {".bmp", ".dng", ".jpeg", ".jpg", ".mpo", ".png", ".tif", ".tiff",

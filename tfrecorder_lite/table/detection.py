@@ -201,7 +201,7 @@ def image_table(df, split_col, image_col, label_col, box_units="relative", box_c
     per_box = {c: df[c].tolist() for c in box_columns}
     mask_cells = df[MASK_COLUMN].tolist() if masks else None
     if masks:
-        from ..images.mask_pixels import instance_mask_problem  # numpy and Pillow: only for masks
+        from ..images.instance_masks import instance_mask_problem  # numpy, Pillow: masks only
     rows, refused = [], {}
     for image, positions in enumerate(members):
         boxes, box_labels, values = [], [], {c: [] for c in box_columns}

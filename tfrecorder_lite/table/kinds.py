@@ -53,6 +53,25 @@ class PreparedTable:
                       for row in self.members[record])
 
 
+def kind_options(options):
+    """The table options kinds own, checked and normalised, as ``{name: value}`` to set on
+    ``options`` (a TableOptions being built): the masks' colours and labels.
+
+    Raises:
+        SchemaError: naming the option and what it takes.
+    """
+    normalized = {"mask_colors": segmentation.mask_colors(options.mask_colors),
+                  "mask_labels": segmentation.mask_labels(options.mask_labels)}
+    segmentation.ignore_value(options.ignore_value)
+    return normalized
+
+
+def check_kind_options(options):
+    """SchemaError unless the table options a kind owns agree with each other (the masks'
+    labels, colours and ignore value)."""
+    segmentation.mask_field(options)
+
+
 def kind_of(df, options):
     """The kind of table ``df`` is."""
     return next(kind for kind in KINDS if kind.recognizes(df, options))

@@ -1,4 +1,5 @@
-"""Appending a generation to a finished output: what is already there, and the merged manifest.
+"""Appending a generation to a finished output: whether it can be (:func:`appended_to`, before
+anything is written), what is already there, and the merged manifest.
 
 An append writes only new files (its shards, named for its generation, their index files, its
 hashes and rejected rows' files), then rewrites ``labels.txt`` (new labels get the next ids)
@@ -15,15 +16,20 @@ from dataclasses import replace
 import numpy as np
 
 from .. import redaction
+from ..errors import SchemaError
 from ..images import content_hash
 from ..memory import give_back_freed_memory
-from ..output.hashes_files import read_written_images, sorted_holds, text_hashes
+from ..near_duplicates.hashes_file import (check_present, label_texts, read_written_images,
+                                           sorted_holds, text_hashes)
 from ..output.layout import hashes_name
-from ..output.manifest import SplitEntry
+from ..output.manifest import SplitEntry, read_manifest
 from ..storage import read_many
 from ..output.splits import SPLITS
-from .csv_files import safe_cells
-from .leakage import label_texts
+from ..output.csv_files import safe_cells
+from ..record.kinds import kind_of
+from ..table import labels, schema
+from ..table.cells import is_blank
+from ..table.kinds import prepare
 
 logger = redaction.logger(__name__)  # every record redacted
 SKIPPED = "already in the output"  # the reason of a skipped row (never written to a file)
@@ -34,7 +40,7 @@ def written_before(store, manifest):
 
     Raises:
         ManifestError: a hashes file is missing, differs from what metadata.json records of
-            it, or is no hashes file (``hashes_files.read_written_images``).
+            it, or is no hashes file (``hashes_file.read_written_images``).
     """
     before = read_written_images(store, manifest.near_duplicates or {})
     before.labels = frozenset(manifest.labels)
@@ -201,3 +207,78 @@ def merged(previous, splits, receipts_summary, plan, entry, near):
                    image=previous.image.merged(receipts_summary),
                    fingerprint=plan.fingerprint, near_duplicates=near or previous.near_duplicates,
                    generations=generations + [entry])
+
+
+def recorded_image_options(image):
+    """The image options that decide a record's bytes, as metadata.json keeps them (an
+    append must use the same)."""
+    return {"check": image.check, "size": None if image.size is None else list(image.size),
+            "format": image.format, "quality": image.quality}
+
+
+def appended_to(df, store, prepared, table, write, image):
+    """``(the Manifest appended to, the table prepared with the output's label ids)``.
+
+    Raises:
+        ManifestError: ``store`` holds no finished output, or one whose hashes files are
+            missing or damaged.
+        SchemaError: an append that cannot be (what it lacks, what differs), before anything
+            is written.
+    """
+    previous, _ = read_manifest(store)
+    if write.overwrite:
+        raise SchemaError("append=True adds to the output, and overwrite=True replaces it: "
+                          "choose one")
+    if image is None or previous.image is None:
+        raise SchemaError("append adds images to an output of images; a table without images "
+                          "(or an output without them) cannot be appended to")
+    if not (previous.near_duplicates or {}).get("hashes"):
+        raise SchemaError(f"{store.url} keeps no hashes of its images (written with "
+                          "leakage='ignore', with check='header' without leakage='warn', or "
+                          "before they were kept), so an append cannot tell which rows it "
+                          "already holds; convert it again first (with leakage='warn')")
+    check_present(store, previous.near_duplicates)  # an append reads them when it finishes
+    annotations = kind_of(previous.task).annotations
+    if annotations is not None:
+        raise SchemaError(
+            f"{store.url} is a {previous.task} output, and an append takes tables of one label "
+            "(or several) per row: the hashes files keep each image's labels, not its "
+            f"{annotations}, so a corrected one could not be told from one already there; "
+            "convert the whole table again (overwrite=True, or a new folder)")
+    if isinstance(previous.labels, dict):
+        raise SchemaError(f"{store.url} has label levels ({', '.join(previous.labels)}), and "
+                          "an append takes tables of one label (or several) per row; convert "
+                          "the whole table again (overwrite=True, or a new folder)")
+    if table.label_map is not None:
+        raise SchemaError("append keeps the output's label ids (new labels get the next "
+                          "ones): it takes no label_map")
+    if (previous.compression or None) != write.compression:
+        raise SchemaError(f"compression must be the output's ({previous.compression}) to "
+                          f"append to it, not {write.compression}")
+    known = previous.other.get("image_options")
+    asked = recorded_image_options(image)
+    if known is not None and known != asked:
+        differ = [f"{k} {known.get(k)!r} (asked: {asked[k]!r})" for k in asked
+                  if known.get(k) != asked[k]]
+        raise SchemaError(f"the output's records were written with {', '.join(differ)}: an "
+                          "append must use the same image options; nothing was written")
+    if (previous.image.stored == "resized") != (image.size is not None):
+        raise SchemaError("image_size must be the output's to append to it "
+                          f"({'resized' if image.size else 'kept'} images asked, "
+                          f"{previous.image.stored} in the output)")
+    series, _, _ = labels.elements(prepared.frame[table.label_col], table.label_sep)
+    texts = {schema.label_text(v) for v in series.tolist() if not is_blank(v)}
+    new = sorted(texts - set(previous.labels))
+    return previous, prepare(df, replace(
+        table, label_map=list(previous.labels) + new))
+
+
+def check_same_records(previous, plan, store):
+    """SchemaError unless the append's records have the output's features."""
+    features = plan.features.describe()
+    if features != previous.features:
+        differ = sorted(set(features) ^ set(previous.features)) or sorted(
+            k for k in features if features[k] != previous.features.get(k))
+        raise SchemaError(f"the table's records would differ from those of {store.url} in "
+                          f"{', '.join(differ)}: an append must give records of the same "
+                          "features; nothing was written")

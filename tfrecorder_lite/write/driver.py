@@ -28,13 +28,15 @@ from ..output.layout import (
 from ..output.lock import FolderLock
 from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry, write_manifest
 from ..images import content_hash
-from ..images.confirm import CONFIRMATION, confirmed
-from ..images.phash import MAX_DISTANCE, METHOD, describe
+from ..near_duplicates.confirmation import CONFIRMATION, confirmed
+from ..near_duplicates.hashes_file import label_texts, write_hashes
+from ..near_duplicates.pairs import Searched, joined, later_rows, new_pairs, write_pairs
+from ..near_duplicates.perceptual_hash import MAX_DISTANCE, METHOD, describe
 from ..options import leakage_for
 from ..table.schema import problems_frame
 from . import append as appending
-from . import leakage as leaks
-from .csv_files import index_label, index_text, safe_csv
+from ..output.csv_files import index_label, index_text, safe_csv
+from .shard_rewrite import without_rows
 from .runners import JoblibRunner
 
 logger = redaction.logger(__name__)  # every record redacted
@@ -246,13 +248,13 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         return None, None
     split_of = {s.name: s.split for s in plan.shards}
     labels = plan.planned_labels(df.index)
-    new, splits, order = leaks.joined(receipts, split_of, consume=leakage != "reject")
+    new, splits, order = joined(receipts, split_of, consume=leakage != "reject")
     written, checksums = len(new), None
     if leakage != "reject":  # the hashes file first; then the search keeps what it reads only
         if written:  # (the receipts' own hashes were emptied as they were joined)
-            checksums = leaks.write_hashes(store, hashes_name(generation), plan, labels, new,
+            checksums = write_hashes(store, hashes_name(generation), plan, labels, new,
                                            splits, order)
-        new = leaks.Searched(new.positions, new.perceptual, new.hashed)
+        new = Searched(new.positions, new.perceptual, new.hashed)
         give_back_freed_memory()
 
     def where(key):
@@ -281,7 +283,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
             return image.image_uri, image.digest
         return plan.paths[key], None
 
-    pairs, stand_in = leaks.new_pairs(before, new, splits)
+    pairs, stand_in = new_pairs(before, new, splits)
     give_back_freed_memory()  # the search's tables
     pairs = confirmed(pairs, source_of, store.storage_options, plan.image.max_bytes,
                       plan.image.content_hash, stand_in=stand_in)
@@ -295,15 +297,15 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
 
     if leakage == "reject":
         drop = {later: described_pair(earlier, distance)
-                for later, (earlier, distance) in leaks.later_rows(pairs).items()}
+                for later, (earlier, distance) in later_rows(pairs).items()}
         for name, receipt in list(receipts.items()):
             mine = {p: drop[p] for p in receipt.hashes.positions.tolist() if p in drop}
             if mine:
-                receipts[name] = leaks.without_rows(store, receipt, plan, mine)
-        new, splits, order = leaks.joined(receipts, split_of)
+                receipts[name] = without_rows(store, receipt, plan, mine)
+        new, splits, order = joined(receipts, split_of)
         written = len(new)
         if written:
-            checksums = leaks.write_hashes(store, hashes_name(generation), plan, labels, new,
+            checksums = write_hashes(store, hashes_name(generation), plan, labels, new,
                                            splits, order)
         pairs = []
     elif pairs:
@@ -311,7 +313,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
             (labels[later], None, plan.paths[later], described_pair(earlier, distance))
             for later, earlier, distance in pairs[start:start + _PROBLEMS_CHUNK]])
             for start in range(0, len(pairs), _PROBLEMS_CHUNK)], ignore_index=True)
-        leaks.write_pairs(store, near_duplicates_name(generation), pairs, described)
+        write_pairs(store, near_duplicates_name(generation), pairs, described)
     return problems, {
         "hash": METHOD,
         "max_distance": MAX_DISTANCE, "leakage": leakage, "pairs": found,
@@ -322,13 +324,6 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
 
 
 _PROBLEMS_CHUNK = 10_000  # pairs made into problems at once
-
-
-def recorded_image_options(image):
-    """The image options that decide a record's bytes, as metadata.json keeps them (an
-    append must use the same)."""
-    return {"check": image.check, "size": None if image.size is None else list(image.size),
-            "format": image.format, "quality": image.quality}
 
 
 def _finish_append(plan, df, store, receipts, leakage, previous, raises, before=None):
@@ -343,14 +338,14 @@ def _finish_append(plan, df, store, receipts, leakage, previous, raises, before=
     new = [(position, split_of[name], digest) for name, r in receipts.items()
            for position, digest in zip(r.hashes.positions.tolist(), r.hashes.digests())]
     fate = appending.decide([(*row, text) for row, text in
-                             zip(new, leaks.label_texts(plan, [row[0] for row in new]))], before)
+                             zip(new, label_texts(plan, [row[0] for row in new]))], before)
     refused = [(p, reason) for p, reason in fate.items() if reason != appending.SKIPPED]
     if raises:
         _raise_first(plan, df, refused)
     for name, receipt in list(receipts.items()):
         mine = {p: fate[p] for p in receipt.hashes.positions.tolist() if p in fate}
         if mine:
-            receipts[name] = leaks.without_rows(store, receipt, plan, mine)
+            receipts[name] = without_rows(store, receipt, plan, mine)
     hashed_by = (previous.near_duplicates or {}).get("hash", METHOD)
     if leakage != "ignore" and len(before) and hashed_by != METHOD:
         logger.warning("%s: the earlier generations' images were hashed by another version "
@@ -462,7 +457,8 @@ def _finish(plan, df, store, receipts, leakage="warn", previous=None, raises=Fal
             "by": "sha256 of the image_uri text" if plan.image is not None else
             "sha256 of the row's cells (but the split)"} if plan.assignment else None,
         near_duplicates=near,
-        other={} if plan.image is None else {"image_options": recorded_image_options(plan.image)})
+        other={} if plan.image is None else
+        {"image_options": appending.recorded_image_options(plan.image)})
     metadata = manifest.to_json()
     for name, text in tfds.files(manifest).items():
         store.write_atomic(name, text)

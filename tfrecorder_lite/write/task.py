@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import storage
 from ..errors import row_repr
-from ..images import content_hash, phash
+from ..images import content_hash
 from ..images.normalize import (ImageOptions, ImageRejected, prepare_content, read_images,
                                 unreadable_reason)
 from ..output.layout import STATE_DIR, index_name, receipt_name
@@ -26,6 +26,7 @@ from ..record import encoding as example
 from ..record.features import FeatureSet, RecordRejected
 from ..formats import format_named
 from ..memory import JoinedTexts
+from ..near_duplicates import perceptual_hash
 from ..record.framing import file_digest
 
 _MAX_CHUNK = 64  # rows read and prepared together (bounds memory; one batch of requests)
@@ -236,7 +237,7 @@ def _hashed(prepared):
     hex), hashed all at once."""
     grids = [info[-1][1] for record, info in prepared
              if record is not None and info[-1][1] is not None]
-    texts = iter(phash.to_hex_rows(phash.hash_grids(grids)))
+    texts = iter(perceptual_hash.to_hex_rows(perceptual_hash.hash_grids(grids)))
     out = []
     for record, info in prepared:
         if record is not None:

@@ -1,30 +1,22 @@
-"""Near-duplicate images across splits, found from the hashes the shard tasks took.
+"""The near-duplicate pairs of a generation, from the hashes its shard tasks took.
 
 Each shard task hashes the images it reads anyway (``images.prepare_image`` with
 ``ImageOptions.phash``) and returns the hashes in its receipt. Once every shard is written,
-the driver finds the pairs of near-identical images in different splits here, confirms each
-by reading its two images again (``images.confirm``: only the images of pairs found, copies
-of one picture by their first one), and either
-reports them (``leakage="warn"``), rejects the later row of each (``"reject"``: its shard is
-written again without it, from the shard's own records, never from the source images), or
-skips all of it (``"ignore"``). The generation's hashes file (:func:`write_hashes`) keeps every
-record's hashes, so that a later append compares its rows with them.
+the driver joins them (:func:`joined`), finds the pairs of near-identical images in different
+splits that involve a new record (:func:`new_pairs`, against the earlier generations' images
+too), has each confirmed (``confirmation``), and either reports them (``leakage="warn"``,
+the pairs file: :func:`write_pairs`) or rejects the later row of each (``"reject"``:
+:func:`later_rows`).
 """
 
-import csv
-import io
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ..images.phash import near_pairs
-from ..output.hashes_files import checksums, hash_columns
-from ..output.layout import STATE_DIR
+from ..output.csv_files import safe_csv
 from ..output.record_hashes import RecordHashes
-from ..record.framing import FileDigest
-from .csv_files import safe_cells, safe_csv
-from .task import ShardSink
+from .search import near_pairs
 
 PAIR_COLUMNS = ["row", "split", "image_uri", "other_row", "other_split", "other_image_uri",
                 "distance"]
@@ -38,48 +30,6 @@ def later_rows(pairs):
         if earlier not in rejected and later not in rejected:
             rejected[later] = (earlier, distance)
     return rejected
-
-
-def without_rows(store, receipt, plan, drop):
-    """Write the shard of ``receipt`` again without the records of the positions in ``drop``.
-
-    The records kept are copied from the shard as written (its receipt lists each record's
-    position, in order); the dropped rows join the receipt's rejected rows with their reasons.
-
-    Args:
-        store: the output folder (a Store).
-        receipt: the shard's Receipt, with ``hashes`` for every record.
-        plan: the WritePlan (label ids of the rows).
-        drop: ``{position: reason}``.
-
-    Returns:
-        The new Receipt (also left in the state folder, replacing the old one).
-    """
-    label_count = len(plan.features.labels)
-    sink = ShardSink(store, receipt.name, plan.compression, plan.sha256, label_count,
-                     plan.file_format)
-    for position, reason in receipt.rejected:
-        sink.add(position, None, reason)
-    values = label_values(plan, receipt.hashes.positions.tolist())
-    with store.open_read(receipt.name) as f:
-        records = plan.file_format.records(f, plan.compression)
-        for entry, record, labels in zip(receipt.hashes, records, values):
-            position, digest, value, fmt, height, width, channels = entry
-            if position in drop:
-                sink.add(position, None, drop[position])
-                continue
-            label_ids = tuple(v[0] for v in labels[:label_count])
-            sink.add(position, record,
-                     (fmt, height, width, channels, label_ids, (digest, value)))
-        sink.flush()  # the records go to the sink's thread before the file is closed
-    return sink.finish(store.child(STATE_DIR))
-
-
-def label_values(plan, positions):
-    """Each planned row's ``(id, text)`` per label field, for many rows at once."""
-    if hasattr(plan.label_values, "take"):
-        return plan.label_values.take(positions)
-    return [plan.label_values[p] for p in positions]
 
 
 def pairs_frame(pairs, describe_row):
@@ -207,54 +157,3 @@ def _table_order_key(key):
     """A sort key that puts earlier generations' images first, then new records by
     position."""
     return (0, key[1]) if isinstance(key, tuple) else (1, key)
-
-
-def label_texts(plan, positions):
-    """The label text of planned rows (several joined by "|"), as the hashes file keeps it."""
-    values = label_values(plan, positions)
-    return ["|".join(v[0][1]) if isinstance(v[0][1], tuple) else v[0][1] for v in values]
-
-
-_HASHES_CHUNK = 10_000  # rows of the hashes file made into text at once
-
-
-def write_hashes(store, name, plan, labels, hashes, splits, order):
-    """Write the hashes file ``name``: a row per record of ``hashes`` (a RecordHashes,
-    ``splits`` the split of each; its files hashed by ``plan.image.content_hash``), in table
-    order (``order``), made into text a chunk at a time (the table's text redacted and
-    spreadsheet-safe, as in ``rejected.csv``).
-
-    Returns:
-        Its size and CRC32C, as metadata.json records them (``hashes_files.checksums``).
-    """
-    pending = store.open_for_commit(name)
-    digest, size = FileDigest(), 0
-    header = hash_columns(plan.image.content_hash)
-    try:
-        for start in range(0, len(order), _HASHES_CHUNK):
-            rows = order[start:start + _HASHES_CHUNK]
-            part = hashes.take(rows)
-            positions = part.positions.tolist()
-            perceptual = [value or "" for value in part.perceptual_hex()]
-            columns = {
-                "row": safe_cells(labels.take(positions)),
-                "split": splits[rows].tolist(),
-                "image_uri": safe_cells(plan.paths.take(positions)),
-                plan.image.content_hash: part.digests(),
-                "label": safe_cells(label_texts(plan, positions)),
-                "phash": [value[:16] for value in perceptual],
-                "crops": [value[16:] for value in perceptual]}
-            text = io.StringIO()
-            writer = csv.writer(text, lineterminator="\n")  # as pandas' to_csv writes
-            if start == 0:
-                writer.writerow(header)
-            writer.writerows(zip(*(columns[column] for column in header)))
-            chunk = text.getvalue().encode()
-            digest.update(chunk)
-            size += len(chunk)
-            pending.write(chunk)
-    except BaseException:
-        pending.discard()
-        raise
-    pending.commit()
-    return checksums(size, digest.hexdigests()["crc32c"])

@@ -1,6 +1,7 @@
 """The hashes files beside the shards (``hashes-g0000.csv``, one per generation): what they
-hold, and reading one back checked against what ``metadata.json`` records of it (as text, or,
-for an append, every image they list as columns: WrittenImages).
+hold, writing one (:func:`write_hashes`), and reading one back checked against what
+``metadata.json`` records of it (as text, or, for an append, every image they list as
+columns: WrittenImages).
 
 A hashes file lists each image a generation wrote: its table row, split, URI, the content
 hash of its file (the column is named by the hash, see ``images.content_hash``), its label and
@@ -10,6 +11,7 @@ whole.
 """
 
 import collections
+import csv
 import io
 
 import numpy as np
@@ -17,10 +19,11 @@ import pandas as pd
 
 from ..errors import ManifestError
 from ..images import content_hash
-from ..images.phash import rows_from_hex
 from ..memory import JoinedTexts, give_back_freed_memory
+from ..output.csv_files import safe_cells
+from ..output.layout import hashes_generation
 from ..record.framing import FileDigest, file_digest
-from .layout import hashes_generation
+from .perceptual_hash import rows_from_hex
 
 
 def hash_columns(hashed_by):
@@ -380,3 +383,61 @@ def read_written_images(store, near, chunk=1 << 16):
     return WrittenImages.joined([_streamed_images(store, name, recorded.get(name), chunk,
                                                   hashed_by)
                                  for name in near.get("hashes", ())], hashed_by)
+
+
+def label_values(plan, positions):
+    """Each planned row's ``(id, text)`` per label field, for many rows at once."""
+    if hasattr(plan.label_values, "take"):
+        return plan.label_values.take(positions)
+    return [plan.label_values[p] for p in positions]
+
+
+def label_texts(plan, positions):
+    """The label text of planned rows (several joined by "|"), as the hashes file keeps it."""
+    values = label_values(plan, positions)
+    return ["|".join(v[0][1]) if isinstance(v[0][1], tuple) else v[0][1] for v in values]
+
+
+_HASHES_CHUNK = 10_000  # rows of the hashes file made into text at once
+
+
+def write_hashes(store, name, plan, labels, hashes, splits, order):
+    """Write the hashes file ``name``: a row per record of ``hashes`` (a RecordHashes,
+    ``splits`` the split of each; its files hashed by ``plan.image.content_hash``), in table
+    order (``order``), made into text a chunk at a time (the table's text redacted and
+    spreadsheet-safe, as in ``rejected.csv``).
+
+    Returns:
+        Its size and CRC32C, as metadata.json records them (:func:`checksums`).
+    """
+    pending = store.open_for_commit(name)
+    digest, size = FileDigest(), 0
+    header = hash_columns(plan.image.content_hash)
+    try:
+        for start in range(0, len(order), _HASHES_CHUNK):
+            rows = order[start:start + _HASHES_CHUNK]
+            part = hashes.take(rows)
+            positions = part.positions.tolist()
+            perceptual = [value or "" for value in part.perceptual_hex()]
+            columns = {
+                "row": safe_cells(labels.take(positions)),
+                "split": splits[rows].tolist(),
+                "image_uri": safe_cells(plan.paths.take(positions)),
+                plan.image.content_hash: part.digests(),
+                "label": safe_cells(label_texts(plan, positions)),
+                "phash": [value[:16] for value in perceptual],
+                "crops": [value[16:] for value in perceptual]}
+            text = io.StringIO()
+            writer = csv.writer(text, lineterminator="\n")  # as pandas' to_csv writes
+            if start == 0:
+                writer.writerow(header)
+            writer.writerows(zip(*(columns[column] for column in header)))
+            chunk = text.getvalue().encode()
+            digest.update(chunk)
+            size += len(chunk)
+            pending.write(chunk)
+    except BaseException:
+        pending.discard()
+        raise
+    pending.commit()
+    return checksums(size, digest.hexdigests()["crc32c"])

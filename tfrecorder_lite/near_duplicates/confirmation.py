@@ -1,7 +1,7 @@
 """Near-duplicate pairs confirmed: each pair the 64-bit search finds is checked again with
-finer hashes of its two images (:func:`~tfrecorder_lite.images.phash.fine_hashes`) and their
-mean colour, read again for that. Only the images of pairs found are read, each once, and
-copies of one picture (equal 64-bit hashes in one split) are confirmed by their first image.
+finer hashes of its two images (``perceptual_hash.fine_hashes``) and their mean colour, read
+again for that. Only the images of pairs found are read, each once, and copies of one
+picture (equal 64-bit hashes in one split) are confirmed by their first image.
 
 Photos of one composition (garments laid out on one floor, products on one backdrop) share
 the layout the 64-bit hash keeps; their fine hashes, which keep the detail too, are far
@@ -13,15 +13,18 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import redaction
-from . import content_hash, phash
-from .normalize import ImageOptions, read_images
+from ..images import content_hash
+from ..images.luminance_grid import encoded_grid_and_chroma
+from ..images.normalize import ImageOptions, read_images
+from .perceptual_hash import (BITS, FINE_BITS, FINE_MAX_DISTANCE, MAX_CHROMA_DIFFERENCE,
+                              fine_distance, fine_hashes)
 
 logger = redaction.logger(__name__)  # every record redacted
 
 # How a pair is confirmed, as metadata.json says it
-CONFIRMATION = (f"{phash.FINE_BITS}-bit DCT hash of the same grid, whole and cropped by 0, "
-                f"2.5 or 5% a side, within {phash.FINE_MAX_DISTANCE} bits, mean Cb and Cr "
-                f"within {phash.MAX_CHROMA_DIFFERENCE}")
+CONFIRMATION = (f"{FINE_BITS}-bit DCT hash of the same grid, whole and cropped by 0, "
+                f"2.5 or 5% a side, within {FINE_MAX_DISTANCE} bits, mean Cb and Cr "
+                f"within {MAX_CHROMA_DIFFERENCE}")
 _BATCH = 16  # images read and hashed by one call (a thread's share at a time)
 
 
@@ -38,13 +41,13 @@ def _looks_of(batch, max_bytes, storage_options, hashed_by):
         elif digest is not None and content_hash.hexdigest(hashed_by, content) != digest:
             out.append((key, "its file changed since it was written"))
         else:
-            found = phash.encoded_grid_and_chroma(content)
+            found = encoded_grid_and_chroma(content)
             if found is None:
                 out.append((key, "it does not decode"))
             else:
                 decoded.append((key, *found))
     if decoded:  # the batch's fine hashes at once
-        fine = phash.fine_hashes([grid for _, grid, _ in decoded])
+        fine = fine_hashes([grid for _, grid, _ in decoded])
         out += [(key, (hashes, chroma)) for (key, _, chroma), hashes in zip(decoded, fine)]
     return out
 
@@ -52,22 +55,22 @@ def _looks_of(batch, max_bytes, storage_options, hashed_by):
 def looks(data):
     """What confirms a pair, of encoded image bytes: ``(fine hashes, mean chroma)``, or None
     when they do not decode."""
-    found = phash.encoded_grid_and_chroma(data)
-    return None if found is None else (phash.fine_hashes([found[0]])[0], found[1])
+    found = encoded_grid_and_chroma(data)
+    return None if found is None else (fine_hashes([found[0]])[0], found[1])
 
 
 def alike(first, second):
     """Whether two images' :func:`looks` are a copy's."""
     (fine, chroma), (other_fine, other_chroma) = first, second
-    return (phash.fine_distance(fine, other_fine) <= phash.FINE_MAX_DISTANCE and
+    return (fine_distance(fine, other_fine) <= FINE_MAX_DISTANCE and
             max(abs(a - b) for a, b in zip(chroma, other_chroma)) <=
-            phash.MAX_CHROMA_DIFFERENCE)
+            MAX_CHROMA_DIFFERENCE)
 
 
 def confirmed(pairs, source_of, storage_options=None, max_bytes=None,
               hashed_by=content_hash.DEFAULT, threads=None, stand_in=None):
-    """The pairs whose images' fine hashes are within ``phash.FINE_MAX_DISTANCE`` and mean
-    chroma within ``phash.MAX_CHROMA_DIFFERENCE``.
+    """The pairs whose images' fine hashes are within ``FINE_MAX_DISTANCE`` and mean chroma
+    within ``MAX_CHROMA_DIFFERENCE``.
 
     A pair one of whose images cannot be read again (or has changed) is kept, as found: it
     may be a copy, and nothing is lost by reporting it. A warning says how many.
@@ -82,7 +85,7 @@ def confirmed(pairs, source_of, storage_options=None, max_bytes=None,
         threads: images read and hashed side by side (default: one a core, up to 8;
             decoding releases the GIL, opening an image does not).
         stand_in: key -> the key whose image stands for it (the first of its copies, as
-            ``phash.near_pairs`` gives them), or None for each key itself: each pair of
+            ``search.near_pairs`` gives them), or None for each key itself: each pair of
             stand-ins is compared once, and only their images are read.
 
     Returns:
@@ -126,5 +129,5 @@ def confirmed(pairs, source_of, storage_options=None, max_bytes=None,
                        "; ".join(f"{n}: {why}" for why, n in reasons.items()))
     logger.info("near-duplicates: %d of %d pair(s) the %d-bit hash found confirmed by the "
                 "%d-bit one and their colour (%d comparison(s) of %d image(s) read again)",
-                len(kept), len(pairs), phash.BITS, phash.FINE_BITS, len(compared), len(keys))
+                len(kept), len(pairs), BITS, FINE_BITS, len(compared), len(keys))
     return kept

@@ -22,8 +22,11 @@ it in their bucket's name (``gs://status-500/a.jpg``):
 - ``/flaky-date/NAME``: as ``/flaky/``, with a ``Retry-After`` HTTP date one second ahead.
 - ``/slow-down/NAME``: 503 with ``Retry-After: 3600`` for ever.
 - ``/status-CODE/NAME``: always that status (401, 403, 404, 500, 502, ...).
+- ``/hold/NAME``: as ``/ok/``, but a ranged GET of a shard other than the first
+  (``*-00000-of-*``) waits until ``/release`` is asked: a store that has not answered yet.
 - An upload (POST, PUT, PATCH, DELETE) is answered as a GET of its path would be.
-- ``/counts``: JSON ``{"METHOD /path": requests so far}``; ``/reset-counts`` empties it.
+- ``/counts``: JSON ``{"METHOD /path": requests so far}``; ``/ranges``: JSON ``[[path,
+  Range header], ...]`` of the ranged GETs so far; ``/reset-counts`` empties both.
 
 :class:`HostileServer` starts one from Python and stops it (killing it if need be): a request
 that hangs here can never take the test session with it.
@@ -52,7 +55,7 @@ _ZEROS = bytes(64 << 10)
 
 _KINDS = {"ok", "get-only", "ignores-range", "chunked", "endless", "endless-chunked", "liar", "huge",
           "silent", "drip", "reset", "flaky", "flaky-date", "slow-down", "counts",
-          "reset-counts"}
+          "reset-counts", "hold", "release", "ranges"}
 
 
 def _behaviour(path):
@@ -65,6 +68,9 @@ def _behaviour(path):
 
 
 def _handler(root, counts, lock):
+    released = threading.Event()
+    ranges = []  # [path, Range header] of each ranged GET
+
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -91,11 +97,24 @@ def _handler(root, counts, lock):
             with lock:
                 counts[f"{self.command} {path}"] += 1
                 seen = counts[f"{self.command} {path}"]
+                if self.command == "GET" and self.headers.get("Range"):
+                    ranges.append([path, self.headers["Range"]])
             if kind == "counts":
                 return self._send(200, json.dumps(dict(counts)).encode(), body)
+            if kind == "ranges":
+                with lock:
+                    return self._send(200, json.dumps(ranges).encode(), body)
             if kind == "reset-counts":
-                counts.clear()
+                with lock:
+                    counts.clear()
+                    ranges.clear()
                 return self._send(200, b"{}", body)
+            if kind == "release":
+                released.set()
+                return self._send(200, b"released\n", body)
+            if kind == "hold" and self.command == "GET" and self.headers.get("Range") and \
+                    "-00000-of-" not in rest:
+                released.wait()
             if kind.startswith("status-"):
                 code = kind[len("status-"):]
                 return self._send(int(code), f"status {code}\n".encode(), body)
@@ -138,7 +157,7 @@ def _handler(root, counts, lock):
                 self.wfile.flush()
                 while True:
                     time.sleep(3600)
-            if kind in ("ok", "get-only", "flaky", "flaky-date"):
+            if kind in ("ok", "get-only", "flaky", "flaky-date", "hold"):
                 return self._ranged(data, body)
             if kind == "ignores-range":
                 return self._send(200, data, body)
@@ -234,10 +253,23 @@ class HostileServer:
         with urllib.request.urlopen(f"{self.url}/counts", timeout=10) as response:
             return json.loads(response.read())
 
+    def ranges(self):
+        """``[(path, Range header)]`` of the ranged GETs seen so far, in order."""
+        import urllib.request
+
+        with urllib.request.urlopen(f"{self.url}/ranges", timeout=10) as response:
+            return [tuple(pair) for pair in json.loads(response.read())]
+
     def reset_counts(self):
         import urllib.request
 
         urllib.request.urlopen(f"{self.url}/reset-counts", timeout=10).read()
+
+    def release(self):
+        """Answer the requests ``/hold/`` holds, and every later one at once."""
+        import urllib.request
+
+        urllib.request.urlopen(f"{self.url}/release", timeout=10).read()
 
     def stop(self):
         if self._process.poll() is None:

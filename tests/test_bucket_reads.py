@@ -6,9 +6,12 @@ The store is a real HTTP server in a child process (tests/hostile_http.py, ``/ok
 reads honoured, every request counted)."""
 
 import os
+import pathlib
+import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -104,6 +107,69 @@ def test_the_first_records_are_fetched_while_the_pipeline_is_made(served, shuffl
         time.sleep(0.05)
     assert _shard_gets(server)
     assert _names(remote) == _names(tfrecorder_lite.load(out, "TRAIN", **options))
+
+
+@pytest.mark.parametrize("shuffle", [False, "global"])
+def test_the_first_records_are_fetched_as_their_own_bytes(served, shuffle):
+    """The first records come by ranged reads of their own bytes (a whole block takes
+    several times as long on a connection of limited rate), asked for before the dataset
+    is iterated; every later read is of whole blocks."""
+    out, url, server = served
+    server.reset_counts()
+    options = dict(batch_size=4, as_supervised=False, shuffle=shuffle, seed=5)
+    remote = tfrecorder_lite.load(url, "TRAIN", **options)
+    records = set()  # (shard, "bytes=a-b") of every record
+    out = pathlib.Path(out)
+    for shard in sorted(p.name for p in out.glob("train-*.tfrecord")):
+        spans = np.loadtxt(out / shard.replace(".tfrecord", ".tfindex"), dtype=np.int64,
+                           ndmin=2)
+        records.update({(shard, f"bytes={a}-{a + n - 1}") for a, n in spans})
+    deadline = time.monotonic() + 30
+    while len([r for r in server.ranges() if _span(r) in records]) < N and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    before = [_span(r) for r in server.ranges()]
+    assert set(before) >= records  # every record of the split: N, fewer than the first 128
+    assert _names(remote) == _names(tfrecorder_lite.load(out, "TRAIN", **options))
+    later = [_span(r) for r in server.ranges()][len(before):]
+    assert not set(later) & records
+
+
+def _span(request):
+    """``(shard file name, Range header)`` of a request ``(path, Range header)``."""
+    return request[0].rsplit("/", 1)[-1], request[1]
+
+
+def test_records_waiting_on_the_store_hold_no_decoder(tmp_path):
+    """Groups of records read ahead that wait on the store must not keep the decoders from
+    the records already read: the first batch comes while the store holds every read of the
+    second shard (tf.data's own threads, as many as cores, ran the reads before)."""
+    first = 3 * 64  # three groups of reads in the first shard, the next ones in the second
+    table = _table(tmp_path, 2 * first)
+    out = table.tfrecord.to_tfrecord(tmp_path / "out", num_shards=2, progress=False,
+                                     leakage="ignore").output_dir
+    server = HostileServer(out)
+    try:
+        # epochs=2: read by index in manifest order, the first shard's records first
+        dataset = tfrecorder_lite.load(f"{server.url}/hold/out", "TRAIN", batch_size=8,
+                                       image_size=(8, 8), epochs=2, as_supervised=False)
+        batches = iter(dataset)
+        got = []
+        reader = threading.Thread(target=lambda: got.append(next(batches)), daemon=True)
+        reader.start()
+        reader.join(timeout=60)
+        came_while_held = bool(got)
+        server.release()
+        reader.join()
+        assert came_while_held
+        names = [n.decode() for n in got[0]["image/filename"].numpy()]
+        names += [n.decode() for batch in batches for n in batch["image/filename"].numpy()]
+        local = _names(tfrecorder_lite.load(out, "TRAIN", batch_size=8, image_size=(8, 8),
+                                            epochs=2, as_supervised=False))
+        assert names == local and len(names) == 2 * 2 * first
+    finally:
+        server.release()
+        server.stop()
 
 
 def test_the_cache_folder_stays_within_its_limit_and_keeps_only_its_own(served, tmp_path):
@@ -294,6 +360,26 @@ def test_load_checks_its_arguments_at_the_call(served, arguments, message):
 
 
 # ------------------------------------------------------------------ data sources
+
+def test_a_remote_data_source_asks_again_after_its_check_failed(served, tmp_path):
+    """The check of metadata.json that a process's first read waits for is asked again by the
+    next read when it failed (a store that could not answer), not kept as the answer."""
+    out, _, _ = served
+    folder = tmp_path / "out"
+    shutil.copytree(out, folder)
+    server = HostileServer(folder)
+    try:
+        src = tfrecorder_lite.data_source(f"{server.url}/ok/out", "TRAIN")
+        manifest = (folder / "metadata.json").read_bytes()
+        (folder / "metadata.json").unlink()  # the store cannot answer for it now
+        with pytest.raises(VerifyError, match="the output this data source was opened on"):
+            src[0]
+        (folder / "metadata.json").write_bytes(manifest)
+        assert src[0]["image/filename"] == tfrecorder_lite.data_source(
+            out, "TRAIN")[0]["image/filename"]
+    finally:
+        server.stop()
+
 
 def test_a_data_source_refuses_an_output_rewritten_under_it(tmp_path):
     out = _table(tmp_path / "a", 12).tfrecord.to_tfrecord(tmp_path / "out", progress=False,

@@ -18,6 +18,8 @@ import functools
 import operator
 import os
 import struct
+import threading
+from concurrent.futures import Future
 
 import numpy as np
 
@@ -40,6 +42,7 @@ from .shard_cache import ShardCache, byte_count
 logger = redaction.logger(__name__)  # every record redacted
 
 _FRAME = 16  # length (8), its CRC (4), the data's CRC (4)
+_CHECK_STARTING = threading.RLock()  # one check of metadata.json begun at a time
 _DTYPES = {INT64: np.int64, FLOAT: np.float32}
 DEFAULT_BLOCK_SIZE = 1 << 20
 DEFAULT_CACHE_BYTES = 256 << 20
@@ -155,13 +158,14 @@ class DataSource:
             store, self._shards, block_size, cache_bytes,
             min(DEFAULT_READAHEAD, cache_bytes // 2), cache)
         self._seen = None  # this process: the shard files' (inode, size, mtime) once checked
+        self._checking = None  # this process: the Future of its check of metadata.json
 
     def __getstate__(self):  # the index goes along; what this process saw of the files not
-        return {k: v for k, v in self.__dict__.items() if k != "_seen"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_seen", "_checking")}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._seen = None
+        self._seen = self._checking = None
 
     def __repr__(self):
         return (f"DataSource({redact(self._store.url)!r}, split={self.split!r}, "
@@ -199,17 +203,21 @@ class DataSource:
         indices = np.array([self._checked(i) for i in indices], dtype=np.int64)
         if not len(indices):
             return []
+        checking = None
         if self._seen is None:  # once in each process: the output is still the one opened
-            self._check_manifest()
-            self._seen = {}
+            checking = self._manifest_checked()
         try:
             spans = self._spans(indices)
             if self._store.is_local:
+                if checking is not None:
+                    checking.result()
                 self._check_files({s for s, _, _ in spans})
                 found = self._store.read_ranges([(self._shards[s].name, start, end)
                                                  for s, start, end in spans])
             else:
                 found = self._blocks.read(spans)
+            if checking is not None:  # a remote store's answer came while the records did
+                checking.result()
             return [self._unframe(data, shard, int(i - self._first[shard]))
                     for data, (shard, _, _), i in zip(found, spans, indices)]
         except VerifyError:
@@ -222,6 +230,18 @@ class DataSource:
         if self._blocks is not None and len(indices):
             self._blocks.prefetch(self._spans(np.asarray(indices, dtype=np.int64)))
 
+    def fetch_first(self, indices, max_bytes=DEFAULT_READAHEAD):
+        """Start fetching the records at ``indices`` (the first a reader will read, up to
+        ``max_bytes`` of them) as their own bytes, this process's check of metadata.json,
+        and the blocks that hold them, in the background; returns at once. Nothing to do
+        for local shards."""
+        if self._blocks is not None and len(indices):
+            spans = self._spans(np.asarray(indices, dtype=np.int64))
+            self._blocks.fetch_first(spans, max_bytes)
+            if self._seen is None:  # its answer comes beside theirs
+                self._manifest_checked()
+            self._blocks.prefetch(spans)
+
     def _spans(self, indices):
         """``(shard, start, end)`` of the framed record at each index (ints in range)."""
         offsets, lengths = self._index
@@ -231,6 +251,32 @@ class DataSource:
         return [(int(s), int(a), int(b)) for s, a, b in zip(shards, starts, ends)]
 
     # the output changing under the reader
+
+    def _manifest_checked(self):
+        """The Future of this process's one check of metadata.json (:meth:`_check_manifest`),
+        begun by the first read that asks: on a remote store, in a thread, so that its request
+        waits on the store beside the first records' reads."""
+        with _CHECK_STARTING:
+            if self._checking is None:
+                self._checking = Future()
+                if self._store.is_local:
+                    self._run_check()
+                else:
+                    threading.Thread(target=self._run_check, daemon=True,
+                                     name="tfrecorder_lite-manifest-check").start()
+            return self._checking
+
+    def _run_check(self):
+        checking = self._checking
+        try:
+            self._check_manifest()
+        except BaseException as exc:  # raised by the reads awaiting it; the next read asks again
+            with _CHECK_STARTING:
+                self._checking = None
+            checking.set_exception(exc)
+        else:
+            self._seen = self._seen if self._seen is not None else {}
+            checking.set_result(None)
 
     def _check_files(self, shards):
         """Refuse to read local shard files rewritten since this process first read them:

@@ -16,6 +16,7 @@ second ``for`` loop each see the next permutation), still a pure function of the
 position.
 """
 
+import functools
 import threading
 
 import numpy as np
@@ -28,14 +29,17 @@ from .order import GlobalOrder, check_hosts, host_share
 logger = redaction.logger(__name__)  # every record redacted
 
 _READ_GROUP = 64  # records read per call into Python
-# groups read at once: remote reads wait on the store, and more groups in flight hide it
-_GROUPS_IN_FLIGHT = {True: 2, False: 8}  # by "the store is local"
+_LOCAL_GROUPS_IN_FLIGHT = 2  # groups of local records read at once, on tf.data's threads
+# groups of remote records read ahead, one after the other, in a thread of their own (the
+# store's latency is hidden by the blocks fetched ahead, _READ_AHEAD)
+_REMOTE_GROUPS_AHEAD = 8
 _NO_END = np.iinfo(np.int64).max
 _LAST_POSITION = 1 << 62  # global positions stay below it: int64 arithmetic on them never overflows
 _READ_AHEAD = 1024  # records beyond each group whose remote blocks are fetched ahead
-# records whose remote blocks are fetched as soon as the pipeline is made, while TensorFlow
-# builds it (the first groups read)
+# records fetched as soon as the pipeline is made, while TensorFlow builds it (the first
+# groups read)
 _FETCHED_FIRST = 2 * _READ_GROUP
+_FIRST_BYTES = 16 << 20  # at most this many bytes of them fetched record by record
 
 
 class InputPosition:
@@ -126,9 +130,15 @@ def records(tf, source, order, position, description, symbolic=True):
         threading.Thread(target=_fetch_first, args=(source, order, position),
                          name="tfrecorder_lite-first-reads", daemon=True).start()
     dataset = checkpoints.carry(tf, tf.data.Dataset.range(1).flat_map(positions), description)
-    dataset = dataset.batch(_READ_GROUP).map(
-        lambda saved, group: tf.py_function(read, [saved, group], tf.string),
-        num_parallel_calls=_GROUPS_IN_FLIGHT[source.is_local], deterministic=True).unbatch()
+    dataset = dataset.batch(_READ_GROUP)
+    reads = functools.partial(tf.py_function, read, Tout=tf.string)
+    if source.is_local:
+        dataset = dataset.map(lambda saved, group: reads([saved, group]),
+                              num_parallel_calls=_LOCAL_GROUPS_IN_FLIGHT, deterministic=True)
+    else:  # read in prefetch's own thread: a read waiting on the store holds no decoder's
+        dataset = dataset.map(lambda saved, group: reads([saved, group])).prefetch(
+            _REMOTE_GROUPS_AHEAD)
+    dataset = dataset.unbatch()
     options = tf.data.Options()
     options.experimental_symbolic_checkpoint = symbolic
     options.experimental_external_state_policy = \
@@ -137,15 +147,15 @@ def records(tf, source, order, position, description, symbolic=True):
 
 
 def _fetch_first(source, order, position):
-    """Start fetching the remote blocks of the first records the dataset's first iterator
-    reads (its start may still move: this only fetches ahead, nothing depends on it). A
-    failure is left for the reads to raise."""
+    """Start fetching the first records the dataset's first iterator reads, and their
+    remote blocks (its start may still move: this only fetches ahead, nothing depends on
+    it). A failure is left for the reads to raise."""
     first, hosts = position.next_start + position.host_index, position.num_hosts
     stop = first + hosts * _FETCHED_FIRST
     if position.stop is not None:
         stop = min(stop, position.stop)
     try:
-        source.prefetch(order.records(np.arange(first, stop, hosts)))
+        source.fetch_first(order.records(np.arange(first, stop, hosts)), _FIRST_BYTES)
     except Exception as exc:  # the iterator's reads raise it, naming what failed
         logger.debug("fetching the first records ahead failed: %s", exc)
 

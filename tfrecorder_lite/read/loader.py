@@ -7,6 +7,7 @@ lazily, so that ``import tfrecorder_lite`` stays light.
 import dataclasses
 import functools
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import joblib
 
@@ -23,6 +24,8 @@ from ..record.tensorflow import as_written, import_tensorflow
 from .data_source import check_uncompressed
 
 CYCLE_LENGTH = 8  # shards read in turn by load() without shuffle="global"
+# asks the store whether the shards are there while TensorFlow makes the pipeline
+_POOL = ThreadPoolExecutor(1, thread_name_prefix="tfrecorder_lite-load")
 
 
 def load(output_dir, split=None, *, batch_size=None, image_size=None, shuffle=False, seed=None,
@@ -147,11 +150,15 @@ def _load_split(store, manifest, split, options, cache, by_index=None, generatio
         check_uncompressed(store, manifest, "load() by index (shuffle='global', start, "
                                             "epochs, hosts)")
         cached = data_source.shard_cache_of(store, *cache)
-        if not store.is_local:
-            _check_remote_shards(store, shards, cached)
+        checked = None
+        if not store.is_local:  # the store asked while the pipeline is made
+            checked = _POOL.submit(_check_remote_shards, store, shards, cached)
         tf = import_tensorflow()
-        return _load_by_index(tf, store, manifest, split, options, position, features, shards,
-                              generation, cached, streamed)
+        dataset = _load_by_index(tf, store, manifest, split, options, position, features,
+                                 shards, generation, cached, streamed)
+        if checked is not None:
+            checked.result()  # ManifestError: a shard missing or not of its size
+        return dataset
 
     paths = _shard_files(store, shards, cache)
     tf = import_tensorflow()

@@ -6,7 +6,10 @@ later reads (and other processes) use instead of the store.
 A store answers each request after a latency of tens of milliseconds and serves each
 connection at a limited rate: throughput comes from requests in flight, so every block is a
 request of its own, and :meth:`RemoteBlocks.prefetch` keeps up to ``readahead`` bytes of
-blocks on their way while the reader works on the blocks it has.
+blocks on their way while the reader works on the blocks it has. The first records a reader
+will want (:meth:`RemoteBlocks.fetch_first`) are fetched as their own bytes, in pieces of at
+most :data:`FIRST_PIECE` bytes, each a request: a whole block takes several times a record's
+transfer time on a connection of limited rate, and the first batch waits for all of them.
 """
 
 import collections
@@ -24,6 +27,7 @@ logger = redaction.logger(__name__)  # every record redacted
 
 _PREFETCH_THREADS = 2  # for stores without an event loop (and local copies' writes)
 _RECHECK_SECONDS = 1.0  # how often a copy another process is filling is looked for
+FIRST_PIECE = 256 << 10  # bytes of each request for the first records (fetch_first)
 
 
 class RemoteBlocks:
@@ -56,6 +60,7 @@ class RemoteBlocks:
         self._names = [copy_name(self._store, s) for s in self._shards] if self._cache else []
         self._local = {}  # shard -> open file of its finished local copy
         self._partials = {}  # shard -> PartialCopy being filled, or the time to look again
+        self._first = {}  # (shard, start, end) -> futures of its pieces (fetch_first)
         self._finalizer = weakref.finalize(self, _close, self._local, self._partials)
 
     def __getstate__(self):
@@ -86,11 +91,52 @@ class RemoteBlocks:
                 continue
             data = os.pread(local.fileno(), end - start, start)
             out[i] = data if len(data) == end - start else self._short(shard, start + len(data))
+        if self._first and remote:
+            remote = [i for i in remote if not self._take_first(spans[i], out, i)]
         if remote:
             found = self._read_blocks([spans[i] for i in remote])
             for i, data in zip(remote, found):
                 out[i] = data
         return out
+
+    def fetch_first(self, spans, max_bytes):
+        """Start fetching the bytes of ``spans`` (the first records a reader will read), each
+        in pieces of its own requests, up to ``max_bytes`` in all; returns at once. A span is
+        handed to the first :meth:`read` that asks for it, then forgotten. Nothing is done
+        for a store without an event loop, or spans of local copies."""
+        self._this_process()
+        if not self._store.reads_soon:
+            return
+        budget = max_bytes
+        for span in spans:
+            shard, start, end = span
+            if budget < end - start or self._local_copy(shard) is not None:
+                break
+            with self._lock:
+                if span in self._first:
+                    continue
+                self._first[span] = [
+                    self._store.read_range_soon(self._shards[shard].name, a,
+                                                min(a + FIRST_PIECE, end))
+                    for a in range(start, end, FIRST_PIECE)]
+            budget -= end - start
+
+    def _take_first(self, span, out, i):
+        """Put the bytes of ``span`` fetched by :meth:`fetch_first` in ``out[i]``; False when
+        it was not fetched so, or its fetch failed (then it is read as any other)."""
+        with self._lock:
+            pieces = self._first.pop(span, None)
+        if pieces is None:
+            return False
+        try:
+            data = b"".join(piece.result() for piece in pieces)
+        except Exception as exc:  # read again the usual way, which says what failed
+            logger.debug("a first record's read failed: %s", exc)
+            return False
+        if len(data) != span[2] - span[1]:
+            return False
+        out[i] = data
+        return True
 
     def prefetch(self, spans):
         """Start fetching the blocks of ``spans`` that are neither kept nor on their way, in

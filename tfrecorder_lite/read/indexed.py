@@ -151,11 +151,15 @@ def _fetch_first(source, order, position):
     remote blocks (its start may still move: this only fetches ahead, nothing depends on
     it). A failure is left for the reads to raise."""
     first, hosts = position.next_start + position.host_index, position.num_hosts
-    stop = first + hosts * _FETCHED_FIRST
-    if position.stop is not None:
-        stop = min(stop, position.stop)
+    end = _NO_END if position.stop is None else position.stop
+    stop = min(first + hosts * _FETCHED_FIRST, end)
     try:
         source.fetch_first(order.records(np.arange(first, stop, hosts)), _FIRST_BYTES)
+        # then the blocks of the records after them (a global order's next groups need
+        # blocks of their own, which came last when the first records' came first)
+        ahead = np.arange(stop, min(stop + hosts * _READ_AHEAD, end), hosts)
+        if len(ahead):
+            source.prefetch(order.records(ahead))
     except Exception as exc:  # the iterator's reads raise it, naming what failed
         logger.debug("fetching the first records ahead failed: %s", exc)
 

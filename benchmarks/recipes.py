@@ -62,6 +62,20 @@ def tutorial_recipe(df: pd.DataFrame, out_dir: Path) -> None:
             writer.close()
 
 
+def durable_recipe(df: pd.DataFrame, out_dir: Path) -> None:
+    """`tutorial_recipe`, then its files and their folder on the disk (fsync), as the
+    library's output is when `to_tfrecord` returns."""
+    tutorial_recipe(df, out_dir)
+    for path in out_dir.iterdir():
+        with open(path, "rb") as f:
+            os.fsync(f.fileno())
+    folder = os.open(out_dir, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
 def pillow_decode(df: pd.DataFrame) -> None:
     """Opens and fully decodes every image with Pillow."""
     for uri in df["image_uri"]:

@@ -317,6 +317,23 @@ def test_every_iterator_checkpoint_is_refused_by_another_pipeline(served, tmp_pa
         next(elsewhere)
 
 
+@pytest.mark.parametrize("options", [dict(), dict(shuffle="global", seed=2)],
+                         ids=["default", "global"])
+def test_a_remote_iterator_resumes_exactly_from_its_checkpoint(served, tmp_path, options):
+    """Records read ahead from a store (eight groups, in prefetch's thread) are not lost or
+    read twice by a checkpoint taken while they wait to be decoded."""
+    _, url, _ = served
+    it = iter(tfrecorder_lite.load(url, "TRAIN", batch_size=4, as_supervised=False, **options))
+    seen = [n.decode() for _ in range(3) for n in next(it)["image/filename"].numpy()]
+    path = _checkpoint(it, tmp_path)
+    rest = [n.decode() for b in it for n in b["image/filename"].numpy()]
+    again = iter(tfrecorder_lite.load(url, "TRAIN", batch_size=4, as_supervised=False,
+                                      **options))
+    tf.train.Checkpoint(it=again).read(path).assert_consumed()
+    assert [n.decode() for b in again for n in b["image/filename"].numpy()] == rest
+    assert len(rest) == N - 12 and not set(rest) & set(seen)
+
+
 def test_a_global_checkpoint_is_refused_with_another_seed_hosts_or_after_an_append(tmp_path):
     table = _table(tmp_path / "images", 24)
     out = table.tfrecord.to_tfrecord(tmp_path / "out", num_shards=2,

@@ -14,6 +14,7 @@ formats libpng's integer grey of RGB (Pillow's ``convert("L")`` rounds where it 
 
 import functools
 import io
+import threading
 
 import numpy as np
 
@@ -59,22 +60,38 @@ def resize_bilinear(pixels, size):
     top, bottom, down = _taps(height, size[0], 1)
     left, right, across = _taps(width, size[1], channels)
     rows = pixels.reshape(height, width * channels)  # a pixel's channels side by side
-    upper, lower = rows[top], rows[bottom]
-    above = upper[:, right].astype(np.float32)
-    left_above = upper[:, left].astype(np.float32)
-    above -= left_above
-    above *= across
-    above += left_above  # the row above the sample point, interpolated across
-    below = lower[:, right].astype(np.float32)
-    left_below = lower[:, left].astype(np.float32)
-    below -= left_below
-    below *= across
-    below += left_below
+    count, values = size[0], size[1] * channels
+    # the rows above the sample points, then those below, gathered into this thread's scratch
+    # arrays: fresh arrays of this size would be new pages of memory for every image
+    both = np.take(rows, np.concatenate((top, bottom)), axis=0,
+                   out=_scratch("rows", np.uint8, (2 * count, rows.shape[1])))
+    gathered = _scratch("gathered", np.uint8, (2 * count, values))
+    near = _scratch("near", np.float32, (2 * count, values))
+    far = _scratch("far", np.float32, (2 * count, values))
+    np.copyto(near, np.take(both, left, axis=1, out=gathered))
+    np.copyto(far, np.take(both, right, axis=1, out=gathered))
+    far -= near
+    far *= across
+    far += near  # each row interpolated across: the rows above, then those below
+    above, below = far[:count], far[count:]
     below -= above
     below *= down[:, None]
     below += above
     below += np.float32(0.5)  # within [0, 255]: adding 0.5 and truncating rounds it
     return below.astype(np.uint8).reshape(size[0], size[1], channels)
+
+
+_local = threading.local()
+
+
+def _scratch(name, dtype, shape):
+    """This thread's scratch array ``name`` viewed as ``shape`` (kept, grown as needed)."""
+    count = shape[0] * shape[1]
+    arrays = _local.__dict__.setdefault("arrays", {})
+    array = arrays.get(name)
+    if array is None or array.size < count:
+        array = arrays[name] = np.empty(count, dtype)
+    return array[:count].reshape(shape)
 
 
 @functools.lru_cache(maxsize=512)

@@ -345,6 +345,28 @@ def test_resize_is_tf_image_resize_exactly():
                                           err_msg=f"{height}x{width}x{channels} -> {size}")
 
 
+def test_resize_threads_at_once_give_tf_image_resize():
+    # the resize works in scratch arrays kept per thread: threads resizing images of different
+    # sizes at once (as a DataSource shared by threads does) each get tf.image.resize's pixels
+    import tensorflow as tf
+    from concurrent.futures import ThreadPoolExecutor
+    from tfrecorder_lite.images.resize import resize_bilinear
+
+    cases = []
+    for i, ((height, width), size) in enumerate([((300, 260), (224, 224)), ((64, 48), (96, 80)),
+                                                 ((200, 331), (224, 224)), ((50, 70), (20, 30))]):
+        pixels = np.asarray(photo(height, width, seed=70 + i)).reshape(height, width, 3)
+        cases.append((pixels, size,
+                      tf.cast(tf.image.resize(pixels, size) + 0.5, tf.uint8).numpy()))
+
+    def resize_all(case):
+        pixels, size, expected = case
+        return all(np.array_equal(resize_bilinear(pixels, size), expected) for _ in range(40))
+
+    with ThreadPoolExecutor(len(cases)) as pool:
+        assert list(pool.map(resize_all, cases)) == [True] * len(cases)
+
+
 def test_image_size_is_refused_where_it_cannot_apply(outputs, tmp_path):
     with pytest.raises(SchemaError, match="decode_image=True"):
         tfrecorder_lite.data_source(outputs["classification"], "TRAIN", image_size=(8, 8))

@@ -178,3 +178,46 @@ print(len(classes))
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert int(proc.stdout) >= 10
+
+
+def _tf_features(data):
+    """{key: (kind, [values])} of a serialized Example, as TensorFlow parses it."""
+    kinds = {"bytes_list": example.BYTES, "float_list": example.FLOAT,
+             "int64_list": example.INT64}
+    out = {}
+    for key, feature in tf.train.Example.FromString(data).features.feature.items():
+        kind = feature.WhichOneof("kind")
+        out[key] = (kinds[kind], list(getattr(feature, kind).value))
+    return out
+
+
+def test_decoded_examples_of_every_layout_are_tensorflows():
+    # the usual layout (one Features, key then Feature, packed numbers) is parsed by a short
+    # path, any other by the general one: both give what TensorFlow parses, and bad bytes fail
+    feature = tf.train.Feature
+    made = tf.train.Example(features=tf.train.Features(feature={
+        "many": feature(bytes_list=tf.train.BytesList(value=[b"", b"x" * 300, b"\x0a\x12"])),
+        "none_b": feature(bytes_list=tf.train.BytesList(value=[])),
+        "none_f": feature(float_list=tf.train.FloatList(value=[])),
+        "none_i": feature(int64_list=tf.train.Int64List(value=[])),
+        "ints": feature(int64_list=tf.train.Int64List(value=[0, -1, 2**63 - 1, -(2**63), 300])),
+        "floats": feature(float_list=tf.train.FloatList(value=[0.5, -2.25, 1e30])),
+        "h\u00e9": feature(bytes_list=tf.train.BytesList(value=[b"v"]))})).SerializeToString()
+    entry = example._entry("i", example.INT64, [5, -7])
+    unusual = [
+        b"\x0a" + example._varint(len(entry) + 8) + entry +
+        b"\x0a\x06\x12\x04\x1a\x02\x08\x03",  # an entry without its key
+        b"\x10\x07" + made,  # a field Example does not have, then the Features
+        # an int64 list of unpacked values, and an entry with its Feature before its key
+        example._length_delimited(b"\x0a", example._length_delimited(
+            b"\x0a", b"\x0a\x01k\x12\x06\x1a\x04\x08\x05\x08\x7f") + example._length_delimited(
+            b"\x0a", b"\x12\x04\x1a\x02\x08\x03\x0a\x01j"))]
+    for data in [made, *unusual]:
+        assert example.decode_example(data) == _tf_features(data)
+    assert example.decode_example(made)["ints"] == (example.INT64,
+                                                    [0, -1, 2**63 - 1, -(2**63), 300])
+    for bad, problem in [(made[:-1], "truncated"), (made[:1], "truncated varint"),
+                         (b"\x0a\x04\x0a\x02\x12\x00", "not a bytes, float or int64 list"),
+                         (b"\x0f", "unsupported wire type")]:
+        with pytest.raises(ValueError, match=problem):
+            example.decode_example(bad)

@@ -14,6 +14,7 @@ formats libpng's integer grey of RGB (Pillow's ``convert("L")`` rounds where it 
 
 import functools
 import io
+import threading
 
 import numpy as np
 
@@ -56,25 +57,65 @@ def resize_bilinear(pixels, size):
     ``tf.image.resize`` does (bilinear, half-pixel centres, no antialiasing), rounded to
     uint8 as ``load()`` rounds."""
     height, width, channels = pixels.shape
-    top, bottom, down = _taps(height, size[0], 1)
+    needed, above_at, below_at, down = _row_taps(height, size[0])
     left, right, across = _taps(width, size[1], channels)
     rows = pixels.reshape(height, width * channels)  # a pixel's channels side by side
-    upper, lower = rows[top], rows[bottom]
-    above = upper[:, right].astype(np.float32)
-    left_above = upper[:, left].astype(np.float32)
-    above -= left_above
-    above *= across
-    above += left_above  # the row above the sample point, interpolated across
-    below = lower[:, right].astype(np.float32)
-    left_below = lower[:, left].astype(np.float32)
-    below -= left_below
-    below *= across
-    below += left_below
+    count, values, used = size[0], size[1] * channels, len(needed)
+    # the source rows needed, gathered into this thread's scratch arrays: fresh arrays of
+    # this size would be new pages of memory for every image
+    both = np.take(rows, needed, axis=0, out=_scratch("rows", np.uint8, (used, rows.shape[1])))
+    gathered = _scratch("gathered", np.uint8, (used, values))
+    near = _scratch("near", np.float32, (used, values))
+    far = _scratch("far", np.float32, (used, values))
+    np.copyto(near, np.take(both, left, axis=1, out=gathered))
+    np.copyto(far, np.take(both, right, axis=1, out=gathered))
+    far -= near
+    far *= across
+    far += near  # each row interpolated across
+    if above_at is None:  # the rows above the sample points, then those below
+        above, below = far[:count], far[count:]
+    else:
+        above = np.take(far, above_at, axis=0,
+                        out=_scratch("above", np.float32, (count, values)))
+        below = np.take(far, below_at, axis=0)
     below -= above
     below *= down[:, None]
     below += above
     below += np.float32(0.5)  # within [0, 255]: adding 0.5 and truncating rounds it
     return below.astype(np.uint8).reshape(size[0], size[1], channels)
+
+
+_local = threading.local()
+
+
+def _scratch(name, dtype, shape):
+    """This thread's scratch array ``name`` viewed as ``shape`` (kept, grown as needed)."""
+    count = shape[0] * shape[1]
+    arrays = _local.__dict__.setdefault("arrays", {})
+    array = arrays.get(name)
+    if array is None or array.size < count:
+        array = arrays[name] = np.empty(count, dtype)
+    return array[:count].reshape(shape)
+
+
+@functools.lru_cache(maxsize=512)
+def _row_taps(in_size, out_size):
+    """``(needed, above_at, below_at, down)``: the source rows to interpolate across, where
+    the rows above and below each sample point are among them, and the lower one's weight.
+    Rows shared by sample points are interpolated once where that saves a quarter or more
+    of the rows; otherwise ``needed`` is the rows above, then those below (``above_at`` and
+    ``below_at`` None)."""
+    top, bottom, down = _taps(in_size, out_size, 1)
+    needed, at = np.unique(np.concatenate((top, bottom)), return_inverse=True)
+    if len(needed) > 0.75 * 2 * out_size:
+        needed, above_at, below_at = np.concatenate((top, bottom)), None, None
+    else:
+        above_at, below_at = at[:out_size].astype(np.int32), at[out_size:].astype(np.int32)
+    taps = (needed.astype(np.int32), above_at, below_at, down)
+    for array in taps:
+        if array is not None:
+            array.flags.writeable = False  # shared by every image of these sizes
+    return taps
 
 
 @functools.lru_cache(maxsize=512)

@@ -214,6 +214,86 @@ def decode_example(data):
     Raises:
         ValueError: when the bytes are not a well-formed Example.
     """
+    try:
+        found = _decode_usual(data)
+    except (ValueError, IndexError):
+        found = None
+    return _decode_any(data) if found is None else found
+
+
+_LIST_KINDS = {0x0A: BYTES, 0x12: FLOAT, 0x1A: INT64}  # Feature's field tags
+
+
+def _decode_usual(data):
+    """The Example in the layout ``encode_example`` and TensorFlow write (one Features, each
+    entry its key then its Feature, packed numbers), or None for any other bytes."""
+    end = len(data)
+    if not end or data[0] != 0x0A:
+        return None
+    size, pos = _read_varint(data, 1)
+    if pos + size != end:
+        return None
+    features = {}
+    while pos < end:
+        if data[pos] != 0x0A:
+            return None
+        size, pos = _read_varint(data, pos + 1)
+        entry_end = pos + size
+        if entry_end > end or data[pos] != 0x0A:
+            return None
+        size, pos = _read_varint(data, pos + 1)
+        key = data[pos:pos + size].decode("utf-8")
+        pos += size
+        if pos >= entry_end or data[pos] != 0x12:
+            return None
+        size, pos = _read_varint(data, pos + 1)
+        kind = _LIST_KINDS.get(data[pos]) if pos + size == entry_end else None
+        if kind is None:
+            return None
+        size, pos = _read_varint(data, pos + 1)
+        if pos + size != entry_end:
+            return None
+        values = _usual_values(kind, data[pos:entry_end])
+        if values is None:
+            return None
+        features[key] = (kind, values)
+        pos = entry_end
+    return features
+
+
+def _usual_values(kind, payload):
+    """The values of a list of ``kind`` whose only fields are its values (numbers packed in
+    one field), or None."""
+    if not payload:
+        return []
+    if payload[0] != 0x0A:
+        return None
+    size, pos = _read_varint(payload, 1)
+    if kind == BYTES:
+        values = []
+        while True:
+            if pos + size > len(payload):
+                return None
+            values.append(payload[pos:pos + size])
+            pos += size
+            if pos == len(payload):
+                return values
+            if payload[pos] != 0x0A:
+                return None
+            size, pos = _read_varint(payload, pos + 1)
+    if pos + size != len(payload):
+        return None
+    if kind == FLOAT:
+        return list(struct.unpack(f"<{size // 4}f", payload[pos:])) if size % 4 == 0 else None
+    values = []
+    while pos < len(payload):
+        value, pos = _read_varint(payload, pos)
+        values.append(value - (1 << 64) if value >= 1 << 63 else value)
+    return values
+
+
+def _decode_any(data):
+    """``decode_example`` for any layout of the fields, with its errors."""
     kinds = {1: BYTES, 2: FLOAT, 3: INT64}
     features = {}
     for number, _, message in _fields(data):

@@ -57,13 +57,17 @@ def _shard_gets(server):
 
 
 def _cache_files(folder):
-    """``{name: size}`` of the cache folder's files (a copy renamed or evicted by the reader's
-    threads while the folder is listed is left out)."""
-    found = {}
+    """``{name: size}`` of the cache folder's files, each file once: a copy evicted by the
+    reader's threads while the folder is listed is left out, and one renamed from its
+    partial name to its final one meanwhile (seen under both) is counted under one."""
+    found, inodes = {}, set()
     for entry in os.scandir(folder):
         try:
             if entry.name != ".lock":
-                found[entry.name] = entry.stat().st_size
+                info = entry.stat()
+                if info.st_ino not in inodes:
+                    inodes.add(info.st_ino)
+                    found[entry.name] = info.st_size
         except FileNotFoundError:
             continue
     return found

@@ -233,12 +233,16 @@ class DataSource:
     def fetch_first(self, indices, max_bytes=DEFAULT_READAHEAD):
         """Start fetching the records at ``indices`` (the first a reader will read, up to
         ``max_bytes`` of them) as their own bytes, and this process's check of
-        metadata.json, in the background; returns at once. Nothing to do for local shards."""
+        metadata.json (with a cache folder, also the blocks that hold the records, which
+        their shards' copies need), in the background; returns at once. Nothing to do for
+        local shards."""
         if self._blocks is not None and len(indices):
             spans = self._spans(np.asarray(indices, dtype=np.int64))
             self._blocks.fetch_first(spans, max_bytes)
             if self._seen is None:  # its answer comes beside theirs
                 self._manifest_checked()
+            if self._blocks.keeps_copies:  # their blocks too: a shard's copy needs them all
+                self._blocks.prefetch(spans)
 
     def _spans(self, indices):
         """``(shard, start, end)`` of the framed record at each index (ints in range)."""

@@ -75,6 +75,11 @@ class RemoteBlocks:
         if os.getpid() != self._pid:  # forked: threads, locks and files stay behind
             self._setup()
 
+    @property
+    def keeps_copies(self):
+        """Whether fetched blocks are also written into local copies of their shards."""
+        return self._cache is not None
+
     # reading
 
     def read(self, spans):

@@ -256,8 +256,8 @@ class DataSource:
 
     def _manifest_checked(self):
         """The Future of this process's one check of metadata.json (:meth:`_check_manifest`),
-        begun by the first read that asks: on a remote store, in a thread, so that its request
-        waits on the store beside the first records' reads."""
+        begun by the first read (or :meth:`fetch_first`) that asks: on a remote store, in a
+        thread, so that its request waits on the store beside the first records' reads."""
         with _CHECK_STARTING:
             if self._checking is None:
                 self._checking = Future()

@@ -115,8 +115,10 @@ class RemoteBlocks:
         budget = max_bytes
         for span in spans:
             shard, start, end = span
-            if budget < end - start or self._local_copy(shard) is not None:
+            if budget < end - start:
                 break
+            if self._local_copy(shard) is not None:  # read from the disk
+                continue
             with self._lock:
                 if span in self._first:
                     continue

@@ -216,8 +216,8 @@ class DataSource:
                                                  for s, start, end in spans])
             else:
                 found = self._blocks.read(spans)
-            if checking is not None:  # a remote store's answer came while the records did
-                checking.result()
+                if checking is not None:  # the store's answer came while the records did
+                    checking.result()
             return [self._unframe(data, shard, int(i - self._first[shard]))
                     for data, (shard, _, _), i in zip(found, spans, indices)]
         except VerifyError:

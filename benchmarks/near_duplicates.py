@@ -1,7 +1,7 @@
 """Near-duplicates across splits: what hashing costs a conversion, how the search scales, and
-what it finds on the 3,000-image set.
+what it finds on the 3,000-image set and on a set of crops of a few photographs.
 
-Four parts (all by default; ``photos`` only with a folder):
+Five parts (all by default; ``photos`` only with a folder):
 
 - ``convert``: the 3,000 set (or, with ``--camera``, 12 MP phone-camera JPEGs; with
   ``--photos FOLDER``, every photo under the folder) converted with ``leakage="warn"`` (every
@@ -18,8 +18,17 @@ Four parts (all by default; ``photos`` only with a folder):
   ``quality`` makes them).
 - ``quality``: the 3,000 distinct images hashed as a conversion hashes them: the pairs found
   among them (none should be), and for every 10th image, made into a copy each way (50%
-  resize, JPEG q50, PNG, 5% crop at a corner, 2.5% crop all round, +10% brightness), whether
-  the copy is found and at what distance.
+  resize, JPEG q50, PNG, 5% crop at a corner, 2.5% crop all round, 5% crop on each side,
+  +10% brightness), whether the copy is found and at what distance.
+- ``crops``: a stand-in for issue 47's "photos3k" (3,000 crops of 11 photographs): 3,000
+  crops of 11 rendered 12 MP photographs (15-45% of each side, anywhere, resized to a longer
+  side of 214-640 px, JPEG q90 or 10% PNG, splits 80/10/10, label the photograph), overlapping
+  crops of one photograph being true pairs, then 50 planted copies of 10 TRAIN crops (resized
+  to 50%, JPEG q50, PNG, 5% crop on each side, +10% brightness) in VALIDATION and TEST. The
+  default write with ``leakage="warn"`` and ``"ignore"`` in interleaved rounds, as
+  ``convert``; then once, untimed: the pairs reported (and how long ``confirmed()`` took),
+  each planted copy reported with its original or not, whether ``leakage="reject"`` cuts
+  the rows ``pairs.later_rows`` gives of those pairs, and whether an append refuses each copy.
 
 Usage:
     python benchmarks/near_duplicates.py                   # every part
@@ -28,6 +37,8 @@ Usage:
     python benchmarks/near_duplicates.py --part convert --camera --images 200  # 12 MP photos
     python benchmarks/near_duplicates.py --part photos --photos FOLDER  # real photos
     python benchmarks/near_duplicates.py --part convert --photos FOLDER --repeats 5
+    python benchmarks/near_duplicates.py --part crops            # the crops set (issue 47)
+    python benchmarks/near_duplicates.py --part crops --crops 300 --repeats 1  # a quick look
 """
 
 import argparse
@@ -500,6 +511,17 @@ def crops(args):
         print(f"- pairs of crops across splits whose boxes overlap by {threshold:.2f} or more "
               f"(intersection over union; a 5% crop on each side and its original: 0.81): "
               f"{len(want)}, of them reported: {len(want & reported)}")
+    searched = _searched_pairs(out / "warn" / layout.hashes_name(0))
+    dropped = sorted(searched - {(a, b) for a, b, _ in found})
+    between = np.array([(a, b) for a, b in dropped if a < count], dtype=int).reshape(-1, 2)
+    over = _overlap(boxes, between[:, 0], between[:, 1])
+    print(f"- the 64-bit search's pairs (searched again here from the hashes file): "
+          f"{len(searched)}; of them not confirmed: {len(dropped)}: {len(between)} between "
+          f"crops ({int((over > 0).sum())} of one photograph overlapping"
+          + (f" by {over[over > 0].min():.2f} to {over.max():.2f}, median "
+             f"{np.median(over[over > 0]):.2f}" if (over > 0).any() else "")
+          + f"; {int((over == 0).sum())} of two photographs or not overlapping), "
+          f"{len(dropped) - len(between)} involving a planted copy")
     print("\n| planted copy (in VALIDATION or TEST) | reported with its original | missed |")
     print("|---|---|---|")
     with_original = {(a, b) for a, b, _ in found}
@@ -533,18 +555,32 @@ def crops(args):
 
     shutil.rmtree(out / "append", ignore_errors=True)
     tfrecorder_lite.to_tfrecord(df.iloc[:count], out / "append", progress=False)
-    appended = tfrecorder_lite.to_tfrecord(df.iloc[count:], out / "append", progress=False,
-                                           append=True, leakage="reject")
+    appended = tfrecorder_lite.to_tfrecord(  # "skip": a copy of the very bytes of an earlier
+        df.iloc[count:], out / "append", progress=False, append=True,  # image in another
+        leakage="reject", on_error="skip")  # split (a PNG's PNG copy) is refused, not raised
     refused = set(appended.rejected.index.tolist())
     naming = sum(appended.rejected.reason[row].startswith(
         f"near-duplicate across splits: looks like row '{original}' (")
         for row, (original, _) in copies.items() if row in refused)
+    why = appended.rejected.reason.str.split(":").str[0].value_counts()
     print(f"\n## An append of the {len(copies)} copies to the {count} crops' output "
-          f"(leakage=\"reject\"): {len(refused & set(copies))}/{len(copies)} refused "
-          f"({naming} naming their original); let in: "
+          f"(leakage=\"reject\", on_error=\"skip\"): {len(refused & set(copies))}/"
+          f"{len(copies)} refused ({naming} as a near-duplicate naming their original; "
+          f"reasons: {', '.join(f'{n} {r}' for r, n in why.items())}); let in: "
           + (", ".join(f"row {row} ({copies[row][1]} of row {copies[row][0]})"
                        for row in sorted(set(copies) - refused)) or "none"))
     shutil.rmtree(out, ignore_errors=True)
+
+
+def _searched_pairs(hashes_file):
+    """The pairs across splits the 64-bit search finds among the images of a hashes file,
+    ``{(later row, earlier row)}`` (before any confirmation)."""
+    hashes = pd.read_csv(hashes_file, dtype=str, keep_default_na=False)
+    first, second, _ = pair_search.near_pairs(
+        phash.rows_from_hex((hashes.phash + hashes.crops).tolist()),
+        pd.factorize(hashes.split)[0])
+    rows = hashes.row.astype(int).to_numpy()
+    return {(max(a, b), min(a, b)) for a, b in zip(rows[first].tolist(), rows[second].tolist())}
 
 
 def _missed(df, row, original):
@@ -553,7 +589,9 @@ def _missed(df, row, original):
     copy_bytes, original_bytes = (Path(df.image_uri[r]).read_bytes() for r in (row, original))
     pair = pair_search.near_pairs(np.array([_hashes(original_bytes), _hashes(copy_bytes)],
                                            dtype=np.uint64), [0, 1], 63)
-    text = f"row {row} of row {original}: {int(pair[2][0])} bits"
+    found = int(pair[2][0]) <= phash.MAX_DISTANCE
+    text = (f"row {row} of row {original} ({'found, not confirmed' if found else 'not found'}): "
+            f"{int(pair[2][0])} bits")
     try:
         (fine, chroma), (other_fine, other_chroma) = (confirm.looks(original_bytes),
                                                       confirm.looks(copy_bytes))

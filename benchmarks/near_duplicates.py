@@ -507,11 +507,12 @@ def crops(args):
         for threshold in (0.9, 0.81):
             close.setdefault(threshold, set()).update((int(j), a) for j in b[over >= threshold])
     reported = {(a, b) for a, b, _ in crop_pairs}
+    searched = _searched_pairs(out / "warn" / layout.hashes_name(0))
     for threshold, want in close.items():
         print(f"- pairs of crops across splits whose boxes overlap by {threshold:.2f} or more "
               f"(intersection over union; a 5% crop on each side and its original: 0.81): "
-              f"{len(want)}, of them reported: {len(want & reported)}")
-    searched = _searched_pairs(out / "warn" / layout.hashes_name(0))
+              f"{len(want)}; found by the 64-bit search: {len(want & searched)}; reported: "
+              f"{len(want & reported)}")
     dropped = sorted(searched - {(a, b) for a, b, _ in found})
     between = np.array([(a, b) for a, b in dropped if a < count], dtype=int).reshape(-1, 2)
     over = _overlap(boxes, between[:, 0], between[:, 1])

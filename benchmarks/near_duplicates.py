@@ -1,7 +1,7 @@
 """Near-duplicates across splits: what hashing costs a conversion, how the search scales, and
-what it finds on the 3,000-image set.
+what it finds on the 3,000-image set and on a set of crops of a few photographs.
 
-Four parts (all by default; ``photos`` only with a folder):
+Five parts (all by default; ``photos`` only with a folder):
 
 - ``convert``: the 3,000 set (or, with ``--camera``, 12 MP phone-camera JPEGs; with
   ``--photos FOLDER``, every photo under the folder) converted with ``leakage="warn"`` (every
@@ -18,8 +18,17 @@ Four parts (all by default; ``photos`` only with a folder):
   ``quality`` makes them).
 - ``quality``: the 3,000 distinct images hashed as a conversion hashes them: the pairs found
   among them (none should be), and for every 10th image, made into a copy each way (50%
-  resize, JPEG q50, PNG, 5% crop at a corner, 2.5% crop all round, +10% brightness), whether
-  the copy is found and at what distance.
+  resize, JPEG q50, PNG, 5% crop at a corner, 2.5% crop all round, 5% crop on each side,
+  +10% brightness), whether the copy is found and at what distance.
+- ``crops``: a stand-in for issue 47's "photos3k" (3,000 crops of 11 photographs): 3,000
+  crops of 11 rendered 12 MP photographs (15-45% of each side, anywhere, resized to a longer
+  side of 214-640 px, JPEG q90 or 10% PNG, splits 80/10/10, label the photograph), overlapping
+  crops of one photograph being true pairs, then 50 planted copies of 10 TRAIN crops (resized
+  to 50%, JPEG q50, PNG, 5% crop on each side, +10% brightness) in VALIDATION and TEST. The
+  default write with ``leakage="warn"`` and ``"ignore"`` in interleaved rounds, as
+  ``convert``; then once, untimed: the pairs reported (and how long ``confirmed()`` took),
+  each planted copy reported with its original or not, whether ``leakage="reject"`` cuts
+  the rows ``pairs.later_rows`` gives of those pairs, and whether an append refuses each copy.
 
 Usage:
     python benchmarks/near_duplicates.py                   # every part
@@ -28,16 +37,21 @@ Usage:
     python benchmarks/near_duplicates.py --part convert --camera --images 200  # 12 MP photos
     python benchmarks/near_duplicates.py --part photos --photos FOLDER  # real photos
     python benchmarks/near_duplicates.py --part convert --photos FOLDER --repeats 5
+    python benchmarks/near_duplicates.py --part crops            # the crops set (issue 47)
+    python benchmarks/near_duplicates.py --part crops --crops 300 --repeats 1  # a quick look
 """
 
 import argparse
 import io
+import logging
+import multiprocessing
 import os
 import shutil
 import statistics
 import sys
 import time
 import tracemalloc
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -54,14 +68,25 @@ from tfrecorder_lite.near_duplicates import search as pair_search  # noqa: E402
 
 
 def convert(args):
-    import tfrecorder_lite
-
     csv = dataset.folder_table(args.photos, Path(args.workdir)) if args.photos else \
         dataset.generate_dataset(args.images, Path(args.workdir), photos=args.camera)
     df = pd.read_csv(csv)
-    dataset.warm_page_cache(df)
-    out = Path(args.workdir) / "near_duplicates_out"
     rows = [(check, leakage) for check in ("decode", "header") for leakage in ("ignore", "warn")]
+    times = _timed_writes(df, Path(args.workdir) / "near_duplicates_out", rows, args)
+    kind = f"{len(df)}-image" + (f" {args.photos}" if args.photos else
+                                 " 12 MP camera-size" if args.camera else "")
+    print(f"\n{dataset.describe_dataset(df)}")
+    _print_times(df, times, f"Conversion of the {kind} set", args)
+
+
+def _timed_writes(df, out, rows, args):
+    """Each ``(check, leakage)`` of ``rows`` written to ``out`` (a fresh folder each time),
+    ``args.repeats`` interleaved rounds (the start rotated each round), after the page cache is
+    warmed and one untimed write: ``{(check, leakage): [seconds per round]}``, wall seconds of
+    the default parallelism, or with ``args.cpu`` the CPU seconds of one process."""
+    import tfrecorder_lite
+
+    dataset.warm_page_cache(df)
     times = {row: [] for row in rows}
     clock = time.process_time if args.cpu else time.perf_counter
     options = {"n_jobs": 1} if args.cpu else {}
@@ -75,19 +100,23 @@ def convert(args):
                                         **options)
             times[(check, leakage)].append(clock() - start)
     shutil.rmtree(out, ignore_errors=True)
+    return times
+
+
+def _print_times(df, times, title, args):
+    """The table of ``_timed_writes``' times, and for each check timed with and without
+    hashing, the speed with hashing against without (medians, and per round)."""
     what = "CPU seconds of one process (n_jobs=1)" if args.cpu else "wall seconds"
-    kind = f"{len(df)}-image" + (f" {args.photos}" if args.photos else
-                                 " 12 MP camera-size" if args.camera else "")
-    print(f"\n{dataset.describe_dataset(df)}")
-    print(f"\n## Conversion of the {kind} set, {args.repeats} rounds, {what} "
+    print(f"\n## {title}, {args.repeats} rounds, {what} "
           f"(load average {os.getloadavg()[0]:.1f})\n")
     print("| check | leakage | median s | min-max s | images/s |")
     print("|---|---|---|---|---|")
-    for check, leakage in rows:
-        t = times[(check, leakage)]
+    for (check, leakage), t in times.items():
         print(f"| {check} | {leakage} | {statistics.median(t):.2f} | {min(t):.2f}-{max(t):.2f} "
               f"| {len(df) / statistics.median(t):.0f} |")
-    for check in ("decode", "header"):
+    for check in dict.fromkeys(check for check, _ in times):
+        if (check, "ignore") not in times or (check, "warn") not in times:
+            continue
         plain, hashed = times[(check, "ignore")], times[(check, "warn")]
         per_round = statistics.median(a / b for a, b in zip(plain, hashed))
         print(f"\ncheck={check}: speed with hashing / without = "
@@ -152,6 +181,7 @@ COPIES = {
     "5% crop at a corner": lambda im: _encode(_crop(im, 0.05, 0.05, 0, 0), quality=90),
     "2.5% crop all round": lambda im: _encode(_crop(im, 0.025, 0.025, 0.025, 0.025),
                                               quality=90),
+    "5% crop on each side": lambda im: _encode(_crop(im, 0.05, 0.05, 0.05, 0.05), quality=90),
     "+10% brightness": lambda im: _encode(ImageEnhance.Brightness(im).enhance(1.1),
                                           quality=90),
 }
@@ -248,9 +278,335 @@ def photos(args):
               f"{', '.join(missed[:5]) + (' ...' if len(missed) > 5 else '') or 'none'} |")
 
 
+# ----------------------------------------------------------------- the crops set (issue 47)
+
+CROPS_VERSION = 1
+PHOTOGRAPHS = 11  # 12 MP photographs, rendered as dataset.py renders its camera-size set
+CROP_COUNT = 3000
+CROP_SIDE = (0.15, 0.45)  # a crop's share of each side of its photograph
+CROP_LONG_SIDE = (214, 640)  # its longer side once resized (the shorter: 160 to 480)
+PLANTED_ORIGINALS = 10
+PLANTED = ("resized to 50%", "JPEG quality 50", "PNG", "5% crop on each side",
+           "+10% brightness")  # the variants issue 47 lists, made as COPIES makes them
+
+
+@dataclass(frozen=True)
+class CropSpec:
+    """Crop ``index`` of the crops set: its photograph, box (fractions of the photograph's
+    sides), size once resized, format and split."""
+
+    index: int
+    photo: int
+    left: float
+    top: float
+    side: float
+    width: int
+    height: int
+    ext: str
+    split: str
+
+
+def crop_spec(index, seed):
+    """Draws crop ``index`` from its own random stream (the set of n crops is a prefix of a
+    larger one): a photograph, a box of 15-45% of each side (the photograph's shape) at a
+    random place, a longer side of 214-640 px once resized, JPEG q90 or (10%) PNG, a split
+    80/10/10."""
+    rng = np.random.default_rng([seed, index, 47])
+    photo = int(rng.integers(PHOTOGRAPHS))
+    side = float(rng.uniform(*CROP_SIDE))
+    left, top = (float(v) for v in rng.uniform(0, 1 - side, size=2))
+    long_side = int(rng.integers(CROP_LONG_SIDE[0], CROP_LONG_SIDE[1] + 1))
+    w, h = _photo_size(photo, seed)
+    width, height = (long_side, round(long_side * h / w)) if w >= h else \
+        (round(long_side * w / h), long_side)
+    ext = "png" if rng.random() < dataset.PNG_FRACTION else "jpg"
+    split = dataset.SPLITS[int(rng.choice(len(dataset.SPLITS), p=dataset.SPLIT_PROBS))]
+    return CropSpec(index, photo, left, top, side, width, height, ext, split)
+
+
+def _photo_size(photo, seed):
+    spec = dataset.image_spec(photo, seed, photos=True)
+    return spec.width, spec.height
+
+
+def _write_crops(job):
+    """Renders photograph ``photo`` and writes each of its crops (``[(spec, path)]``)."""
+    photo, seed, todo = job
+    image = dataset.render_image(dataset.image_spec(photo, seed, photos=True), seed)
+    w, h = image.size
+    for spec, path in todo:
+        box = (round(spec.left * w), round(spec.top * h), round((spec.left + spec.side) * w),
+               round((spec.top + spec.side) * h))
+        crop = image.crop(box).resize((spec.width, spec.height), Image.LANCZOS)
+        tmp = f"{path}.tmp{os.getpid()}"
+        if spec.ext == "png":
+            crop.save(tmp, format="PNG")
+        else:
+            crop.save(tmp, format="JPEG", quality=dataset.JPEG_QUALITY)
+        os.replace(tmp, path)
+    return len(todo)
+
+
+def crops_set(workdir, count=CROP_COUNT, seed=dataset.SEED):
+    """Creates (or reuses) the crops set: ``count`` crops of PHOTOGRAPHS photographs (label: the
+    photograph), then PLANTED_ORIGINALS TRAIN crops copied each way of PLANTED, in VALIDATION
+    and TEST in turn, after them in the table.
+
+    Returns:
+        ``(path of its split,image_uri,label CSV, the crops' CropSpecs, {copy's row:
+        (original's row, how it was made)})``.
+    """
+    folder = workdir / f"crops_v{CROPS_VERSION}_s{seed}"
+    folder.mkdir(parents=True, exist_ok=True)
+    specs = [crop_spec(i, seed) for i in range(count)]
+    paths = [str(folder / f"crop_{s.index:05d}.{s.ext}") for s in specs]
+    todo = {}
+    for spec, path in zip(specs, paths):
+        if not os.path.exists(path):
+            todo.setdefault(spec.photo, []).append((spec, path))
+    if todo:
+        start = time.perf_counter()
+        ctx = multiprocessing.get_context("fork")  # TensorFlow is not imported yet
+        with ctx.Pool(os.cpu_count() or 1) as pool:
+            made = sum(pool.imap_unordered(_write_crops, [(p, seed, jobs) for p, jobs in
+                                                          sorted(todo.items())]))
+        print(f"generated {made} crops in {time.perf_counter() - start:.1f}s", file=sys.stderr)
+    rows = [(s.split, p, f"photo{s.photo:02d}") for s, p in zip(specs, paths)]
+    train = [i for i, s in enumerate(specs) if s.split == "TRAIN"]
+    originals = np.random.default_rng([seed, 47]).choice(train, PLANTED_ORIGINALS,
+                                                         replace=False)
+    copies = {}
+    for k, original in enumerate(sorted(originals.tolist())):
+        for n, how in enumerate(PLANTED):
+            data = None
+            path = folder / f"planted_{original:05d}_{n}.{'png' if how == 'PNG' else 'jpg'}"
+            if not path.exists():
+                data = COPIES[how](Image.open(paths[original]).convert("RGB"))
+                path.write_bytes(data)
+            copies[len(rows)] = (original, how)
+            rows.append(("VALIDATION" if (k + n) % 2 == 0 else "TEST", str(path),
+                         rows[original][2]))
+    csv_path = workdir / f"crops_v{CROPS_VERSION}_s{seed}_n{count}.csv"
+    pd.DataFrame(rows, columns=["split", "image_uri", "label"]).to_csv(csv_path, index=False)
+    return csv_path, specs, copies
+
+
+def _overlap(boxes, first, second):
+    """The intersection over union of the boxes of crops ``first`` and ``second`` (arrays
+    of rows; ``boxes``: an array of (photo, left, top, side) a crop), 0 for crops of two
+    photographs."""
+    (p1, l1, t1, s1), (p2, l2, t2, s2) = boxes[first].T, boxes[second].T
+    wide = np.clip(np.minimum(l1 + s1, l2 + s2) - np.maximum(l1, l2), 0, None)
+    high = np.clip(np.minimum(t1 + s1, t2 + s2) - np.maximum(t1, t2), 0, None)
+    inter = wide * high
+    return np.where(p1 == p2, inter / (s1 ** 2 + s2 ** 2 - inter), 0.0)
+
+
+class _Records(logging.Handler):
+    """Keeps the messages of the library's log records that start with ``prefix``."""
+
+    def __init__(self, prefix):
+        super().__init__(logging.INFO)
+        self.prefix, self.messages = prefix, []
+
+    def emit(self, record):
+        if record.getMessage().startswith(self.prefix):
+            self.messages.append(record.getMessage())
+
+
+def _confirmation_timed(write):
+    """``write()``, untimed but for the call of the driver's ``confirmed`` (wrapped here
+    while it runs, when the driver has one): ``(its result, the seconds confirmed() took or
+    None, the library's "near-duplicates: ..." INFO lines)``."""
+    from tfrecorder_lite.write import driver
+
+    library = logging.getLogger("tfrecorder_lite")
+    handler, level = _Records("near-duplicates:"), library.level
+    library.addHandler(handler)
+    library.setLevel(logging.INFO)
+    spent, unwrapped = [], getattr(driver, "confirmed", None)
+
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return unwrapped(*args, **kwargs)
+        finally:
+            spent.append(time.perf_counter() - start)
+
+    if unwrapped is not None:
+        driver.confirmed = timed
+    try:
+        result = write()
+    finally:
+        if unwrapped is not None:
+            driver.confirmed = unwrapped
+        library.removeHandler(handler)
+        library.setLevel(level)
+    return result, (sum(spent) if spent else None), handler.messages
+
+
+def crops(args):
+    """The crops set: the default write against ``leakage="ignore"`` (timed), then once,
+    untimed: the pairs reported, each planted copy with its original or not, what
+    ``leakage="reject"`` cuts and what an append of the copies refuses."""
+    import tfrecorder_lite
+    from tfrecorder_lite.near_duplicates.pairs import later_rows
+    from tfrecorder_lite.output import layout
+
+    workdir = Path(args.workdir)
+    count = args.crops
+    csv, specs, copies = crops_set(workdir, count)
+    df = pd.read_csv(csv)
+    times = _timed_writes(df, workdir / "near_duplicates_out", [("decode", "ignore"),
+                                                                 ("decode", "warn")], args)
+    print(f"\n{dataset.describe_dataset(df)}")
+    print(f"crops set: {count} crops of {PHOTOGRAPHS} photographs of "
+          f"{dataset.PHOTO_SIZE[0]}x{dataset.PHOTO_SIZE[1]} (label: the photograph), "
+          f"{CROP_SIDE[0]:.0%}-"
+          f"{CROP_SIDE[1]:.0%} of each side, longer side {CROP_LONG_SIDE[0]}-"
+          f"{CROP_LONG_SIDE[1]} px; then {len(copies)} planted copies (rows {count}-"
+          f"{count + len(copies) - 1}) of {PLANTED_ORIGINALS} TRAIN crops, in VALIDATION and "
+          f"TEST: {', '.join(PLANTED)}")
+    _print_times(df, times, f"Conversion of the crops set ({len(df)} rows, check=\"decode\")",
+                 args)
+
+    out = workdir / "near_duplicates_crops"
+    shutil.rmtree(out, ignore_errors=True)
+    start = time.perf_counter()
+    warned, confirming, lines = _confirmation_timed(
+        lambda: tfrecorder_lite.to_tfrecord(df, out / "warn", progress=False))
+    wall = time.perf_counter() - start
+    pairs = pd.read_csv(out / "warn" / layout.NEAR_DUPLICATES) if \
+        (out / "warn" / layout.NEAR_DUPLICATES).exists() else \
+        pd.DataFrame(columns=["row", "other_row", "distance"])
+    print(f"\n## What the default write reports (one more write, untimed: {wall:.2f} s, of "
+          f"which confirmed() "
+          f"{'(not found in the driver)' if confirming is None else f'{confirming:.3f} s'})\n")
+    for line in lines:
+        print(f"- library: {line}")
+    found = list(zip(pairs.row.tolist(), pairs.other_row.tolist(), pairs.distance.tolist()))
+    crop_pairs = [(a, b, d) for a, b, d in found if a < count and b < count]
+    boxes = np.array([(s.photo, s.left, s.top, s.side) for s in specs])
+    iou = _overlap(boxes, np.array([a for a, _, _ in crop_pairs], dtype=int),
+                   np.array([b for _, b, _ in crop_pairs], dtype=int))
+    print(f"- pairs across splits: {len(found)}; between crops: {len(crop_pairs)} "
+          f"({int((iou > 0).sum())} of one photograph, {int((iou == 0).sum())} of two "
+          f"photographs or not overlapping); involving a planted copy: "
+          f"{len(found) - len(crop_pairs)}; distances: "
+          + ", ".join(f"{d}: {n}" for d, n in
+                      sorted(pd.Series(pairs.distance).value_counts().items())))
+    if len(crop_pairs):
+        print(f"- overlap (intersection over union) of the crops' boxes in the pairs between "
+              f"crops: lowest {iou.min():.2f}, median {np.median(iou):.2f}")
+    others = np.arange(count)
+    splits = np.array([s.split for s in specs])
+    close = {}
+    for a in range(count):  # pairs of crops across splits at least as close as 5% a side
+        b = others[a + 1:][splits[a + 1:] != splits[a]]
+        over = _overlap(boxes, np.full(len(b), a), b)
+        for threshold in (0.9, 0.81):
+            close.setdefault(threshold, set()).update((int(j), a) for j in b[over >= threshold])
+    reported = {(a, b) for a, b, _ in crop_pairs}
+    searched = _searched_pairs(out / "warn" / layout.hashes_name(0))
+    for threshold, want in close.items():
+        print(f"- pairs of crops across splits whose boxes overlap by {threshold:.2f} or more "
+              f"(intersection over union; a 5% crop on each side and its original: 0.81): "
+              f"{len(want)}; found by the 64-bit search: {len(want & searched)}; reported: "
+              f"{len(want & reported)}")
+    dropped = sorted(searched - {(a, b) for a, b, _ in found})
+    between = np.array([(a, b) for a, b in dropped if a < count], dtype=int).reshape(-1, 2)
+    over = _overlap(boxes, between[:, 0], between[:, 1])
+    print(f"- the 64-bit search's pairs (searched again here from the hashes file): "
+          f"{len(searched)}; of them not confirmed: {len(dropped)}: {len(between)} between "
+          f"crops ({int((over > 0).sum())} of one photograph overlapping"
+          + (f" by {over[over > 0].min():.2f} to {over.max():.2f}, median "
+             f"{np.median(over[over > 0]):.2f}" if (over > 0).any() else "")
+          + f"; {int((over == 0).sum())} of two photographs or not overlapping), "
+          f"{len(dropped) - len(between)} involving a planted copy")
+    print("\n| planted copy (in VALIDATION or TEST) | reported with its original | missed |")
+    print("|---|---|---|")
+    with_original = {(a, b) for a, b, _ in found}
+    missed = {}
+    for how in PLANTED:
+        mine = [row for row, (_, made) in copies.items() if made == how]
+        missed[how] = [row for row in mine if (row, copies[row][0]) not in with_original]
+        print(f"| {how} | {len(mine) - len(missed[how])}/{len(mine)} | "
+              f"{', '.join(_missed(df, row, copies[row][0]) for row in missed[how]) or 'none'} |")
+
+    rejected = tfrecorder_lite.to_tfrecord(df, out / "reject", progress=False,
+                                           leakage="reject").rejected
+    want = later_rows(found)  # the library's rule on the pairs the default write reported
+    cut = set(rejected.index.tolist())
+    naming = sum(rejected.reason[row].startswith(f"near-duplicate across splits: looks like "
+                                                 f"row {original} ")
+                 for row, (original, _) in copies.items() if row in cut)
+    kept = df.drop(index=list(cut))
+    left = kept.tfrecord.validate(check="decode")
+    left = left[left.problem.str.startswith(phash.KIND)]
+    print(f"\n## leakage=\"reject\": {len(cut)} row(s) rejected; the later row of each pair, "
+          f"as the library's rule (pairs.later_rows: in order of the later row, a row is cut "
+          f"unless its earlier partner was cut) gives it on the default write's pairs: "
+          f"{len(want)} row(s); the same rows: {'yes' if cut == set(want) else 'NO'}"
+          + (f" (cut, not expected: {sorted(cut - set(want))}; expected, not cut: "
+             f"{sorted(set(want) - cut)})" if cut != set(want) else ""))
+    print(f"- planted copies cut: {len(cut & set(copies))}/{len(copies)} ({naming} naming "
+          f"their original); crops cut: {len(cut - set(copies))}; planted originals cut: "
+          f"{len(cut & {o for o, _ in copies.values()})}")
+    print(f"- validate() of the rows kept: {len(left)} near-duplicate(s) across splits left")
+
+    shutil.rmtree(out / "append", ignore_errors=True)
+    tfrecorder_lite.to_tfrecord(df.iloc[:count], out / "append", progress=False)
+    appended = tfrecorder_lite.to_tfrecord(  # "skip": a copy of the very bytes of an earlier
+        df.iloc[count:], out / "append", progress=False, append=True,  # image in another
+        leakage="reject", on_error="skip")  # split (a PNG's PNG copy) is refused, not raised
+    refused = set(appended.rejected.index.tolist())
+    naming = sum(appended.rejected.reason[row].startswith(
+        f"near-duplicate across splits: looks like row '{original}' (")
+        for row, (original, _) in copies.items() if row in refused)
+    why = appended.rejected.reason.str.split(":").str[0].value_counts()
+    print(f"\n## An append of the {len(copies)} copies to the {count} crops' output "
+          f"(leakage=\"reject\", on_error=\"skip\"): {len(refused & set(copies))}/"
+          f"{len(copies)} refused ({naming} as a near-duplicate naming their original; "
+          f"reasons: {', '.join(f'{n} {r}' for r, n in why.items())}); let in: "
+          + (", ".join(f"row {row} ({copies[row][1]} of row {copies[row][0]})"
+                       for row in sorted(set(copies) - refused)) or "none"))
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def _searched_pairs(hashes_file):
+    """The pairs across splits the 64-bit search finds among the images of a hashes file,
+    ``{(later row, earlier row)}`` (before any confirmation)."""
+    hashes = pd.read_csv(hashes_file, dtype=str, keep_default_na=False)
+    first, second, _ = pair_search.near_pairs(
+        phash.rows_from_hex((hashes.phash + hashes.crops).tolist()),
+        pd.factorize(hashes.split)[0])
+    rows = hashes.row.astype(int).to_numpy()
+    return {(max(a, b), min(a, b)) for a, b in zip(rows[first].tolist(), rows[second].tolist())}
+
+
+def _missed(df, row, original):
+    """A missed copy, with its 64-bit distance to its original and their fine distance and
+    mean chroma difference (what confirms a pair)."""
+    copy_bytes, original_bytes = (Path(df.image_uri[r]).read_bytes() for r in (row, original))
+    pair = pair_search.near_pairs(np.array([_hashes(original_bytes), _hashes(copy_bytes)],
+                                           dtype=np.uint64), [0, 1], 63)
+    found = int(pair[2][0]) <= phash.MAX_DISTANCE
+    text = (f"row {row} of row {original} ({'found, not confirmed' if found else 'not found'}): "
+            f"{int(pair[2][0])} bits")
+    try:
+        (fine, chroma), (other_fine, other_chroma) = (confirm.looks(original_bytes),
+                                                      confirm.looks(copy_bytes))
+        text += (f", fine {phash.fine_distance(fine, other_fine)} bits, chroma "
+                 f"{max(abs(a - b) for a, b in zip(chroma, other_chroma)):.1f}")
+    except (AttributeError, TypeError, ValueError) as error:  # the confirmation changed
+        text += f" (fine distance not taken: {error})"
+    return text
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--part", choices=["convert", "search", "quality", "photos", "all"],
+    parser.add_argument("--part", choices=["convert", "search", "quality", "photos", "crops",
+                                           "all"],
                         default="all")
     parser.add_argument("--photos", help="photos, convert: a folder of real photos (every "
                                          "JPEG and PNG under it)")
@@ -258,6 +614,8 @@ def main(argv=None):
                         help="photos: make copies of every n-th photo only")
     parser.add_argument("--images", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--crops", type=int, default=CROP_COUNT,
+                        help="crops: the crops of the photographs (a prefix of the 3,000)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--bits", type=int, choices=[63, 64], default=63,
                         help="search: random hashes of 63 bits (the top bit 0, as "
@@ -273,7 +631,7 @@ def main(argv=None):
     if args.part == "photos" and not args.photos:
         parser.error("--part photos needs --photos FOLDER")
     for part, run in (("quality", quality), ("photos", photos), ("search", search),
-                      ("convert", convert)):
+                      ("crops", crops), ("convert", convert)):
         if args.part in (part, "all") and (part != "photos" or args.photos):
             run(args)
 

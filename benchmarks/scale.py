@@ -3,8 +3,21 @@
 Small distinct images (32x32 JPEGs, smooth colour fields with noise: about 1 KB each, one
 4 KiB disk block) are generated once, seeded, in folders of 1,000, and cached in ``--workdir``
 (a million take about 4 GB and a minute or two on 2 cores); the table of n rows is the first n
-of them, with a seeded split (80/10/10) and one of 10 labels. At each size, every path runs in
-a fresh interpreter that imports the library, reads the CSV with pandas, and then times:
+of them, with a seeded split (80/10/10) and one of 10 labels.
+
+``--images copies`` runs the paths on the worst case of near-duplicate search instead: n copies
+of one picture (a 32x32 JPEG made as the distinct ones are), each file the picture's bytes with
+a comment segment (COM) naming its index after the JFIF header, so that every file decodes to
+the same pixels while its bytes (and its content hash) differ: placeholders, blank frames, one
+product photo reused. Every VALIDATION and TEST row has copies in TRAIN. They are cached in
+``--workdir``/copies (written as bytes, not encoded: far quicker to make), in the
+same folders of 1,000 with the same splits and labels as the distinct table; generating them
+checks that Pillow decodes the first and last of each folder to the picture's pixels and that
+no two files made have one XXH3-128 digest. ``--images distinct,copies`` runs both at each size
+and compares them (time and driver peak of copies over distinct pictures, per path and size).
+
+At each size, every path runs in a fresh interpreter that imports the library, reads the CSV
+with pandas, and then times:
 
 - ``header``: ``df.tfrecord.to_tfrecord(out, check="header")``;
 - ``decode``: ``df.tfrecord.to_tfrecord(out)`` (the default check; its output is kept for
@@ -19,7 +32,12 @@ a fresh interpreter that imports the library, reads the CSV with pandas, and the
   week's whole table is appended (its us/row are per row of that table);
 - ``append``: the 1,000 new images (a folder beyond every table's) alone, appended to the
   decode path's output as a generation (``append=True``): what the next day costs as the
-  output grows (its us/row are per appended row; it runs last, after the reads).
+  output grows (its us/row are per appended row; it runs last, after the reads). With
+  ``--images copies`` the new images are 1,000 more copies.
+
+A write's check gives its records and, when there are any, its rejected rows, its problems
+(near-duplicates across splits) and the rows they name, and the rows neither written nor
+rejected (there should be none).
 
 Each reports its seconds, the driver's resident memory after reading the table (VmRSS) and
 its high-water mark at the end (VmHWM of /proc/self/status, as the tests take it), and the
@@ -36,6 +54,10 @@ Usage:
     python benchmarks/scale.py                                   # 10k, 100k, 1M: every path
     python benchmarks/scale.py --sizes 10000,100000 --paths header,validate
     python benchmarks/scale.py --profile header --sizes 100000
+    python benchmarks/scale.py --sizes 100000,1000000 --paths header,decode,validate \
+        --images copies                                          # one picture, a million files
+    python benchmarks/scale.py --sizes 10000,100000 --paths decode --images distinct,copies
+    python benchmarks/scale.py --profile decode --sizes 100000 --images copies
 """
 
 from __future__ import annotations

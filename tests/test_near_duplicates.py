@@ -21,6 +21,7 @@ from tfrecorder_lite.near_duplicates import search
 from tfrecorder_lite.near_duplicates.confirmation import CONFIRMATION
 from tfrecorder_lite.output import layout
 
+from hostile_http import HostileServer
 from imagegen import exif_bytes, one_layout_photo, rich_photo, sideways
 
 
@@ -717,6 +718,86 @@ def test_an_append_refuses_each_planted_copy_of_an_earlier_image(planted, tmp_pa
     assert tfrecorder_lite.verify(out).startswith("OK")
 
 
+def test_pairs_are_confirmed_from_what_the_write_kept_without_reading_images_again(
+        planted, tmp_path):
+    # the images behind a real HTTP server that counts requests: the write fetches each once,
+    # and confirms the pairs it finds from the grids and colours it kept (before, each image
+    # of a pair was fetched and decoded again)
+    originals, planted_copies, copies = planted
+    df = pd.concat([originals, planted_copies])
+    server = HostileServer(Path(df.image_uri.iloc[0]).parent)
+    try:
+        served = df.assign(image_uri=[f"{server.url}/ok/{Path(p).name}" for p in df.image_uri])
+        server.reset_counts()
+        served.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+        gets = {key: n for key, n in server.counts().items() if key.startswith("GET /ok/")}
+    finally:
+        server.stop()
+    assert gets == {f"GET /ok/{Path(p).name}": 1 for p in df.image_uri}
+    pairs = pd.read_csv(tmp_path / "out" / layout.NEAR_DUPLICATES)
+    assert dict(zip(pairs.row, pairs.other_row)) == copies
+
+
+@pytest.mark.parametrize("check", ["decode", "header"])
+def test_the_looks_a_write_keeps_are_those_of_the_image_read_again(check):
+    # an append confirms its new images (kept by its write) against earlier ones (read again)
+    rng = np.random.default_rng(3)
+    photo = rich_photo(240, 320, seed=9)
+    def saved(image, fmt="JPEG", **options):
+        out = io.BytesIO()
+        image.save(out, fmt, **options)
+        return out.getvalue()
+
+    alpha = rng.integers(0, 256, (240, 320), dtype=np.uint8)
+    files = {"jpeg": saved(photo), "gray jpeg": saved(photo.convert("L")),
+             "cmyk jpeg": saved(photo.convert("CMYK")), "png": saved(photo, "PNG"),
+             "rgba png": saved(Image.fromarray(np.dstack([np.asarray(photo), alpha])), "PNG"),
+             "palette png": saved(photo.convert("P"), "PNG"),
+             "large jpeg": saved(rich_photo(1500, 2000, seed=4), quality=90)}
+    for name, data in files.items():  # kept as they are: the very grid and colour
+        stored = prepare_image(data, ImageOptions(check=check, phash=True))
+        grid, chroma = grids.encoded_grid_and_chroma(data)
+        assert (stored.luminance, stored.chroma) == (grid, chroma), name
+        assert grid == grids.encoded_luminance_grid(data), name  # the hash's grid, as before
+    # decoded whole and stored anew (turned upright, resized): what confirms a copy
+    rotated = saved(sideways(photo, 6), exif=exif_bytes(6))
+    for data, options in ((rotated, ImageOptions(check=check, phash=True)),
+                          (files["large jpeg"], ImageOptions(size=(224, 224), phash=True))):
+        stored = prepare_image(data, options)
+        kept = (phash.fine_hashes([stored.luminance])[0], stored.chroma)
+        assert phash.fine_distance(kept[0], confirm.looks(data)[0]) <= 8
+        assert confirm.alike(kept, confirm.looks(data))
+
+
+def test_a_looks_file_serves_only_the_shard_it_was_written_with(tmp_path):
+    from tfrecorder_lite.near_duplicates.looks_file import LooksWriter, kept_looks
+    from tfrecorder_lite.storage.store import Store
+
+    state = Store(str(tmp_path))
+    grid = bytes(range(256)) * 4
+    writer = LooksWriter(state, "train-00000-of-00001.tfrecord")
+    writer.add(grid, (120.0, 131.0))
+    writer.add(None, None)  # an image without a grid
+    writer.flush()
+    writer.add(grid[::-1], (128.0, 128.0))
+    writer.commit("0000abcd")
+    name = "train-00000-of-00001.tfrecord"
+    assert kept_looks(state, {name: (3, "0000abcd", [0, 1, 2])}) == {
+        (name, 0): (grid, (120.0, 131.0)), (name, 2): (grid[::-1], (128.0, 128.0))}
+    for wanted in ((3, "0000abce", [0]), (2, "0000abcd", [0]), (4, "0000abcd", [0]),
+                   (3, None, [0])):  # another shard's checksum or records: none
+        assert kept_looks(state, {name: wanted}) == {}
+    assert kept_looks(state, {"test-00000-of-00001.tfrecord": (3, "0000abcd", [0])}) == {}
+    path = tmp_path / (name + ".looks")
+    path.write_bytes(path.read_bytes()[:-1])  # cut short
+    assert kept_looks(state, {name: (3, "0000abcd", [0])}) == {}
+    left = LooksWriter(state, "valid-00000-of-00001.tfrecord")
+    left.add(grid, (1.0, 2.0))
+    left.flush()
+    left.discard()  # an abandoned shard leaves no file
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name + ".looks"]
+
+
 # ------------------------------------------------ copies of one picture, in every split
 
 def _one_picture_table(root, rows):
@@ -750,12 +831,12 @@ def test_copies_of_one_picture_in_three_splits_cost_one_pair_a_row_and_one_compa
     assert len(pd.read_csv(tmp_path / "out" / layout.NEAR_DUPLICATES)) == rows - 1
     # the sets of copies are confirmed from their first images: 2 comparisons (VALIDATION's
     # and TEST's first against TRAIN's; TRAIN's against VALIDATION's is the first again) of
-    # 3 images, however many rows
+    # 3 images, however many rows, from what the write kept of them (none read again)
     confirming = [r.getMessage() for r in caplog.records if "read again)" in r.getMessage()]
     assert len(confirming) == 1 and f"{rows - 1} of {rows - 1} pair(s)" in confirming[0]
-    counts = re.search(r"\((\d+) comparison\(s\) of (\d+) image\(s\) read again\)",
-                       confirming[0])
-    assert counts and counts.groups() == ("2", "3"), confirming[0]
+    counts = re.search(r"\((\d+) comparison\(s\) of (\d+) image\(s\), (\d+) of them read "
+                       r"again\)", confirming[0])
+    assert counts and counts.groups() == ("2", "3", "0"), confirming[0]
     rejected = df.tfrecord.to_tfrecord(tmp_path / "rejected", progress=False,
                                        leakage="reject")
     assert rejected.counts == {"TRAIN": rows // 3, "VALIDATION": 0, "TEST": 0}

@@ -6,7 +6,6 @@ allows.
 
 import io
 
-import numpy as np
 from PIL import Image, ImageOps
 
 from .quiet import silenced
@@ -53,27 +52,62 @@ def luminance_grid(image, source_size=None):
 
     Args:
         image: a Pillow image of any mode and size, as displayed (rotate it upright first),
-            loaded here if it is not yet.
+            loaded here if it is not yet. A YCbCr image (a JPEG decoded without its colour
+            conversion) gives the grid of its Y, which is what a grayscale decode gives.
         source_size: ``(width, height)`` of the picture in its file, when ``image`` was
             decoded smaller (a JPEG draft); None: ``image`` is the whole picture.
     """
-    gray = _upright_rgb_or_gray(image)
-    gray.load()  # a check, when it is loaded already
-    core = gray.im
-    box = (0, 0, *gray.size)
-    source = gray.size if source_size is None else source_size
-    decoded_at = max(1, round(min(source) / max(1, min(gray.size))))  # 1, or a draft's scale
+    return _luminance_grid(_shrunk(image, source_size))
+
+
+def grid_and_chroma(image, source_size=None):
+    """The luminance grid (:func:`luminance_grid`) and the mean blue- and red-difference
+    chroma (Cb, Cr, 0 to 255 rounded to whole values; a gray image's are 128) of a Pillow
+    image, both from the image shrunk for the grid (means of whole blocks of pixels, whose
+    mean is the picture's).
+
+    Copies of one photo keep their mean colour; pictures of one layout with the same light
+    and shade (a red and a navy shirt on one floor) need not.
+
+    Args:
+        image: as :func:`luminance_grid` takes it.
+        source_size: as :func:`luminance_grid` takes it.
+    """
+    core = _shrunk(image, source_size)
+    if core.mode == "L":
+        chroma = (128.0, 128.0)
+    else:
+        colour = core if core.mode == "YCbCr" else core.convert("YCbCr")
+        mean = colour.reduce(colour.size, (0, 0, *colour.size)).getpixel((0, 0))  # (rounded)
+        chroma = (float(mean[1]), float(mean[2]))
+    return _luminance_grid(core), chroma
+
+
+def _shrunk(image, source_size):
+    """The image core of ``image`` (as L, RGB or YCbCr) shrunk for the grid: by the JPEG
+    draft's scale when it was decoded whole, then by the whole factor that leaves it at least
+    ``GRID`` pixels a side (both means of whole blocks)."""
+    colour = image if image.mode == "YCbCr" else _upright_rgb_or_gray(image)
+    colour.load()  # a check, when it is loaded already
+    core = colour.im
+    source = colour.size if source_size is None else source_size
+    decoded_at = max(1, round(min(source) / max(1, min(colour.size))))  # 1, or a draft's scale
     further = _draft_scale(*source) // decoded_at
     if further > 1:  # as a JPEG's draft for the hash shrinks it: the mean of each block
-        core = core.reduce((further, further), box)
-        box = (0, 0, *core.size)
+        core = core.reduce((further, further), (0, 0, *core.size))
     factor = min(core.size) // GRID
     if factor > 1:  # a large decode: then a box filter by a whole factor (one cheap pass)
-        core = core.reduce((factor, factor), box)
-        box = (0, 0, *core.size)
-    if core.mode != "L":
+        core = core.reduce((factor, factor), (0, 0, *core.size))
+    return core
+
+
+def _luminance_grid(core):
+    """The ``GRID * GRID`` bytes of a shrunk image core's luminance (see :func:`_shrunk`)."""
+    if core.mode == "YCbCr":
+        core = core.getband(0)
+    elif core.mode != "L":
         core = core.convert("L")
-    core = core.resize((GRID, GRID), _GRID_FILTER, box)
+    core = core.resize((GRID, GRID), _GRID_FILTER, (0, 0, *core.size))
     encoder = Image.core.raw_encoder("L", "L", 0, 1)  # the bytes, as Image.tobytes takes them
     chunks, status = [], 0
     try:
@@ -119,23 +153,10 @@ def encoded_luminance_grid(data):
 
 
 def encoded_grid_and_chroma(data):
-    """The luminance grid (as :func:`encoded_luminance_grid` gives it) and the mean blue- and
-    red-difference chroma (Cb, Cr, 0 to 255; a gray image's are 128) of encoded image bytes,
+    """The luminance grid and mean chroma (:func:`grid_and_chroma`) of encoded image bytes,
     from one decode (a JPEG's at a reduced scale, as YCbCr: its Y is what a grayscale decode
-    gives), or None when they do not decode.
-
-    Copies of one photo keep their mean colour; pictures of one layout with the same light
-    and shade (a red and a navy shirt on one floor) need not.
-    """
+    gives), or None when they do not decode."""
     try:
-        upright, source = _decoded_upright(data, "YCbCr")
-        if upright.mode == "YCbCr":
-            colour, luminance = upright, upright.getchannel(0)
-        else:  # transparent pixels as white, as the grid takes them
-            luminance = _upright_rgb_or_gray(upright)
-            colour = luminance.convert("RGB").convert("YCbCr")
-        counts = np.array(colour.histogram(), dtype=np.float64).reshape(3, 256)[1:]
-        cb, cr = counts @ np.arange(256) / counts.sum(axis=1)  # the means, from Pillow's
-        return luminance_grid(luminance, source), (float(cb), float(cr))  # histograms
+        return grid_and_chroma(*_decoded_upright(data, "YCbCr"))
     except Exception:  # its check says why
         return None

@@ -43,10 +43,11 @@ class ImageOptions:
         quality: JPEG quality of resized images.
         max_pixels: images with more pixels are rejected as decompression bombs.
         max_bytes: image files larger than this are rejected without being read.
-        phash: also take what each image's perceptual hashes are made from (its
-            ``luminance_grid.luminance_grid``; ``near_duplicates.perceptual_hash.hash_grids``
-            hashes many at once), from the
-            pixels decoded anyway; with ``check="header"``, from a reduced-scale decode.
+        phash: also take what each image's perceptual hashes are made from and what
+            confirms a pair (its luminance grid and mean colour,
+            ``luminance_grid.grid_and_chroma``; ``near_duplicates.perceptual_hash.hash_grids``
+            hashes many grids at once), from the pixels decoded anyway; with
+            ``check="header"``, from a reduced-scale decode.
         content_hash: the hash of each file's bytes taken beside the perceptual hashes
             (a name of ``content_hash.NAMES``).
     """
@@ -72,6 +73,7 @@ class StoredImage:
     channels: int
     source_size: tuple = None  # (height, width) before a resize (upright), when resized
     luminance: bytes = None  # its luminance_grid.luminance_grid as displayed, when asked
+    chroma: tuple = None  # and its mean (Cb, Cr) (luminance_grid.grid_and_chroma)
     orientation: int = 1  # the EXIF orientation turned upright (1: the file's pixels as they are)
 
 
@@ -239,7 +241,7 @@ def prepare_image(data, options):
 
     Returns:
         A StoredImage whose ``encoded`` bytes decode with ``tf.io.decode_image`` upright (with
-        its luminance grid when ``options.phash``; None when a header-checked image does not
+        its luminance grid and mean chroma when ``options.phash``; None when a header-checked image does not
         decode).
 
     Raises:
@@ -249,11 +251,13 @@ def prepare_image(data, options):
     if not options.phash:
         return stored
     if image is None:  # the pixels were not decoded: a reduced-scale decode of the original
-        grid = luminance_grid.encoded_luminance_grid(data)
+        found = luminance_grid.encoded_grid_and_chroma(data)
+        if found is None:
+            return stored
     else:  # the picture's upright size in its file (a JPEG may have been decoded smaller)
         height, width = stored.source_size or (stored.height, stored.width)
-        grid = luminance_grid.luminance_grid(image, (width, height))
-    return replace(stored, luminance=grid)
+        found = luminance_grid.grid_and_chroma(image, (width, height))
+    return replace(stored, luminance=found[0], chroma=found[1])
 
 
 def _prepare(data, options):
@@ -284,9 +288,9 @@ def _prepare(data, options):
             # libjpeg still reads and checks every byte of the compressed data at a reduced
             # scale (1/8 unless the hash needs more pixels); only the full-size
             # reconstruction, not needed here, is skipped (and for the hash, which needs
-            # only the luminance, the colour conversion too)
+            # the luminance and mean colour, the colour conversion too)
             if options.phash:
-                image.draft("L", luminance_grid.DRAFT_SIZE)
+                image.draft("YCbCr", luminance_grid.DRAFT_SIZE)
             else:
                 image.draft(image.mode, (1, 1))
         _load(image, fmt)

@@ -1,7 +1,9 @@
 """Near-duplicate pairs confirmed: each pair the 64-bit search finds is checked again with
-finer hashes of its two images (``perceptual_hash.fine_hashes``) and their mean colour, read
-again for that. Only the images of pairs found are read, each once, and copies of one
-picture (equal 64-bit hashes in one split) are confirmed by their first image.
+finer hashes of its two images (``perceptual_hash.fine_hashes``) and their mean colour,
+taken from the luminance grid and chroma the write kept (``looks_file``), or from the image
+read again where it kept none. Only the images of pairs found are read, each once, and
+copies of one picture (equal 64-bit hashes in one split) are confirmed by their first
+image.
 
 Photos of one composition (garments laid out on one floor, products on one backdrop) share
 the layout the 64-bit hash keeps; their fine hashes, which keep the detail too, are far
@@ -25,7 +27,9 @@ logger = redaction.logger(__name__)  # every record redacted
 CONFIRMATION = (f"{FINE_BITS}-bit DCT hash of the same grid, whole and cropped by 0, "
                 f"2.5 or 5% a side, within {FINE_MAX_DISTANCE} bits, mean Cb and Cr "
                 f"within {MAX_CHROMA_DIFFERENCE}")
-_BATCH = 16  # images read and hashed by one call (a thread's share at a time)
+# images read and hashed, or kept grids hashed, by one call (a thread's share at a time;
+# the fine hashes of a few grids at once stay in the CPU's caches)
+_BATCH = 16
 
 
 def _looks_of(batch, max_bytes, storage_options, hashed_by):
@@ -52,6 +56,12 @@ def _looks_of(batch, max_bytes, storage_options, hashed_by):
     return out
 
 
+def _looks_of_kept(batch):
+    """``[(key, (fine hashes, mean chroma))]`` of ``[(key, (grid, mean chroma))]``."""
+    fine = fine_hashes([grid for _, (grid, _) in batch])
+    return [(key, (hashes, chroma)) for (key, (_, chroma)), hashes in zip(batch, fine)]
+
+
 def looks(data):
     """What confirms a pair, of encoded image bytes: ``(fine hashes, mean chroma)``, or None
     when they do not decode."""
@@ -68,7 +78,7 @@ def alike(first, second):
 
 
 def confirmed(pairs, source_of, storage_options=None, max_bytes=None,
-              hashed_by=content_hash.DEFAULT, threads=None, stand_in=None):
+              hashed_by=content_hash.DEFAULT, threads=None, stand_in=None, kept=None):
     """The pairs whose images' fine hashes are within ``FINE_MAX_DISTANCE`` and mean chroma
     within ``MAX_CHROMA_DIFFERENCE``.
 
@@ -87,6 +97,9 @@ def confirmed(pairs, source_of, storage_options=None, max_bytes=None,
         stand_in: key -> the key whose image stands for it (the first of its copies, as
             ``search.near_pairs`` gives them), or None for each key itself: each pair of
             stand-ins is compared once, and only their images are read.
+        kept: a function of the keys giving ``{key: (luminance grid, mean chroma)}`` as the
+            write kept them (``looks_file.kept_looks``), for some or all; or None. The other
+            keys' images are read again.
 
     Returns:
         The pairs kept, in their order.
@@ -99,35 +112,38 @@ def confirmed(pairs, source_of, storage_options=None, max_bytes=None,
         which.append(compared.setdefault(frozenset((stand_in(later), stand_in(earlier))),
                                          len(compared)))
     keys = list(dict.fromkeys(key for pair in compared for key in pair))
-    items = [(key, *source_of(key)) for key in keys]
+    known = kept(keys) if kept is not None else {}
+    items = [(key, *source_of(key)) for key in keys if key not in known]
     batches = [items[i:i + _BATCH] for i in range(0, len(items), _BATCH)]
+    known = list(known.items())
+    known = [known[i:i + _BATCH] for i in range(0, len(known), _BATCH)]
     limit = ImageOptions().max_bytes if max_bytes is None else max_bytes
     threads = min(8, os.cpu_count() or 1) if threads is None else threads
-    with ThreadPoolExecutor(max(1, min(threads, len(batches))),
+    with ThreadPoolExecutor(max(1, min(threads, len(batches) + len(known))),
                             thread_name_prefix="tfrecorder_lite-confirm") as pool:
-        looks = dict(found for batch in pool.map(_looks_of, batches,
-                                                 [limit] * len(batches),
-                                                 [storage_options] * len(batches),
-                                                 [hashed_by] * len(batches))
-                    for found in batch)
+        read = pool.map(_looks_of, batches, [limit] * len(batches),
+                        [storage_options] * len(batches), [hashed_by] * len(batches))
+        from_kept = pool.map(_looks_of_kept, known)  # (both submitted at once)
+        looks = dict(found for done in (from_kept, read) for batch in done for found in batch)
     verdicts = []  # per pair of stand-ins: True (alike), False, or why it is unconfirmed
     for pair in map(tuple, compared):
         first, second = looks[pair[0]], looks[pair[-1]]
         missing = next((f for f in (first, second) if isinstance(f, str)), None)
         verdicts.append(missing if missing is not None else alike(first, second))
-    kept, unconfirmed, reasons = [], 0, {}
+    confirmed_pairs, unconfirmed, reasons = [], 0, {}
     for pair, verdict in zip(pairs, map(verdicts.__getitem__, which)):
         if isinstance(verdict, str):
             unconfirmed += 1
             reasons[verdict] = reasons.get(verdict, 0) + 1
-            kept.append(pair)
+            confirmed_pairs.append(pair)
         elif verdict:
-            kept.append(pair)
+            confirmed_pairs.append(pair)
     if unconfirmed:
         logger.warning("%d near-duplicate pair(s) are reported unconfirmed: an image of each "
                        "could not be hashed again (%s)", unconfirmed,
                        "; ".join(f"{n}: {why}" for why, n in reasons.items()))
     logger.info("near-duplicates: %d of %d pair(s) the %d-bit hash found confirmed by the "
-                "%d-bit one and their colour (%d comparison(s) of %d image(s) read again)",
-                len(kept), len(pairs), BITS, FINE_BITS, len(compared), len(keys))
-    return kept
+                "%d-bit one and their colour (%d comparison(s) of %d image(s), %d of them "
+                "read again)", len(confirmed_pairs), len(pairs), BITS, FINE_BITS,
+                len(compared), len(keys), len(items))
+    return confirmed_pairs

@@ -112,6 +112,12 @@ def receipt_name(shard):
     return shard + RECEIPT_SUFFIX
 
 
+def looks_name(shard):
+    """The file name, inside the state folder, of what confirms a finished shard's
+    near-duplicate pairs (``near_duplicates.looks_file``)."""
+    return shard + ".looks"
+
+
 def task_name(shard):
     """The file name, inside the state folder, of a shard's staged task (Beam runs)."""
     return shard + ".task"

@@ -30,6 +30,7 @@ from ..output.manifest import ImageSummary, Manifest, read_manifest, split_entry
 from ..images import content_hash
 from ..near_duplicates.confirmation import CONFIRMATION, confirmed
 from ..near_duplicates.hashes_file import label_texts, write_hashes
+from ..near_duplicates.looks_file import kept_looks
 from ..near_duplicates.pairs import Searched, joined, later_rows, new_pairs, write_pairs
 from ..near_duplicates.perceptual_hash import MAX_DISTANCE, METHOD, describe
 from ..options import leakage_for
@@ -248,6 +249,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         return None, None
     split_of = {s.name: s.split for s in plan.shards}
     labels = plan.planned_labels(df.index)
+    shards = [(name, len(r.hashes), r.shard.crc32c) for name, r in receipts.items()]
     new, splits, order = joined(receipts, split_of, consume=leakage != "reject")
     written, checksums = len(new), None
     if leakage != "reject":  # the hashes file first; then the search keeps what it reads only
@@ -283,10 +285,25 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
             return image.image_uri, image.digest
         return plan.paths[key], None
 
+    def kept(keys):  # what the write kept to confirm its records' pairs
+        keys = [key for key in keys if not isinstance(key, tuple)]
+        if not keys:
+            return {}
+        starts = np.cumsum([0] + [count for _, count, _ in shards])
+        joined_at = order[np.searchsorted(table_positions(), keys)]
+        shard_of = np.searchsorted(starts, joined_at, side="right") - 1
+        wanted, key_of = {}, {}
+        for key, at, k in zip(keys, joined_at.tolist(), shard_of.tolist()):
+            name, count, crc32c = shards[k]
+            wanted.setdefault(name, (count, crc32c, []))[2].append(at - int(starts[k]))
+            key_of[name, at - int(starts[k])] = key
+        found = kept_looks(store.child(STATE_DIR), wanted)
+        return {key_of[where]: looks for where, looks in found.items()}
+
     pairs, stand_in = new_pairs(before, new, splits)
     give_back_freed_memory()  # the search's tables
     pairs = confirmed(pairs, source_of, store.storage_options, plan.image.max_bytes,
-                      plan.image.content_hash, stand_in=stand_in)
+                      plan.image.content_hash, stand_in=stand_in, kept=kept)
     del stand_in
     found = len(pairs)
     problems = problems_frame([])

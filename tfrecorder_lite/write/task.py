@@ -27,6 +27,7 @@ from ..record.features import FeatureSet, RecordRejected
 from ..formats import format_named
 from ..memory import JoinedTexts
 from ..near_duplicates import perceptual_hash
+from ..near_duplicates.looks_file import LooksWriter
 from ..record.framing import file_digest
 
 _MAX_CHUNK = 64  # rows read and prepared together (bounds memory; one batch of requests)
@@ -129,8 +130,11 @@ def write_shard(task, store, on_error="raise"):
     Raises:
         MemoryError: naming the shard and the rows being prepared.
     """
+    state = store.child(STATE_DIR)
     sink = ShardSink(store, task.name, task.compression, task.sha256, len(task.features.labels),
-                     format_named(task.file_format))
+                     format_named(task.file_format),
+                     looks=LooksWriter(state, task.name) if task.image and task.image.phash
+                     else None)
     chunk = task.rows[:1]
     try:
         for chunk, prepared in prepared_chunks(task, store.storage_options):
@@ -140,7 +144,7 @@ def write_shard(task, store, on_error="raise"):
                     return Receipt(ShardEntry(task.name, 0, 0), failed=(position, info))
                 sink.add(position, record, info)
             sink.flush()
-        return sink.finish(store.child(STATE_DIR))
+        return sink.finish(state)
     except MemoryError:
         sink.abandon()
         rows = f"rows {row_repr(chunk[0][1])} to {row_repr(chunk[-1][1])}" if chunk else \
@@ -191,8 +195,9 @@ def prepare_records(rows, image_options, features, storage_options=None, file_co
     Returns:
         One ``(record, info)`` per row: the record's chunks (see ``encode_example_chunks``)
         and ``(format, height, width, channels, what each label feature counts, hashes)``
-        (hashes: the source file's ``image_options.content_hash`` and the image's perceptual
-        hash, as hex, when ``image_options.phash``, else None), or ``(None, reason)``.
+        (hashes: the source file's ``image_options.content_hash``, the image's perceptual
+        hashes as hex, its luminance grid and its mean chroma, when ``image_options.phash``,
+        else None), or ``(None, reason)``.
     """
     kinds = features.kinds()
     labels = features.labels
@@ -221,7 +226,7 @@ def prepare_records(rows, image_options, features, storage_options=None, file_co
             info = (stored.format, stored.height, stored.width, stored.channels)
             if image_options.phash:
                 hashes = (content_hash.hexdigest(image_options.content_hash, content),
-                          stored.luminance)
+                          stored.luminance, stored.chroma)
         try:
             record = features.encode(image, values, files)
         except RecordRejected as exc:
@@ -233,16 +238,16 @@ def prepare_records(rows, image_options, features, storage_options=None, file_co
 
 
 def _hashed(prepared):
-    """``prepared`` with each record's luminance grid replaced by its perceptual hashes (as
-    hex), hashed all at once."""
+    """``prepared`` with each record's perceptual hashes (as hex, hashed all at once) beside
+    its luminance grid and mean chroma."""
     grids = [info[-1][1] for record, info in prepared
              if record is not None and info[-1][1] is not None]
     texts = iter(perceptual_hash.to_hex_rows(perceptual_hash.hash_grids(grids)))
     out = []
     for record, info in prepared:
         if record is not None:
-            digest, grid = info[-1]
-            info = info[:-1] + ((digest, None if grid is None else next(texts)),)
+            digest, grid, chroma = info[-1]
+            info = info[:-1] + ((digest, None if grid is None else next(texts), grid, chroma),)
         out.append((record, info))
     return out
 
@@ -258,8 +263,9 @@ class ShardSink:
     _MAX_PENDING_BATCHES = 4  # bounds the records held in memory while the thread catches up
 
     def __init__(self, store, name, compression, sha256=False, label_fields=1,
-                 file_format=format_named(None)):
+                 file_format=format_named(None), looks=None):
         self.name = name
+        self._looks = looks  # a LooksWriter of the records' grids and chroma, or None
         self._store = store
         self._format = file_format
         self._file = store.open_for_commit(name)
@@ -280,8 +286,10 @@ class ShardSink:
             return
         self._batch.append(record)
         fmt, height, width, channels, label_ids, hashes = info
-        if hashes is not None:
-            self.hashes.append((position, *hashes, fmt, height, width, channels))
+        if hashes is not None:  # (content hash, perceptual hashes[, grid, chroma])
+            self.hashes.append((position, *hashes[:2], fmt, height, width, channels))
+            if self._looks is not None:
+                self._looks.add(*hashes[2:])
         for counts, ids in zip(self.labels, label_ids):  # an id, ids, or id -> amount
             counts.update(ids if isinstance(ids, (tuple, list, dict)) else (ids,))
         if fmt is None:  # a record without an image
@@ -297,6 +305,8 @@ class ShardSink:
         if self._batch:
             self._pending.append(self._io.submit(self._write, self._batch))
             self._batch = []
+        if self._looks is not None:
+            self._looks.flush()
         while self._pending and (self._pending[0].done() or
                                  len(self._pending) > self._MAX_PENDING_BATCHES):
             self._pending.popleft().result()  # re-raises a write error here
@@ -320,6 +330,8 @@ class ShardSink:
         self._file.commit()
         index = self._format.index_text(self.writer.record_sizes).encode()
         self._store.write_atomic(index_name(self.name), index)
+        if self._looks is not None:  # before the receipt, which says the shard is done
+            self._looks.commit(checksums["crc32c"])
         shard = ShardEntry(self.name, self.writer.num_records, self.writer.bytes_written,
                            checksums["crc32c"], checksums.get("sha256"),
                            IndexEntry(index_name(self.name), len(index),
@@ -336,3 +348,5 @@ class ShardSink:
         """Stop writing and leave nothing under the shard's name."""
         self._io.shutdown(wait=True, cancel_futures=True)
         self._file.discard()
+        if self._looks is not None:
+            self._looks.discard()

@@ -769,6 +769,32 @@ def test_the_looks_a_write_keeps_are_those_of_the_image_read_again(check):
         assert confirm.alike(kept, confirm.looks(data))
 
 
+def test_comparisons_are_confirmed_a_chunk_at_a_time_each_image_looked_at_once(monkeypatch):
+    # image 0 in every comparison, the others in one each: with 3 comparisons a chunk, image
+    # 0's looks are kept from chunk to chunk, and every other image's dropped after its own
+    rng = np.random.default_rng(8)
+    picture = rng.integers(0, 256, 1024, dtype=np.uint8).tobytes()
+    other = rng.integers(0, 256, 1024, dtype=np.uint8).tobytes()
+    grids_of = {key: (picture if key % 2 else other) for key in range(1, 11)}
+    grids_of[0] = picture
+    asked, calls = [], []
+
+    def kept(keys):
+        asked.extend(keys)
+        calls.append(len(keys))
+        return {key: (grids_of[key], (128.0, 128.0)) for key in keys}
+
+    pairs = [(key, 0, 2) for key in range(1, 11)]
+    want = [pair for pair in pairs if pair[0] % 2]  # the copies of image 0's picture
+    assert confirm.confirmed(pairs, None, kept=kept) == want
+    assert sorted(asked) == list(range(11))
+    monkeypatch.setattr(confirm, "_COMPARED_AT_ONCE", 3)
+    asked.clear(), calls.clear()
+    assert confirm.confirmed(pairs, None, kept=kept) == want
+    assert sorted(asked) == list(range(11))  # image 0 once, not once a chunk
+    assert calls == [4, 3, 3, 1]  # a chunk's images at a time
+
+
 def test_a_looks_file_serves_only_the_shard_it_was_written_with(tmp_path):
     from tfrecorder_lite.near_duplicates.looks_file import LooksWriter, kept_looks
     from tfrecorder_lite.storage.store import Store

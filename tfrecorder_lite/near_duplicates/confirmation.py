@@ -30,6 +30,7 @@ CONFIRMATION = (f"{FINE_BITS}-bit DCT hash of the same grid, whole and cropped b
 # images read and hashed, or kept grids hashed, by one call (a thread's share at a time;
 # the fine hashes of a few grids at once stay in the CPU's caches)
 _BATCH = 16
+_COMPARED_AT_ONCE = 4096  # comparisons whose images' looks are held at once (bounds memory)
 
 
 def _looks_of(batch, max_bytes, storage_options, hashed_by):
@@ -60,6 +61,22 @@ def _looks_of_kept(batch):
     """``[(key, (fine hashes, mean chroma))]`` of ``[(key, (grid, mean chroma))]``."""
     fine = fine_hashes([grid for _, (grid, _) in batch])
     return [(key, (hashes, chroma)) for (key, (_, chroma)), hashes in zip(batch, fine)]
+
+
+def _looks_of_keys(pool, keys, source_of, kept, reading):
+    """``({key: looks or the reason there are none}, images read again)`` of ``keys``: from
+    what the write ``kept`` of them, else their images read again (``reading``: the
+    ``(max_bytes, storage_options, hashed_by)`` of :func:`_looks_of`), in ``pool``'s
+    threads."""
+    known = kept(keys) if kept is not None and keys else {}
+    items = [(key, *source_of(key)) for key in keys if key not in known]
+    batches = [items[i:i + _BATCH] for i in range(0, len(items), _BATCH)]
+    known = list(known.items())
+    read = pool.map(_looks_of, batches, *([value] * len(batches) for value in reading))
+    from_kept = pool.map(_looks_of_kept, [known[i:i + _BATCH]
+                                          for i in range(0, len(known), _BATCH)])
+    return dict(found for done in (from_kept, read) for batch in done for found in batch), \
+        len(items)
 
 
 def looks(data):
@@ -111,25 +128,31 @@ def confirmed(pairs, source_of, storage_options=None, max_bytes=None,
     for later, earlier, _ in pairs:  # (a comparison either way round is one)
         which.append(compared.setdefault(frozenset((stand_in(later), stand_in(earlier))),
                                          len(compared)))
-    keys = list(dict.fromkeys(key for pair in compared for key in pair))
-    known = kept(keys) if kept is not None else {}
-    items = [(key, *source_of(key)) for key in keys if key not in known]
-    batches = [items[i:i + _BATCH] for i in range(0, len(items), _BATCH)]
-    known = list(known.items())
-    known = [known[i:i + _BATCH] for i in range(0, len(known), _BATCH)]
+    compared = [tuple(pair) for pair in compared]
+    last = {}  # key -> the last chunk of comparisons that needs its looks
+    for number, pair in enumerate(compared):
+        for key in pair:
+            last[key] = number // _COMPARED_AT_ONCE
     limit = ImageOptions().max_bytes if max_bytes is None else max_bytes
     threads = min(8, os.cpu_count() or 1) if threads is None else threads
-    with ThreadPoolExecutor(max(1, min(threads, len(batches) + len(known))),
-                            thread_name_prefix="tfrecorder_lite-confirm") as pool:
-        read = pool.map(_looks_of, batches, [limit] * len(batches),
-                        [storage_options] * len(batches), [hashed_by] * len(batches))
-        from_kept = pool.map(_looks_of_kept, known)  # (both submitted at once)
-        looks = dict(found for done in (from_kept, read) for batch in done for found in batch)
+    looks, read_again = {}, 0
     verdicts = []  # per pair of stand-ins: True (alike), False, or why it is unconfirmed
-    for pair in map(tuple, compared):
-        first, second = looks[pair[0]], looks[pair[-1]]
-        missing = next((f for f in (first, second) if isinstance(f, str)), None)
-        verdicts.append(missing if missing is not None else alike(first, second))
+    with ThreadPoolExecutor(max(1, threads),
+                            thread_name_prefix="tfrecorder_lite-confirm") as pool:
+        for chunk in range(0, len(compared), _COMPARED_AT_ONCE):
+            pairs_now = compared[chunk:chunk + _COMPARED_AT_ONCE]
+            keys = list(dict.fromkeys(key for pair in pairs_now for key in pair))
+            found, read = _looks_of_keys(pool, [key for key in keys if key not in looks],
+                                         source_of, kept, (limit, storage_options, hashed_by))
+            looks.update(found)
+            read_again += read
+            for pair in pairs_now:
+                first, second = looks[pair[0]], looks[pair[-1]]
+                missing = next((f for f in (first, second) if isinstance(f, str)), None)
+                verdicts.append(missing if missing is not None else alike(first, second))
+            for key in keys:  # the looks no later comparison needs
+                if last[key] == chunk // _COMPARED_AT_ONCE:
+                    del looks[key]
     confirmed_pairs, unconfirmed, reasons = [], 0, {}
     for pair, verdict in zip(pairs, map(verdicts.__getitem__, which)):
         if isinstance(verdict, str):
@@ -145,5 +168,5 @@ def confirmed(pairs, source_of, storage_options=None, max_bytes=None,
     logger.info("near-duplicates: %d of %d pair(s) the %d-bit hash found confirmed by the "
                 "%d-bit one and their colour (%d comparison(s) of %d image(s), %d of them "
                 "read again)", len(confirmed_pairs), len(pairs), BITS, FINE_BITS,
-                len(compared), len(keys), len(items))
+                len(compared), len(last), read_again)
     return confirmed_pairs

@@ -241,8 +241,8 @@ def prepare_image(data, options):
 
     Returns:
         A StoredImage whose ``encoded`` bytes decode with ``tf.io.decode_image`` upright (with
-        its luminance grid and mean chroma when ``options.phash``; None when a header-checked image does not
-        decode).
+        its luminance grid and mean chroma when ``options.phash``; None when a header-checked
+        image does not decode).
 
     Raises:
         ImageRejected: with a human reason ("not an image", "truncated JPEG", ...).

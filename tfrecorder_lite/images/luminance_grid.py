@@ -16,8 +16,9 @@ DRAFT_SIZE = (16, 16)  # a JPEG is decoded at the smallest scale at least this l
 
 
 def _upright_rgb_or_gray(image):
-    """``image`` as L or RGB (transparent pixels as white, as a viewer shows them)."""
-    if image.mode in ("L", "RGB"):
+    """``image`` as L or RGB, or YCbCr as it is (transparent pixels as white, as a viewer
+    shows them)."""
+    if image.mode in ("L", "RGB", "YCbCr"):
         return image
     if "A" in image.mode or "transparency" in image.info:
         image = image.convert("RGBA")
@@ -87,7 +88,7 @@ def _shrunk(image, source_size):
     """The image core of ``image`` (as L, RGB or YCbCr) shrunk for the grid: by the JPEG
     draft's scale when it was decoded whole, then by the whole factor that leaves it at least
     ``GRID`` pixels a side (both means of whole blocks)."""
-    colour = image if image.mode == "YCbCr" else _upright_rgb_or_gray(image)
+    colour = _upright_rgb_or_gray(image)
     colour.load()  # a check, when it is loaded already
     core = colour.im
     source = colour.size if source_size is None else source_size

@@ -250,6 +250,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
     split_of = {s.name: s.split for s in plan.shards}
     labels = plan.planned_labels(df.index)
     shards = [(name, len(r.hashes), r.shard.crc32c) for name, r in receipts.items()]
+    shard_starts = np.cumsum([0] + [count for _, count, _ in shards])  # in ``new``
     new, splits, order = joined(receipts, split_of, consume=leakage != "reject")
     written, checksums = len(new), None
     if leakage != "reject":  # the hashes file first; then the search keeps what it reads only
@@ -289,14 +290,14 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         keys = [key for key in keys if not isinstance(key, tuple)]
         if not keys:
             return {}
-        starts = np.cumsum([0] + [count for _, count, _ in shards])
         joined_at = order[np.searchsorted(table_positions(), keys)]
-        shard_of = np.searchsorted(starts, joined_at, side="right") - 1
+        shard_of = np.searchsorted(shard_starts, joined_at, side="right") - 1
         wanted, key_of = {}, {}
-        for key, at, k in zip(keys, joined_at.tolist(), shard_of.tolist()):
+        for key, k, index in zip(keys, shard_of.tolist(),
+                                 (joined_at - shard_starts[shard_of]).tolist()):
             name, count, crc32c = shards[k]
-            wanted.setdefault(name, (count, crc32c, []))[2].append(at - int(starts[k]))
-            key_of[name, at - int(starts[k])] = key
+            wanted.setdefault(name, (count, crc32c, []))[2].append(index)
+            key_of[name, index] = key
         found = kept_looks(store.child(STATE_DIR), wanted)
         return {key_of[where]: looks for where, looks in found.items()}
 

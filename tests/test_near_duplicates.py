@@ -869,6 +869,32 @@ def test_copies_of_one_picture_in_three_splits_cost_one_pair_a_row_and_one_compa
     assert rejected.rejected.index.tolist() == [i for i in range(rows) if i % 3]
 
 
+def _copies_key(group, row):
+    """The 64-bit key ``search._copies`` sorts images by (its group, then each hash mixed)."""
+    key = np.uint64(group)
+    for value in row:
+        key = key * np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(value)
+    return key
+
+
+def test_two_images_sharing_a_copies_key_are_not_taken_for_copies():
+    # image 2 differs from image 0 yet has its 64-bit key (its last hash made so): the sets
+    # of copies are still {0, 1}, {2} and {3}, as with an image 2 of another key
+    rng = np.random.default_rng(12)
+    row = rng.integers(0, 2 ** 63, 7, dtype=np.uint64)
+    other = row.copy()
+    other[0] = rng.integers(0, 2 ** 63, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        other[6] = row[6] ^ _copies_key(0, row[:6]) * np.uint64(0x9E3779B97F4A7C15) ^ \
+            _copies_key(0, other[:6]) * np.uint64(0x9E3779B97F4A7C15)
+        assert _copies_key(0, other) == _copies_key(0, row) and (other != row).any()
+    apart = rng.integers(0, 2 ** 63, 7, dtype=np.uint64)
+    for third in (other, apart):
+        hashes = np.stack([row, row, third, row])
+        found = search.near_pairs(hashes, [0, 0, 0, 1], stand_ins=True)
+        assert [part.tolist() for part in found] == [[0], [3], [0], [0, 0, 2, 3]]
+
+
 def test_copies_in_three_groups_are_each_paired_once_with_their_stand_ins():
     # 3 groups, each holding copies of one picture (equal hashes), and two images alone,
     # near each other (and far from the picture)

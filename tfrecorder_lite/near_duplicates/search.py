@@ -183,23 +183,44 @@ def near_pairs(hashes, groups, max_distance=MAX_DISTANCE, chunk=1 << 17, involvi
 def _copies(hashes, groups, order):
     """``(the first image of each set, the set of each image)`` of the images of one group
     with equal hashes (the first in ``order``; the sets numbered as their first images'
-    indexes go), or None when no two images are such copies."""
+    indexes go), or None when no two images are such copies.
+
+    The images are sorted once by a 64-bit key of their group and hashes, then by order;
+    each run of one key is a set once its rows are checked equal a column at a time (a
+    million copies cost a few arrays of a number an image, not copies of their hashes).
+    """
     mixed = groups.astype(np.uint64)
     for column in hashes.T:  # a 64-bit key a row: equal rows, equal keys
         mixed *= np.uint64(0x9E3779B97F4A7C15)
         mixed ^= column
-    keys, inverse, counts = np.unique(mixed, return_inverse=True, return_counts=True)
-    del mixed, keys
-    maybe = np.flatnonzero(counts[np.ravel(inverse)] > 1)
-    if not len(maybe):
+    by_key = np.lexsort((order, mixed))  # each key's images, the first in order first
+    mixed = mixed[by_key]
+    starts = np.ones(len(mixed), dtype=bool)
+    starts[1:] = mixed[1:] != mixed[:-1]
+    del mixed
+    if starts.all():
         return None
-    rows = np.column_stack([groups[maybe].astype(np.uint64), hashes[maybe]])
+    first_of = by_key[np.flatnonzero(starts)][np.cumsum(starts) - 1]  # a run's first image
+    del starts
+    same = groups[by_key] == groups[first_of]
+    for column in hashes.T:
+        same &= column[by_key] == column[first_of]
+    if not same.all():  # two rows of one key that differ (a 64-bit collision)
+        return _copies_compared(hashes, groups, order)
+    del same
+    first_of[by_key] = first_of.copy()  # by image, not by key
+    firsts = np.unique(first_of)
+    return firsts, np.searchsorted(firsts, first_of)
+
+
+def _copies_compared(hashes, groups, order):
+    """:func:`_copies` found by comparing whole rows (when two rows share a key)."""
+    rows = np.column_stack([groups.astype(np.uint64), hashes])
     _, inverse = np.unique(rows, axis=0, return_inverse=True)
     inverse = np.ravel(inverse)
-    by_set = np.lexsort((order[maybe], inverse))  # each set's images, its first one first
+    by_set = np.lexsort((order, inverse))  # each set's images, its first one first
     starts = np.flatnonzero(np.diff(inverse[by_set], prepend=-1))
-    first_of = np.arange(len(hashes))  # each image's set, named by its first image
-    first_of[maybe] = maybe[by_set[starts]][inverse]
+    first_of = by_set[starts][inverse]
     firsts = np.unique(first_of)
     return firsts, np.searchsorted(firsts, first_of)
 
@@ -215,20 +236,19 @@ def _members_paired(first, second, distance, firsts, set_of, order):
     starts = np.concatenate([[0], np.cumsum(sizes)])
     alone = (sizes[first] == 1) & (sizes[second] == 1)
     out = [(firsts[first[alone]], firsts[second[alone]], distance[alone])]
-    copies = []
+    partner = np.full(len(set_of), -1, dtype=np.int64)  # each image's earliest partner
+    gap = np.zeros(len(set_of), dtype=np.int64)
     for a, b, d in zip(first[~alone].tolist(), second[~alone].tolist(),
                        distance[~alone].tolist()):
         for mine, other in ((a, b), (b, a)):
+            candidate = firsts[other]
             images = members[starts[mine]:starts[mine + 1]]
-            images = images[order[images] > order[firsts[other]]]
-            copies.append((np.full(len(images), firsts[other]), images,
-                           np.full(len(images), d)))
-    if copies:  # each image once, with its earliest partner
-        partner, image, gap = (np.concatenate([part[i] for part in copies]) for i in range(3))
-        once = np.lexsort((order[partner], image))
-        keep = np.ones(len(once), dtype=bool)
-        keep[1:] = image[once][1:] != image[once][:-1]
-        out.append((partner[once[keep]], image[once[keep]], gap[once[keep]]))
+            images = images[order[images] > order[candidate]]
+            known = partner[images]
+            images = images[(known < 0) | (order[np.maximum(known, 0)] > order[candidate])]
+            partner[images], gap[images] = candidate, d
+    paired = np.flatnonzero(partner >= 0)
+    out.append((partner[paired], paired, gap[paired]))
     first, second, distance = (np.concatenate([part[i] for part in out]).astype(np.int64)
                                for i in range(3))
     return np.minimum(first, second), np.maximum(first, second), distance

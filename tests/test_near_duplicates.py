@@ -19,6 +19,7 @@ from tfrecorder_lite.near_duplicates import confirmation as confirm
 from tfrecorder_lite.near_duplicates import perceptual_hash as phash
 from tfrecorder_lite.near_duplicates import search
 from tfrecorder_lite.near_duplicates.confirmation import CONFIRMATION
+from tfrecorder_lite.near_duplicates.pairs import Pairs
 from tfrecorder_lite.output import layout
 
 from hostile_http import HostileServer
@@ -769,6 +770,16 @@ def test_the_looks_a_write_keeps_are_those_of_the_image_read_again(check):
         assert confirm.alike(kept, confirm.looks(data))
 
 
+def test_pairs_hold_their_keys_as_arrays_and_give_them_back_as_tuples():
+    tuples = [(3, (0, 7), 2), (3, 1, 4), (5, 1, 0), (9, (0, 2), 6)]
+    pairs = Pairs.of(tuples)
+    assert list(pairs) == tuples and len(pairs) == 4 and pairs
+    assert pairs.later.dtype == np.int64 and pairs.old.tolist() == [True, False, False, True]
+    assert list(pairs[1:3]) == tuples[1:3]
+    assert list(pairs[np.array([True, False, False, True])]) == [tuples[0], tuples[3]]
+    assert not Pairs() and list(Pairs()) == []
+
+
 def test_comparisons_are_confirmed_a_chunk_at_a_time_each_image_looked_at_once(monkeypatch):
     # image 0 in every comparison, the others in one each: with 3 comparisons a chunk, image
     # 0's looks are kept from chunk to chunk, and every other image's dropped after its own
@@ -784,13 +795,13 @@ def test_comparisons_are_confirmed_a_chunk_at_a_time_each_image_looked_at_once(m
         calls.append(len(keys))
         return {key: (grids_of[key], (128.0, 128.0)) for key in keys}
 
-    pairs = [(key, 0, 2) for key in range(1, 11)]
+    pairs = Pairs.of((key, 0, 2) for key in range(1, 11))
     want = [pair for pair in pairs if pair[0] % 2]  # the copies of image 0's picture
-    assert confirm.confirmed(pairs, None, kept=kept) == want
+    assert list(confirm.confirmed(pairs, None, kept=kept)) == want
     assert sorted(asked) == list(range(11))
     monkeypatch.setattr(confirm, "_COMPARED_AT_ONCE", 3)
     asked.clear(), calls.clear()
-    assert confirm.confirmed(pairs, None, kept=kept) == want
+    assert list(confirm.confirmed(pairs, None, kept=kept)) == want
     assert sorted(asked) == list(range(11))  # image 0 once, not once a chunk
     assert calls == [4, 3, 3, 1]  # a chunk's images at a time
 

@@ -16,6 +16,7 @@ from .images.normalize import (
     unreadable_reason)
 from .images import content_hash
 from .near_duplicates.confirmation import confirmed
+from .near_duplicates.pairs import Pairs
 from .near_duplicates.perceptual_hash import describe, hash_grids
 from .near_duplicates.search import near_pairs
 from .record.boxes import declared_size_problem
@@ -146,12 +147,12 @@ def _parallel(n_jobs):
 
 
 def _near_pairs(perceptual, hashed, splits):
-    """``(later position, earlier position, distance)`` of the near-duplicate images across
-    splits among the rows ``hashed`` (``perceptual``: their hashes, a row each), and each
-    position's stand-in (``search.near_pairs``: the first of its copies)."""
+    """The near-duplicate pairs (``pairs.Pairs`` of positions) of the images across splits
+    among the rows ``hashed`` (``perceptual``: their hashes, a row each), and each position's
+    stand-in (``search.near_pairs``: the first of its copies)."""
     positions = np.flatnonzero(hashed)
     if not len(positions):
-        return [], None
+        return Pairs(), None
     groups = pd.factorize(np.asarray(splits, dtype=object))[0]
     if len(positions) == len(perceptual):  # every row: no copy of the hashes
         first, second, distance, firsts = near_pairs(perceptual, groups, stand_ins=True)
@@ -162,8 +163,7 @@ def _near_pairs(perceptual, hashed, splits):
     def stand_in(position):
         return int(positions[firsts[np.searchsorted(positions, position)]])
 
-    return list(zip(positions[second].tolist(), positions[first].tolist(),
-                    distance.tolist())), stand_in
+    return Pairs(positions[second], positions[first], distance), stand_in
 
 
 def _check_images(df, image_col, base_dir, splits, found, results, members=None,

@@ -14,6 +14,8 @@ to 5% a side, brightened) stay close in both.
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+
 from .. import redaction
 from ..images import content_hash
 from ..images.luminance_grid import encoded_grid_and_chroma
@@ -103,7 +105,7 @@ def confirmed(pairs, source_of, storage_options=None, max_bytes=None,
     may be a copy, and nothing is lost by reporting it. A warning says how many.
 
     Args:
-        pairs: ``(later key, earlier key, distance)`` per pair.
+        pairs: the pairs (``pairs.Pairs``).
         source_of: key -> ``(uri, content hash hex or None)``: where its image is, and the
             bytes' content hash when it was written earlier (checked before hashing).
         storage_options: fsspec options for remote URIs.
@@ -119,10 +121,10 @@ def confirmed(pairs, source_of, storage_options=None, max_bytes=None,
             keys' images are read again.
 
     Returns:
-        The pairs kept, in their order.
+        The pairs kept (Pairs), in their order.
     """
-    if not pairs:
-        return []
+    if not len(pairs):
+        return pairs
     stand_in = stand_in or (lambda key: key)
     compared, which = {}, []  # each pair of stand-ins once; each pair's by its number
     for later, earlier, _ in pairs:  # (a comparison either way round is one)
@@ -153,20 +155,20 @@ def confirmed(pairs, source_of, storage_options=None, max_bytes=None,
             for key in keys:  # the looks no later comparison needs
                 if last[key] == chunk // _COMPARED_AT_ONCE:
                     del looks[key]
-    confirmed_pairs, unconfirmed, reasons = [], 0, {}
-    for pair, verdict in zip(pairs, map(verdicts.__getitem__, which)):
+    which = np.asarray(which, dtype=np.int64)
+    kept_pairs = pairs[np.array([isinstance(verdict, str) or bool(verdict)
+                                 for verdict in verdicts], dtype=bool)[which]]
+    reasons = {}  # why pairs are unconfirmed: how many pairs each
+    for verdict, count in zip(verdicts, np.bincount(which, minlength=len(verdicts)).tolist()):
         if isinstance(verdict, str):
-            unconfirmed += 1
-            reasons[verdict] = reasons.get(verdict, 0) + 1
-            confirmed_pairs.append(pair)
-        elif verdict:
-            confirmed_pairs.append(pair)
+            reasons[verdict] = reasons.get(verdict, 0) + count
+    unconfirmed = sum(reasons.values())
     if unconfirmed:
         logger.warning("%d near-duplicate pair(s) are reported unconfirmed: an image of each "
                        "could not be hashed again (%s)", unconfirmed,
                        "; ".join(f"{n}: {why}" for why, n in reasons.items()))
     logger.info("near-duplicates: %d of %d pair(s) the %d-bit hash found confirmed by the "
                 "%d-bit one and their colour (%d comparison(s) of %d image(s), %d of them "
-                "read again)", len(confirmed_pairs), len(pairs), BITS, FINE_BITS,
+                "read again)", len(kept_pairs), len(pairs), BITS, FINE_BITS,
                 len(compared), len(last), read_again)
-    return confirmed_pairs
+    return kept_pairs

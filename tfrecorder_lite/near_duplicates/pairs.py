@@ -22,6 +22,54 @@ PAIR_COLUMNS = ["row", "split", "image_uri", "other_row", "other_split", "other_
                 "distance"]
 
 
+_PAIRS_CHUNK = 10_000  # pairs made into Python ints, or rows of the pairs file into text, at once
+
+
+class Pairs:
+    """Near-duplicate pairs, ``(later key, earlier key, distance)`` each, held as arrays:
+    a million rows of copies of one picture, each paired once, take 17 bytes a pair rather
+    than a tuple of Python ints each.
+
+    A key is a table position, or ``(0, row)`` for row ``row`` of the earlier generations'
+    images (``old`` marks those earlier keys; a later key is always a table position).
+    Iterating gives the pairs as tuples; ``pairs[i:j]`` and ``pairs[mask]`` are Pairs.
+    """
+
+    def __init__(self, later=(), earlier=(), distance=(), old=None):
+        self.later = np.asarray(later, dtype=np.int64)
+        self.earlier = np.asarray(earlier, dtype=np.int64)
+        self.distance = np.asarray(distance, dtype=np.int8)
+        self.old = np.zeros(len(self.later), dtype=bool) if old is None else \
+            np.asarray(old, dtype=bool)
+
+    @classmethod
+    def of(cls, tuples):
+        """Pairs of ``(later, earlier, distance)`` tuples (an earlier key may be ``(0, row)``)."""
+        tuples = list(tuples)
+        earlier = [pair[1] for pair in tuples]
+        return cls([pair[0] for pair in tuples],
+                   [key[1] if isinstance(key, tuple) else key for key in earlier],
+                   [pair[2] for pair in tuples], [isinstance(key, tuple) for key in earlier])
+
+    def __len__(self):
+        return len(self.later)
+
+    def __getitem__(self, which):
+        return Pairs(self.later[which], self.earlier[which], self.distance[which],
+                     self.old[which])
+
+    def __iter__(self):
+        for start in range(0, len(self), _PAIRS_CHUNK):  # a chunk's Python ints at a time
+            part = slice(start, start + _PAIRS_CHUNK)
+            for later, earlier, distance, old in zip(
+                    self.later[part].tolist(), self.earlier[part].tolist(),
+                    self.distance[part].tolist(), self.old[part].tolist()):
+                yield later, (0, earlier) if old else earlier, distance
+
+    def __repr__(self):
+        return f"Pairs(<{len(self)} pair(s)>)"
+
+
 def later_rows(pairs):
     """The later row of each pair to reject, ``{later key: (earlier key, distance)}``: a row
     whose every partner was itself rejected stays."""
@@ -37,9 +85,6 @@ def pairs_frame(pairs, describe_row):
     rows = [(*describe_row(later), *describe_row(earlier), distance)
             for later, earlier, distance in pairs]
     return pd.DataFrame(rows, columns=PAIR_COLUMNS)
-
-
-_PAIRS_CHUNK = 10_000  # rows of the pairs file made into text at once
 
 
 def write_pairs(store, name, pairs, describe_row):
@@ -98,16 +143,15 @@ def new_pairs(before, new, splits):
         splits: the split of each new record.
 
     Returns:
-        ``(pairs, stand_in)``: ``(later key, earlier key, distance)`` per pair, in order of
-        the later record (its partners in ``before`` first, in their order, then the new ones
-        by position; a record among copies of one picture in its split is paired once, see
-        ``phash.near_pairs``); and ``stand_in(key)``, the key of the record whose image
+        ``(pairs, stand_in)``: the Pairs, in order of the later record (its partners in
+        ``before`` first, in their order, then the new ones by position; a record among
+        copies of one picture in its split is paired once, see ``search.near_pairs``); and ``stand_in(key)``, the key of the record whose image
         stands for a pair's record when the pair is confirmed (the first of its copies, so
         that a pair of sets of copies is confirmed once). A key is a new record's table
         position, or ``(0, i)`` for row ``i`` of ``before``.
     """
     if not new.hashed.any():
-        return [], _itself
+        return Pairs(), _itself
     old_rows = np.zeros(0, dtype=np.int64) if before is None or not len(before) else \
         np.flatnonzero(before.hashed)
     hashes = new.perceptual if new.hashed.all() else new.perceptual[new.hashed]
@@ -130,11 +174,18 @@ def new_pairs(before, new, splits):
     def key(i):
         return (0, int(old_rows[i])) if i < count else int(positions[i - count])
 
-    pairs = []
-    for a, b, d in zip(first.tolist(), second.tolist(), distance.tolist()):
-        earlier, later = sorted((key(a), key(b)), key=_table_order_key)
-        pairs.append((later, earlier, d))
-    pairs.sort(key=lambda pair: (pair[0], _table_order_key(pair[1])))
+    def keys(indexes):  # (their keys' numbers: a row of before or a position, old or not)
+        old = indexes < count
+        return np.where(old, old_rows[np.minimum(indexes, max(count - 1, 0))] if count else 0,
+                        positions[np.maximum(indexes - count, 0)]), old
+
+    (a, a_old), (b, b_old) = keys(first), keys(second)  # first < second: an old one is first
+    a_earlier = a_old | (~b_old & (a < b))
+    later, earlier = np.where(a_earlier, b, a), np.where(a_earlier, a, b)
+    old = np.where(a_earlier, a_old, b_old)
+    by_later = np.lexsort((earlier, ~old, later))  # the earlier generations' partners first
+    pairs = Pairs(later[by_later], earlier[by_later], distance[by_later], old[by_later])
+    del a, b, a_old, b_old, later, earlier, old, by_later
     if (stand_ins == np.arange(len(stand_ins))).all():  # no copies: each stands for itself
         return pairs, _itself
     index_of = np.zeros(int(positions.max()) + 1, dtype=np.int64)  # a new record's index
@@ -151,9 +202,3 @@ def new_pairs(before, new, splits):
 def _itself(key):
     """The stand-in of a record without copies: itself."""
     return key
-
-
-def _table_order_key(key):
-    """A sort key that puts earlier generations' images first, then new records by
-    position."""
-    return (0, key[1]) if isinstance(key, tuple) else (1, key)

@@ -31,7 +31,8 @@ from ..images import content_hash
 from ..near_duplicates.confirmation import CONFIRMATION, confirmed
 from ..near_duplicates.hashes_file import label_texts, write_hashes
 from ..near_duplicates.looks_file import kept_looks
-from ..near_duplicates.pairs import Searched, joined, later_rows, new_pairs, write_pairs
+from ..near_duplicates.pairs import (Pairs, Searched, joined, later_rows, new_pairs,
+                                     write_pairs)
 from ..near_duplicates.perceptual_hash import MAX_DISTANCE, METHOD, describe
 from ..options import leakage_for
 from ..table.schema import problems_frame
@@ -325,7 +326,7 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         if written:
             checksums = write_hashes(store, hashes_name(generation), plan, labels, new,
                                            splits, order)
-        pairs = []
+        pairs = Pairs()
     elif pairs:
         problems = pd.concat([problems_frame([  # a chunk's tuples at a time
             (labels[later], None, plan.paths[later], described_pair(earlier, distance))

@@ -865,6 +865,9 @@ def test_copies_of_one_picture_in_three_splits_cost_one_pair_a_row_and_one_compa
                result.problems.problem[result.problems.row % 3 != 0])
     assert all(p.startswith("near-duplicate across splits: looks like row 1 ") for p in
                result.problems.problem[result.problems.row % 3 == 0])
+    # the rows reported alike share one text (a million copies hold one, not a million)
+    texts = result.problems.problem[result.problems.row % 3 != 0].tolist()
+    assert len({id(text) for text in texts}) == 1 and len(texts) > 1
     assert len(pd.read_csv(tmp_path / "out" / layout.NEAR_DUPLICATES)) == rows - 1
     # the sets of copies are confirmed from their first images: 2 comparisons (VALIDATION's
     # and TEST's first against TRAIN's; TRAIN's against VALIDATION's is the first again) of
@@ -878,6 +881,26 @@ def test_copies_of_one_picture_in_three_splits_cost_one_pair_a_row_and_one_compa
                                        leakage="reject")
     assert rejected.counts == {"TRAIN": rows // 3, "VALIDATION": 0, "TEST": 0}
     assert rejected.rejected.index.tolist() == [i for i in range(rows) if i % 3]
+
+
+def test_near_duplicate_reports_of_signed_urls_show_no_secret(tmp_path):
+    # copies of one picture behind a real HTTP server, at URLs with a password and a
+    # signature: the problems (value and text) and the pairs file name them redacted
+    df = _one_picture_table(tmp_path / "images", 6)
+    server = HostileServer(tmp_path / "images")
+    host = server.url.replace("http://", "http://user:S3CR3TPW@")
+    try:
+        signed = df.assign(image_uri=[f"{host}/ok/{Path(p).name}?X-Amz-Signature=SIGSECRET"
+                                      for p in df.image_uri])
+        result = signed.tfrecord.to_tfrecord(tmp_path / "out", progress=False)
+    finally:
+        server.stop()
+    assert result.problems.row.tolist() == [1, 2, 3, 4, 5]
+    shown = result.problems.to_csv() + (tmp_path / "out" / layout.NEAR_DUPLICATES).read_text()
+    assert "S3CR3TPW" not in shown and "SIGSECRET" not in shown
+    assert all(value.startswith("http://REDACTED@127.0.0.1") and
+               value.endswith("?X-Amz-Signature=REDACTED") for value in result.problems.value)
+    assert all("(http://REDACTED@127.0.0.1" in text for text in result.problems.problem)
 
 
 def _copies_key(group, row):

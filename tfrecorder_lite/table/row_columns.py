@@ -46,6 +46,11 @@ class TextColumn:
         picked = self._values.take(np.asarray(positions, dtype=np.intp))
         return picked.to_numpy(dtype=object, na_value=None).tolist()
 
+    def texts(self, positions):
+        """The texts at ``positions`` as a pandas array of text (missing ones NA), kept as the
+        column keeps them: no Python string a row."""
+        return self._values.take(np.asarray(positions, dtype=np.intp))
+
     def any_remote(self, positions):
         """Whether a row at ``positions`` holds a remote URL."""
         return self._remote is not None and bool(

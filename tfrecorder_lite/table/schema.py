@@ -320,14 +320,73 @@ def _spellings(values, label_col):
 
 def problems_frame(rows):
     """Build the problems DataFrame from (row, column, value, problem) tuples, in row order;
-    URLs in values and problems redacted."""
-    rows = [(row, column, redact(value), redact(problem)) for row, column, value, problem in rows]
-    try:
+    URLs in values and problems redacted (:func:`problems_frame_of` its columns)."""
+    rows = list(rows)
+    if not rows:
         return pd.DataFrame(rows, columns=PROBLEM_COLUMNS)
+    return problems_frame_of(*zip(*rows))
+
+
+def problems_frame_of(row, column, value, problem):
+    """The problems DataFrame of its four columns, sequences (or arrays) of one length
+    (``value`` may be a pandas array of text, as ``TextColumn.texts`` gives); URLs in values
+    and problems redacted.
+
+    The problem column keeps its cells as the Python strings given (pandas' ``str`` dtype,
+    stored as Python objects where pandas has one): rows that share a problem, such as a
+    million copies of one picture each reported with one, share its one text.
+    """
+    if isinstance(value, pd.api.extensions.ExtensionArray):
+        value = _redacted_texts(value)
+    else:
+        value = [redact(cell) for cell in value]
+    problem = [redact(text) for text in problem]
+    columns = dict(zip(PROBLEM_COLUMNS, (row, column, value, problem)))
+    try:
+        return pd.DataFrame({name: _problem_column(values, shared=name == "problem")
+                             for name, values in columns.items()})
     except UnicodeEncodeError:  # a value that is no valid Unicode (a lone surrogate): kept as is
-        columns = list(zip(*rows))
-        return pd.DataFrame({name: pd.Series(values, dtype=object if name == "value" else None)
-                             for name, values in zip(PROBLEM_COLUMNS, columns)})
+        return pd.DataFrame({name: pd.Series(list(values), dtype=object) if name == "value"
+                             else _problem_column(values, shared=name == "problem")
+                             for name, values in columns.items()})
+
+
+def _redacted_texts(texts):
+    """A pandas array of text in pandas' text dtype, the cells holding a URL redacted."""
+    texts = pd.Series(texts).astype(_text())
+    urls = np.flatnonzero(texts.str.contains("://", regex=False).fillna(False).to_numpy())
+    if len(urls):
+        texts.iloc[urls] = [redact(texts.iloc[i]) for i in urls.tolist()]
+    return texts.array
+
+
+def _problem_column(values, shared=False):
+    """A column of the problems frame: text as Python strings (:func:`_shared_text`) when
+    ``shared``, anything else as pandas infers it."""
+    text = _shared_text() if shared else None
+    if text is not None and pd.api.types.infer_dtype(values, skipna=True) == "string":
+        return pd.Series(values, dtype=text)
+    arrays = (np.ndarray, pd.api.extensions.ExtensionArray)
+    return pd.Series(values if isinstance(values, arrays) else list(values))
+
+
+@functools.cache
+def _text():
+    """The dtype pandas gives a column of text (``str``, or object)."""
+    return pd.Series(["text"]).dtype
+
+
+@functools.cache
+def _shared_text():
+    """pandas' dtype of text (``str``) stored as Python strings, or None where pandas infers
+    no text dtype (object columns already hold the strings given)."""
+    inferred = _text()
+    if not isinstance(inferred, pd.StringDtype):
+        return None
+    try:
+        return pd.StringDtype("python", na_value=inferred.na_value)
+    except TypeError:  # a pandas whose text dtype takes no na_value
+        return None
 
 
 def label_map_ids(label_map):

@@ -35,7 +35,7 @@ from ..near_duplicates.pairs import (Pairs, Searched, joined, later_rows, new_pa
                                      write_pairs)
 from ..near_duplicates.perceptual_hash import MAX_DISTANCE, METHOD, describe
 from ..options import leakage_for
-from ..table.schema import problems_frame
+from ..table.schema import problems_frame, problems_frame_of
 from . import append as appending
 from ..output.csv_files import index_label, index_text, safe_csv
 from .shard_rewrite import without_rows
@@ -328,10 +328,10 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
                                            splits, order)
         pairs = Pairs()
     elif pairs:
-        problems = pd.concat([problems_frame([  # a chunk's tuples at a time
-            (labels[later], None, plan.paths[later], described_pair(earlier, distance))
-            for later, earlier, distance in pairs[start:start + _PROBLEMS_CHUNK]])
-            for start in range(0, len(pairs), _PROBLEMS_CHUNK)], ignore_index=True)
+        problems = problems_frame_of(  # a million rows of copies: arrays, and one text
+            labels.take(pairs.later).to_numpy(), [None] * len(pairs),
+            plan.paths.texts(pairs.later),
+            [described_pair(earlier, distance) for _, earlier, distance in pairs])
         write_pairs(store, near_duplicates_name(generation), pairs, described)
     return problems, {
         "hash": METHOD,
@@ -340,9 +340,6 @@ def _near_duplicates(plan, df, store, receipts, leakage, generation=0, before=No
         "hashes": [hashes_name(generation)] if written else [],
         "checksums": {hashes_name(generation): checksums} if written else {},
         "file": near_duplicates_name(generation) if pairs else None}
-
-
-_PROBLEMS_CHUNK = 10_000  # pairs made into problems at once
 
 
 def _finish_append(plan, df, store, receipts, leakage, previous, raises, before=None):

@@ -865,8 +865,13 @@ def test_copies_of_one_picture_in_three_splits_cost_one_pair_a_row_and_one_compa
                result.problems.problem[result.problems.row % 3 != 0])
     assert all(p.startswith("near-duplicate across splits: looks like row 1 ") for p in
                result.problems.problem[result.problems.row % 3 == 0])
-    # the rows reported alike share one text (a million copies hold one, not a million)
+    # the rows reported alike share one text (a million copies hold one, not a million),
+    # as validate() reports them too
     texts = result.problems.problem[result.problems.row % 3 != 0].tolist()
+    assert len({id(text) for text in texts}) == 1 and len(texts) > 1
+    validated = df.tfrecord.validate()
+    assert validated.row.tolist() == list(range(1, rows))
+    texts = validated.problem[validated.row % 3 != 0].tolist()
     assert len({id(text) for text in texts}) == 1 and len(texts) > 1
     assert len(pd.read_csv(tmp_path / "out" / layout.NEAR_DUPLICATES)) == rows - 1
     # the sets of copies are confirmed from their first images: 2 comparisons (VALIDATION's

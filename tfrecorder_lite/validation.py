@@ -1,5 +1,7 @@
 """``validate()``: the table's problems, including unreadable images and duplicated bytes."""
 
+import functools
+
 import joblib
 import numpy as np
 import pandas as pd
@@ -206,10 +208,12 @@ def _check_images(df, image_col, base_dir, splits, found, results, members=None,
         pairs = confirmed(pairs, lambda p: (storage.resolve(df[image_col].iloc[p], base_dir),
                                             None), storage_options, max_bytes,
                           stand_in=stand_in)
+        described = functools.lru_cache(maxsize=1 << 12)(  # copies: one text, many rows
+            lambda other, distance: describe(_where(df, other, image_col, splits), distance))
         for later, other, distance in pairs:
             image_found.append((later, (
                 df.index[later], image_col, df[image_col].iloc[later],
-                describe(_where(df, other, image_col, splits), distance))))
+                described(other, distance))))
     image_found.sort(key=lambda item: item[0])
     found += [problem for _, problem in image_found]
 

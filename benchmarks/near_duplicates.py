@@ -38,6 +38,7 @@ Usage:
     python benchmarks/near_duplicates.py --part photos --photos FOLDER  # real photos
     python benchmarks/near_duplicates.py --part convert --photos FOLDER --repeats 5
     python benchmarks/near_duplicates.py --part crops            # the crops set (issue 47)
+    python benchmarks/near_duplicates.py --part crops --fresh --repeats 5  # a process a write
     python benchmarks/near_duplicates.py --part crops --crops 300 --repeats 1  # a quick look
 """
 
@@ -83,7 +84,8 @@ def _timed_writes(df, out, rows, args):
     """Each ``(check, leakage)`` of ``rows`` written to ``out`` (a fresh folder each time),
     ``args.repeats`` interleaved rounds (the start rotated each round), after the page cache is
     warmed and one untimed write: ``{(check, leakage): [seconds per round]}``, wall seconds of
-    the default parallelism, or with ``args.cpu`` the CPU seconds of one process."""
+    the default parallelism, or with ``args.cpu`` the CPU seconds of one process. With
+    ``args.fresh`` each write runs in a fresh interpreter (see ``_FRESH_WRITE``)."""
     import tfrecorder_lite
 
     dataset.warm_page_cache(df)
@@ -91,22 +93,62 @@ def _timed_writes(df, out, rows, args):
     clock = time.process_time if args.cpu else time.perf_counter
     options = {"n_jobs": 1} if args.cpu else {}
     tfrecorder_lite.to_tfrecord(df, out, progress=False, overwrite=True)  # warm the workers
+    table = Path(str(out) + ".csv")
+    if args.fresh:
+        df.to_csv(table, index=False)
     for round_ in range(args.repeats):
         for check, leakage in rows[round_ % len(rows):] + rows[:round_ % len(rows)]:
             shutil.rmtree(out, ignore_errors=True)
             os.sync()
+            if args.fresh:
+                times[(check, leakage)].append(_fresh_write(table, out, check, leakage, args))
+                continue
             start = clock()
             tfrecorder_lite.to_tfrecord(df, out, check=check, leakage=leakage, progress=False,
                                         **options)
             times[(check, leakage)].append(clock() - start)
     shutil.rmtree(out, ignore_errors=True)
+    table.unlink(missing_ok=True)
     return times
+
+
+# One write timed in a fresh interpreter: the library imported and its threads started by a
+# write of the table's first 200 rows (untimed, to another folder), then the whole table.
+_FRESH_WRITE = """
+import os, shutil, sys, time
+import pandas as pd
+import tfrecorder_lite
+table, out, check, leakage, cpu = sys.argv[1:]
+df = pd.read_csv(table)
+options = {"n_jobs": 1} if cpu == "1" else {}
+tfrecorder_lite.to_tfrecord(df.head(200), out + ".warm", check=check, leakage=leakage,
+                            progress=False, overwrite=True, **options)
+shutil.rmtree(out + ".warm")
+os.sync()
+clock = time.process_time if cpu == "1" else time.perf_counter
+start = clock()
+tfrecorder_lite.to_tfrecord(df, out, check=check, leakage=leakage, progress=False, **options)
+print(clock() - start)
+"""
+
+
+def _fresh_write(table, out, check, leakage, args):
+    """The seconds of one write of ``table`` in a fresh interpreter (``_FRESH_WRITE``)."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", _FRESH_WRITE, str(table), str(out), check,
+                           leakage, "1" if args.cpu else "0"], capture_output=True, text=True,
+                          cwd=str(dataset.REPO_ROOT), check=False)
+    if done.returncode:
+        raise RuntimeError(f"the fresh write failed: {done.stderr[-2000:]}")
+    return float(done.stdout.split()[-1])
 
 
 def _print_times(df, times, title, args):
     """The table of ``_timed_writes``' times, and for each check timed with and without
     hashing, the speed with hashing against without (medians, and per round)."""
     what = "CPU seconds of one process (n_jobs=1)" if args.cpu else "wall seconds"
+    what += ", each write a fresh process" if args.fresh else ""
     print(f"\n## {title}, {args.repeats} rounds, {what} "
           f"(load average {os.getloadavg()[0]:.1f})\n")
     print("| check | leakage | median s | min-max s | images/s |")
@@ -627,6 +669,10 @@ def main(argv=None):
     parser.add_argument("--cpu", action="store_true",
                         help="convert: time the CPU of one process (n_jobs=1) instead of the "
                              "wall time of the default parallelism (steadier on a busy machine)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="convert, crops: each timed write in a fresh interpreter (the "
+                             "library imported and warmed by a write of 200 rows first), as "
+                             "issue 47 measures; else every write in this process")
     args = parser.parse_args(argv)
     if args.part == "photos" and not args.photos:
         parser.error("--part photos needs --photos FOLDER")

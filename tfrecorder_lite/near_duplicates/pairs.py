@@ -27,7 +27,7 @@ _PAIRS_CHUNK = 10_000  # pairs made into Python ints, or rows of the pairs file 
 
 class Pairs:
     """Near-duplicate pairs, ``(later key, earlier key, distance)`` each, held as arrays:
-    a million rows of copies of one picture, each paired once, take 17 bytes a pair rather
+    a million rows of copies of one picture, each paired once, take 18 bytes a pair rather
     than a tuple of Python ints each.
 
     A key is a table position, or ``(0, row)`` for row ``row`` of the earlier generations'
@@ -145,10 +145,11 @@ def new_pairs(before, new, splits):
     Returns:
         ``(pairs, stand_in)``: the Pairs, in order of the later record (its partners in
         ``before`` first, in their order, then the new ones by position; a record among
-        copies of one picture in its split is paired once, see ``search.near_pairs``); and ``stand_in(key)``, the key of the record whose image
-        stands for a pair's record when the pair is confirmed (the first of its copies, so
-        that a pair of sets of copies is confirmed once). A key is a new record's table
-        position, or ``(0, i)`` for row ``i`` of ``before``.
+        copies of one picture in its split is paired once, see ``search.near_pairs``); and
+        ``stand_in(key)``, the key of the record whose image stands for a pair's record when
+        the pair is confirmed (the first of its copies, so that a pair of sets of copies is
+        confirmed once). A key is a new record's table position, or ``(0, i)`` for row ``i``
+        of ``before``.
     """
     if not new.hashed.any():
         return Pairs(), _itself

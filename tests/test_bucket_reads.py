@@ -5,6 +5,8 @@ a shuffled load(), and iterator checkpoints of every load() pipeline, bound to w
 The store is a real HTTP server in a child process (tests/hostile_http.py, ``/ok/``: ranged
 reads honoured, every request counted)."""
 
+import contextlib
+import fcntl
 import os
 import pathlib
 import shutil
@@ -57,19 +59,19 @@ def _shard_gets(server):
 
 
 def _cache_files(folder):
-    """``{name: size}`` of the cache folder's files, each file once: a copy evicted by the
-    reader's threads while the folder is listed is left out, and one renamed from its
-    partial name to its final one meanwhile (seen under both) is counted under one."""
-    found, inodes = {}, set()
-    for entry in os.scandir(folder):
+    """``{name: size}`` of the cache folder's files, listed under the lock the cache takes
+    to make room, start a copy or finish one (a listing beside those would see a copy
+    evicted and the one made in its place together, a state the folder never had)."""
+    found = {}
+    with open(os.path.join(folder, ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            if entry.name != ".lock":
-                info = entry.stat()
-                if info.st_ino not in inodes:
-                    inodes.add(info.st_ino)
-                    found[entry.name] = info.st_size
-        except FileNotFoundError:
-            continue
+            for entry in os.scandir(folder):
+                with contextlib.suppress(FileNotFoundError):  # a copy found damaged, dropped
+                    if entry.name != ".lock":
+                        found[entry.name] = entry.stat().st_size
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
     return found
 
 

@@ -278,7 +278,8 @@ class PartialCopy:
             raise VerifyError(f"{self._where}: {' and '.join(mismatches)} differs from "
                               "metadata.json (changed or damaged since it was written; run "
                               "verify)")
-        os.replace(self.path, final)
+        with self._cache._locked():  # a listing that makes room sees it under one name
+            os.replace(self.path, final)
         self._cache._checked[self.name] = final
         return final
 

@@ -352,9 +352,14 @@ def problems_frame_of(row, column, value, problem):
 
 
 def _redacted_texts(texts):
-    """A pandas array of text in pandas' text dtype, the cells holding a URL redacted."""
-    texts = pd.Series(texts).astype(_text())
-    urls = np.flatnonzero(texts.str.contains("://", regex=False).fillna(False).to_numpy())
+    """A pandas array of text in pandas' text dtype (object: missing ones None), the cells
+    holding a URL redacted."""
+    texts = pd.Series(texts)
+    urls = np.flatnonzero(texts.str.contains("://", regex=False, na=False).to_numpy(bool))
+    if isinstance(_text(), pd.StringDtype):
+        texts = texts.astype(_text())
+    else:
+        texts = pd.Series(texts.to_numpy(dtype=object, na_value=None), dtype=object)
     if len(urls):
         texts.iloc[urls] = [redact(texts.iloc[i]) for i in urls.tolist()]
     return texts.array

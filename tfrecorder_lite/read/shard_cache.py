@@ -7,11 +7,12 @@ CRC32C) once every block is there, and only then takes its final name. A copy is
 shard's checksum (with its URL and size), so a rewritten output never reuses a stale copy.
 
 ``cache_limit`` bounds the bytes of the folder's copies, finished or being filled: space for a
-copy is reserved (under a lock shared by every process using the folder) before its first
-byte is written, by deleting the copies used least recently; a shard that does not fit is
-streamed without a copy. Only this cache's own files are ever deleted, and each of them can be
-fetched again. A copy being read by another process may be deleted: the reader keeps its open
-file (POSIX), and the next reader fetches the shard again.
+copy is reserved (under a lock shared by every process using the folder, which a finished copy
+also takes its final name under) before its first byte is written, by deleting the copies used
+least recently; a shard that does not fit is streamed without a copy. Only this cache's own
+files are ever deleted, and each of them can be fetched again. A copy being read by another
+process may be deleted: the reader keeps its open file (POSIX), and the next reader fetches
+the shard again.
 
 TensorFlow reads local files and, natively, ``gs://`` on Google Cloud; compressed shards, which
 cannot be read by offset, are copied whole before they are read (:func:`local_copies`).

@@ -770,9 +770,18 @@ def test_the_looks_a_write_keeps_are_those_of_the_image_read_again(check):
         assert confirm.alike(kept, confirm.looks(data))
 
 
+def _pairs_of(tuples):
+    """Pairs of ``(later, earlier, distance)`` tuples (an earlier key may be ``(0, row)``)."""
+    tuples = list(tuples)
+    earlier = [pair[1] for pair in tuples]
+    return Pairs([pair[0] for pair in tuples],
+                 [key[1] if isinstance(key, tuple) else key for key in earlier],
+                 [pair[2] for pair in tuples], [isinstance(key, tuple) for key in earlier])
+
+
 def test_pairs_hold_their_keys_as_arrays_and_give_them_back_as_tuples():
     tuples = [(3, (0, 7), 2), (3, 1, 4), (5, 1, 0), (9, (0, 2), 6)]
-    pairs = Pairs.of(tuples)
+    pairs = _pairs_of(tuples)
     assert list(pairs) == tuples and len(pairs) == 4 and pairs
     assert pairs.later.dtype == np.int64 and pairs.old.tolist() == [True, False, False, True]
     assert list(pairs[1:3]) == tuples[1:3]
@@ -795,7 +804,7 @@ def test_comparisons_are_confirmed_a_chunk_at_a_time_each_image_looked_at_once(m
         calls.append(len(keys))
         return {key: (grids_of[key], (128.0, 128.0)) for key in keys}
 
-    pairs = Pairs.of((key, 0, 2) for key in range(1, 11))
+    pairs = _pairs_of((key, 0, 2) for key in range(1, 11))
     want = [pair for pair in pairs if pair[0] % 2]  # the copies of image 0's picture
     assert list(confirm.confirmed(pairs, None, kept=kept)) == want
     assert sorted(asked) == list(range(11))

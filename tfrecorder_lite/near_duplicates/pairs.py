@@ -42,15 +42,6 @@ class Pairs:
         self.old = np.zeros(len(self.later), dtype=bool) if old is None else \
             np.asarray(old, dtype=bool)
 
-    @classmethod
-    def of(cls, tuples):
-        """Pairs of ``(later, earlier, distance)`` tuples (an earlier key may be ``(0, row)``)."""
-        tuples = list(tuples)
-        earlier = [pair[1] for pair in tuples]
-        return cls([pair[0] for pair in tuples],
-                   [key[1] if isinstance(key, tuple) else key for key in earlier],
-                   [pair[2] for pair in tuples], [isinstance(key, tuple) for key in earlier])
-
     def __len__(self):
         return len(self.later)
 

@@ -78,11 +78,25 @@ def run_context(args):
                        lib=tfrecorder_lite, fixtures={"tutorial": Path(args.out)})
 
 
+TIMED_CPU = {}  # the CPU seconds of this process's timed part (``timed``), for its result
+
+
+def cpu_seconds():
+    """CPU seconds of this process and of its children waited for (DataLoader's workers)."""
+    import resource
+
+    return sum(usage.ru_utime + usage.ru_stime for usage in
+               (resource.getrusage(resource.RUSAGE_SELF),
+                resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
 def timed(function):
-    """``(seconds, result)`` of ``function()``."""
-    start = time.perf_counter()
+    """``(seconds, result)`` of ``function()``; its CPU seconds go to ``TIMED_CPU``."""
+    cpu, start = cpu_seconds(), time.perf_counter()
     result = function()
-    return time.perf_counter() - start, result
+    seconds = time.perf_counter() - start
+    TIMED_CPU["cpu"] = cpu_seconds() - cpu
+    return seconds, result
 
 
 def first_batch(args, url):
@@ -271,7 +285,7 @@ def child_main(args):
     except Exception as exc:  # the row shows it; the other cases still run
         traceback.print_exc()
         result = {"error": f"{type(exc).__name__}: {exc}"}
-    print(json.dumps(result), flush=True)
+    print(json.dumps({**TIMED_CPU, **result}), flush=True)
 
 
 # --------------------------------------------------------------------------
@@ -323,6 +337,15 @@ class SlowStore:
             time.sleep(0.1)
         return last
 
+    def cpu_seconds(self):
+        """CPU seconds the store's process has used so far (None: no ``/proc`` here)."""
+        try:
+            with open(f"/proc/{self.process.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self):
         self.process.stdin.close()
         self.process.wait(timeout=30)
@@ -334,9 +357,9 @@ def run_case(name, args, url, store, cache_dir):
                "--csv", str(args.csv), "--workdir", str(args.workdir)]
     if cache_dir:
         command += ["--cache-dir", cache_dir]
-    before = store.stats()
+    before, store_cpu = store.stats(), store.cpu_seconds()
     done = subprocess.run(command, capture_output=True, text=True)
-    after = store.stats()
+    after, store_cpu_after = store.stats(), store.cpu_seconds()
     try:
         result = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
@@ -346,6 +369,8 @@ def run_case(name, args, url, store, cache_dir):
         print(f"{name} failed:\n{done.stderr[-3000:]}", file=sys.stderr)
     result["fetched"] = after["bytes"] - before["bytes"]
     result["requests"] = after["requests"] - before["requests"]
+    if store_cpu is not None:  # the store's own work for this case (on the same cores)
+        result["store_cpu"] = store_cpu_after - store_cpu
     return result
 
 
@@ -401,8 +426,8 @@ def ratio(results, head, base):
 
 def table(results):
     """The table: each case's median seconds (min-max), images/s and bytes fetched."""
-    lines = ["| case | what | median s (min-max) | images/s | MB fetched | notes |",
-             "|---|---|---|---:|---:|---|"]
+    lines = ["| case | what | median s (min-max) | images/s | CPU s (+ store's) | MB fetched | "
+             "notes |", "|---|---|---|---:|---:|---:|---|"]
     for name, rounds in results.items():
         what, from_store, _ = CASES[name]
         seconds = [r["seconds"] for r in rounds if "seconds" in r]
@@ -411,12 +436,15 @@ def table(results):
                   if seconds else "-")
         speed = f"{rate(rounds):,.0f}" if seconds else "-"
         fetched = f"{median(rounds, 'fetched') / 1e6:.1f}" if from_store and seconds else ""
+        cpu = median(rounds, "cpu")
+        cpu = "-" if cpu is None else f"{cpu:.2f}" + (
+            f" (+ {median(rounds, 'store_cpu'):.2f})" if from_store and seconds else "")
         cached = [r for r in rounds if "cache_bytes" in r]
         if cached:
             notes.insert(0, f"cache after {mib(max(r['cache_bytes'] for r in cached))} "
                             f"(du {mib(max(r['cache_du'] for r in cached))}), "
                             f"peak {mib(max(r['cache_peak'] for r in cached))}")
-        lines.append(f"| {name} | {what} | {timing} | {speed} | {fetched} | "
+        lines.append(f"| {name} | {what} | {timing} | {speed} | {cpu} | {fetched} | "
                      f"{'; '.join(notes)} |")
     return lines
 
@@ -478,6 +506,24 @@ def bounds(results, expected, split_bytes):
     return lines
 
 
+def work(results):
+    """What a store epoch costs the machine beside the folder's: the CPU seconds of the
+    reader and of the store (both on this machine's cores) against the folder epoch's.
+    While an epoch keeps every core busy, its speed can be at most about the folder's CPU
+    over the store's whole CPU."""
+    lines = []
+    for store_case, local_case in (("seq_store", "seq_local"), ("global_store", "global_local")):
+        reader, local = median(results.get(store_case, []), "cpu"), \
+            median(results.get(local_case, []), "cpu")
+        served = median(results.get(store_case, []), "store_cpu")
+        if None in (reader, local, served):
+            continue
+        lines.append(f"{store_case}: reader {reader:.2f} + store {served:.2f} CPU s against "
+                     f"{local:.2f} from the folder ({(reader + served) / local - 1:+.0%} work; "
+                     f"at equal use of the cores, at most {local / (reader + served):.2f}x)")
+    return lines
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=3000)
@@ -521,6 +567,7 @@ def main(argv=None):
     print("\n".join(table(results)))
     print()
     print("\n".join(bounds(results, expected, split_bytes)))
+    print("\n".join(["", *work(results)]))
     print(f"\n(two different permutations per iteration and tf.train.Checkpoint resume are "
           f"checked by the tests, not here); {time.perf_counter() - started:.0f} s in all")
 

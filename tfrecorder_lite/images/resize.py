@@ -62,13 +62,15 @@ def resize_bilinear(pixels, size):
     rows = pixels.reshape(height, width * channels)  # a pixel's channels side by side
     count, values, used = size[0], size[1] * channels, len(needed)
     # the source rows needed, gathered into this thread's scratch arrays: fresh arrays of
-    # this size would be new pages of memory for every image
-    both = np.take(rows, needed, axis=0, out=_scratch("rows", np.uint8, (used, rows.shape[1])))
+    # this size would be new pages of memory for every image. The taps are in range by
+    # construction; mode="clip" spares the copy numpy makes of ``out`` under mode="raise"
+    both = np.take(rows, needed, axis=0, out=_scratch("rows", np.uint8, (used, rows.shape[1])),
+                   mode="clip")
     gathered = _scratch("gathered", np.uint8, (used, values))
     near = _scratch("near", np.float32, (used, values))
     far = _scratch("far", np.float32, (used, values))
-    np.copyto(near, np.take(both, left, axis=1, out=gathered))
-    np.copyto(far, np.take(both, right, axis=1, out=gathered))
+    np.copyto(near, np.take(both, left, axis=1, out=gathered, mode="clip"))
+    np.copyto(far, np.take(both, right, axis=1, out=gathered, mode="clip"))
     far -= near
     far *= across
     far += near  # each row interpolated across
@@ -76,7 +78,7 @@ def resize_bilinear(pixels, size):
         above, below = far[:count], far[count:]
     else:
         above = np.take(far, above_at, axis=0,
-                        out=_scratch("above", np.float32, (count, values)))
+                        out=_scratch("above", np.float32, (count, values)), mode="clip")
         below = np.take(far, below_at, axis=0)
     below -= above
     below *= down[:, None]

@@ -345,6 +345,37 @@ def test_resize_is_tf_image_resize_exactly():
                                           err_msg=f"{height}x{width}x{channels} -> {size}")
 
 
+def test_resize_image_gathers_with_pillow_and_gives_tf_image_resize():
+    # resize_image gathers the pixels on either side of each sample point with Pillow's
+    # nearest-neighbour scaling, checked against TensorFlow's columns on a probe image: its
+    # pixels are tf.image.resize's, also where sample points fall on whole columns (352 and
+    # 288 to 224: Pillow's origin nudged), beyond the edge columns (enlarged), and for one
+    # channel; where no origin agrees it declines, and decode() still gives them
+    import io
+    import tensorflow as tf
+    from tfrecorder_lite.images import resize
+
+    assert resize._pillow_columns(352, 224)[0] != -0.5  # the nudged case is among these
+    cases = [((352, 288), (224, 224)), ((186, 248), (224, 224)), ((37, 91), (224, 224)),
+             ((300, 260), (224, 224)), ((120, 80), (60, 40)), ((9, 200), (5, 7)),
+             ((1, 1), (5, 3)), ((448, 352), (224, 224))]
+    for (height, width), size in cases:
+        for mode in ("RGB", "L"):
+            image = photo(height, width, seed=height + width).convert(mode)
+            pixels = np.asarray(image).reshape(height, width, len(mode))
+            expected = tf.cast(tf.image.resize(pixels, size) + 0.5, tf.uint8).numpy()
+            got = resize.resize_image(image, size)
+            assert got is not None, (height, width, size)
+            np.testing.assert_array_equal(got, expected, err_msg=f"{height}x{width} {mode}")
+    assert resize._pillow_columns(480, 224) is None  # no origin agrees: numpy gathers
+    image = photo(100, 480, seed=5)
+    encoded = io.BytesIO()
+    image.save(encoded, "PNG")
+    assert resize.resize_image(image, (64, 224)) is None
+    expected = tf.cast(tf.image.resize(np.asarray(image), (64, 224)) + 0.5, tf.uint8).numpy()
+    np.testing.assert_array_equal(resize.decode(encoded.getvalue(), 3, (64, 224)), expected)
+
+
 def test_resize_threads_at_once_give_tf_image_resize():
     # the resize works in scratch arrays kept per thread: threads resizing images of different
     # sizes at once (as a DataSource shared by threads does) each get tf.image.resize's pixels

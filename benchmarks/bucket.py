@@ -436,9 +436,9 @@ def table(results):
                   if seconds else "-")
         speed = f"{rate(rounds):,.0f}" if seconds else "-"
         fetched = f"{median(rounds, 'fetched') / 1e6:.1f}" if from_store and seconds else ""
-        cpu = median(rounds, "cpu")
+        cpu, served = median(rounds, "cpu"), median(rounds, "store_cpu")
         cpu = "-" if cpu is None else f"{cpu:.2f}" + (
-            f" (+ {median(rounds, 'store_cpu'):.2f})" if from_store and seconds else "")
+            f" (+ {served:.2f})" if from_store and served is not None else "")
         cached = [r for r in rounds if "cache_bytes" in r]
         if cached:
             notes.insert(0, f"cache after {mib(max(r['cache_bytes'] for r in cached))} "

@@ -84,9 +84,9 @@ def resize_bilinear(pixels, size):
 def resize_image(image, size):
     """A Pillow image (mode RGB or L) resized to ``size`` as :func:`resize_bilinear` resizes
     its pixels, with the pixels on either side of each sample point gathered by Pillow's
-    nearest-neighbour scaling (in C, from one table of columns for every row): None for the few sizes where Pillow
-    does not pick TensorFlow's columns (:func:`_pillow_columns`), or an image more than
-    twice as tall as the target (numpy gathers only the rows it needs)."""
+    nearest-neighbour scaling (in C, one table of columns for every row). None for the few
+    sizes where Pillow does not pick TensorFlow's columns (:func:`_pillow_columns`), and for
+    an image more than twice as tall as the target (numpy gathers only the rows it needs)."""
     from PIL import Image
 
     columns = _pillow_columns(image.width, size[1])
@@ -207,15 +207,15 @@ def _pillow_columns(in_size, out_size):
     agrees. Found on a probe image whose pixels are their column numbers."""
     from PIL import Image
 
-    _, _, weight = _taps(in_size, out_size, 1)
-    left = _sample_points(in_size, out_size)[1].astype(np.int64)
+    centres, floor = _sample_points(in_size, out_size)
+    left, weight, scale = floor.astype(np.int64), centres - floor, in_size / out_size
     before, beyond = left < 0, left + 1 > in_size - 1
     counted = ~beyond & (weight != 0)  # right columns whose pixels count
     numbers = Image.frombytes("I", (in_size, 1), np.arange(in_size, dtype=np.int32).tobytes())
 
     def picked(origin):
         found = numbers.transform((out_size, 1), Image.Transform.AFFINE,
-                                  (in_size / out_size, 0, origin, 0, 1, 0),
+                                  (scale, 0, origin, 0, 1, 0),
                                   Image.Resampling.NEAREST, fillcolor=-1)
         return np.frombuffer(found.tobytes(), dtype=np.int32)
 
@@ -223,5 +223,5 @@ def _pillow_columns(in_size, out_size):
         origin = -0.5 + nudge
         if np.array_equal(picked(origin)[~before], left[~before]) and \
                 np.array_equal(picked(origin + 1)[counted], left[counted] + 1):
-            return origin, in_size / out_size, int(before.sum()), int(beyond.sum())
+            return origin, scale, int(before.sum()), int(beyond.sum())
     return None

@@ -146,6 +146,47 @@ def test_one_picture_hashes_alike_however_it_is_decoded():
     assert max(distances) <= 2 and sum(distances) <= 6, distances
 
 
+def _small_plain_pictures(count):
+    """``count`` small JPEGs of a plain field (faint shading, fine noise: a wall, a sky),
+    each with its copy resized to half its size."""
+    pictures = []
+    for seed in range(count):
+        rng = np.random.default_rng(seed)
+        width, height = int(rng.integers(180, 300)), int(rng.integers(140, 250))
+        shading = rng.normal(128, 40, (height // 16 + 1, width // 16 + 1)).clip(0, 255)
+        shading = Image.fromarray(shading.astype(np.uint8)).resize((width, height),
+                                                                   Image.BICUBIC)
+        level = np.asarray(shading) * 0.06 + 180 + rng.normal(0, 6, (height, width))
+        picture = Image.fromarray(np.dstack([level, level * 0.95, level * 0.9])
+                                  .clip(0, 255).astype(np.uint8))
+        pictures.append((_jpeg(picture, 90),
+                         _jpeg(picture.resize((width // 2, height // 2), Image.LANCZOS), 90)))
+    return pictures
+
+
+def test_half_size_copies_of_small_plain_pictures_hash_close(monkeypatch):
+    """A small JPEG is decoded for the hash at a scale that still gives the grid's 32x32
+    pixels (a 16-pixel draft left a 250x190 picture 31x23 and its half-size copy 15x11),
+    so its copies' hashes, written or read again, stay closer than that draft kept them."""
+    pictures = _small_plain_pictures(40)
+
+    def distances():
+        written = [phash.distance(phash.grid_hashes(prepare_image(
+            original, ImageOptions(phash=True)).luminance)[0], phash.hash_encoded(copy)[0])
+            for original, copy in pictures]
+        return written, [phash.distance(phash.hash_encoded(original)[0],
+                                        phash.hash_encoded(copy)[0])
+                         for original, copy in pictures]
+
+    written, read = distances()
+    assert written == read  # the write's grid is the one a read again takes
+    monkeypatch.setattr(grids, "DRAFT_SIZE", (16, 16))
+    _, smaller_draft = distances()
+    found = sum(d <= phash.MAX_DISTANCE for d in read)
+    assert found > sum(d <= phash.MAX_DISTANCE for d in smaller_draft)
+    assert sum(read) <= 0.9 * sum(smaller_draft), (sum(read), sum(smaller_draft))
+
+
 def test_the_grid_of_an_image_not_yet_loaded_is_the_loaded_ones():
     data = _jpeg(rich_photo(200, 300, seed=5))
     loaded = Image.open(io.BytesIO(data))
@@ -751,7 +792,7 @@ def test_the_looks_a_write_keeps_are_those_of_the_image_read_again(check):
 
     alpha = rng.integers(0, 256, (240, 320), dtype=np.uint8)
     files = {"jpeg": saved(photo), "gray jpeg": saved(photo.convert("L")),
-             "cmyk jpeg": saved(photo.convert("CMYK")), "png": saved(photo, "PNG"),
+             "png": saved(photo, "PNG"),
              "rgba png": saved(Image.fromarray(np.dstack([np.asarray(photo), alpha])), "PNG"),
              "palette png": saved(photo.convert("P"), "PNG"),
              "large jpeg": saved(rich_photo(1500, 2000, seed=4), quality=90)}
@@ -760,9 +801,11 @@ def test_the_looks_a_write_keeps_are_those_of_the_image_read_again(check):
         grid, chroma = grids.encoded_grid_and_chroma(data)
         assert (stored.luminance, stored.chroma) == (grid, chroma), name
         assert grid == grids.encoded_luminance_grid(data), name  # the hash's grid, as before
-    # decoded whole and stored anew (turned upright, resized): what confirms a copy
+    # decoded whole and stored anew (turned upright, converted from CMYK, resized), where
+    # a read again decodes a JPEG at a reduced scale: what confirms a copy
     rotated = saved(sideways(photo, 6), exif=exif_bytes(6))
     for data, options in ((rotated, ImageOptions(check=check, phash=True)),
+                          (saved(photo.convert("CMYK")), ImageOptions(check=check, phash=True)),
                           (files["large jpeg"], ImageOptions(size=(224, 224), phash=True))):
         stored = prepare_image(data, options)
         kept = (phash.fine_hashes([stored.luminance])[0], stored.chroma)

@@ -12,7 +12,8 @@ from .quiet import silenced
 
 GRID = 32  # an image's luminance is first shrunk (or grown) to GRID x GRID pixels
 _GRID_FILTER = Image.BILINEAR  # how the luminance is resized to the grid
-DRAFT_SIZE = (16, 16)  # a JPEG is decoded at the smallest scale at least this large
+DRAFT_SIZE = (GRID, GRID)  # a JPEG is decoded at the smallest scale at least this large (a
+# smaller draft would leave a small picture, and its copies, fewer pixels than the grid)
 
 
 def _upright_rgb_or_gray(image):

@@ -27,7 +27,7 @@ FINE_MAX_DISTANCE = 40  # a pair whose fine hashes differ in more is two picture
 MAX_CHROMA_DIFFERENCE = 8  # and so is one whose mean Cb or Cr (of 255) differs by more
 # The hash's name, as metadata.json keeps it: hashes of other versions are a few bits apart.
 METHOD = (f"{BITS}-bit DCT perceptual hash of the luminance, crops of a {GRID}x{GRID} grid, "
-          "shrunk as a JPEG draft first")
+          f"shrunk as a JPEG draft of at least {GRID}x{GRID} first")
 # The crops hashed beside the whole image, as fractions cut off (left, top, right, bottom):
 # 5% off two sides at each corner, 2.5% off every side, and 5% off every side (the last came
 # after the others: hashes files of earlier versions keep the first five, which compare as
@@ -181,6 +181,7 @@ def fine_distance(first, second):
     whole image's against every crop of the other (the whole one included)."""
     differ = np.concatenate([first[0] ^ second, first[1:] ^ second[0]])
     return int(_POPCOUNT8[differ].sum(axis=1).min())
+
 
 def hash_encoded(data):
     """The perceptual hashes of encoded image bytes (see :func:`encoded_luminance_grid`), or

@@ -999,3 +999,50 @@ def test_copies_in_three_groups_are_each_paired_once_with_their_stand_ins():
                      (0, 7, 0), (0, 8, 0), (9, 10, 2)]
     assert stand_ins.tolist() == [0, 1, 2, 0, 1, 2, 0, 1, 2, 9, 10]
     assert search.near_pairs(hashes, groups)[0].tolist() == first.tolist()
+
+
+@pytest.mark.parametrize("labels", ["positions", "repeated", "text"])
+@pytest.mark.parametrize("values", ["text", "mixed"])
+def test_validates_near_duplicates_kept_as_arrays_give_the_frame_tuples_gave(labels, values):
+    # validate() keeps its near-duplicate rows (a million copies of one picture: a million)
+    # as an array and shared texts; its problems frame must be the one a tuple a row gave:
+    # rows in table order, a row's problems in the order found, a near-duplicate after the
+    # other problems of its image, values and secrets as before
+    from tfrecorder_lite import validation
+    from tfrecorder_lite.table import schema
+    rng = np.random.default_rng(["positions", "repeated", "text"].index(labels))
+    for _ in range(25):
+        n = int(rng.integers(4, 40))
+        index = {"positions": list(range(n)), "repeated": (rng.integers(0, n // 2 + 1, n)),
+                 "text": [f"r{i}" for i in rng.permutation(n)]}[labels]
+        uris = [f"/data/{i}.jpg" if i % 7 else f"https://user:secret@host/{i}.jpg?sig=x"
+                for i in range(n)]
+        df = pd.DataFrame({"image_uri": uris, "label": "a"}, index=pd.Index(index))
+
+        def row(p):
+            return df.index[p], "label", (2.5 if values == "mixed" and p % 3 == 0 else
+                                          None if p % 4 == 0 else f"cell {p}"), f"problem {p}"
+
+        before = [row(int(p)) for p in rng.integers(0, n, rng.integers(0, 5))]
+        image_positions = sorted(int(p) for p in rng.integers(0, n, rng.integers(0, 6)))
+        image = [(df.index[p], "image_uri", uris[p], f"unreadable {p}") for p in image_positions]
+        after = [row(int(p)) for p in rng.integers(0, n, rng.integers(0, 4))]
+        near = rng.integers(0, n, rng.integers(1, 12))  # a row may be in several pairs
+        texts = [f"near-duplicate of row {int(p) % 3}" for p in near]
+        # the tuples as validate() made them
+        image_found = [(p, problem) for p, problem in zip(image_positions, image)]
+        image_found += [(int(p), (df.index[p], "image_uri", uris[p], text))
+                        for p, text in zip(near, texts)]
+        image_found.sort(key=lambda item: item[0])
+        tuples = before + [problem for _, problem in image_found] + after
+        wanted = {p[0] for p in tuples}
+        order = {label: i for i, label in enumerate(df.index) if label in wanted}
+        tuples.sort(key=lambda p: order.get(p[0], -1))
+        expected = schema.problems_frame(tuples)
+        got = validation._problems_frame(df, "image_uri", before + image + after,
+                                         validation._NearRows(len(before),
+                                                              np.array(image_positions,
+                                                                       dtype=np.int64),
+                                                              near, texts))
+        pd.testing.assert_frame_equal(got, expected)
+        assert not got.value.astype(str).str.contains("secret").any()

@@ -1,6 +1,7 @@
 """``validate()``: the table's problems, including unreadable images and duplicated bytes."""
 
 import functools
+from dataclasses import dataclass
 
 import joblib
 import numpy as np
@@ -172,9 +173,15 @@ def _check_images(df, image_col, base_dir, splits, found, results, members=None,
                   storage_options=None, max_bytes=None):
     """Add to ``found`` the problems of ``results`` (``inspect_images``' answers, in position
     order), each for every row of its record (``members``: ``{first row: rows}`` of records
-    of several rows), the rows whose image bytes equal an earlier row's, and the rows whose
-    image looks like an earlier one's in another split (near-duplicates, confirmed by reading
-    their images again: ``storage_options``, ``max_bytes``), in position order."""
+    of several rows), and the rows whose image bytes equal an earlier row's, in position
+    order; find the rows whose image looks like an earlier one's in another split
+    (near-duplicates, confirmed by reading their images again: ``storage_options``,
+    ``max_bytes``).
+
+    Returns:
+        A _NearRows: the near-duplicates (a million copies of one picture make a million),
+        as an array of rows and shared texts rather than a tuple a row.
+    """
     digests = np.zeros(len(df), dtype=f"S{content_hash.digest_bytes(content_hash.DEFAULT)}")
     has_digest = np.zeros(len(df), dtype=bool)
     image_found, perceptual, hashed = [], None, np.zeros(len(df), dtype=bool)
@@ -210,12 +217,74 @@ def _check_images(df, image_col, base_dir, splits, found, results, members=None,
                           stand_in=stand_in)
         described = functools.lru_cache(maxsize=1 << 12)(  # copies: one text, many rows
             lambda other, distance: describe(_where(df, other, image_col, splits), distance))
-        for later, other, distance in pairs:
-            image_found.append((later, (
-                df.index[later], image_col, df[image_col].iloc[later],
-                described(other, distance))))
+        near = pairs.later, [described(other, distance) for _, other, distance in pairs]
+    else:
+        near = np.zeros(0, dtype=np.int64), []
     image_found.sort(key=lambda item: item[0])
+    start = len(found)
     found += [problem for _, problem in image_found]
+    return _NearRows(start, np.array([position for position, _ in image_found],
+                                     dtype=np.int64), *near)
+
+
+@dataclass
+class _NearRows:
+    """validate()'s near-duplicate problems, kept apart from the others' tuples.
+
+    Attributes:
+        start: where ``found`` holds the image problems (those of ``image_positions``).
+        image_positions: the table position of each of those.
+        positions: the rows of the near-duplicates (an array).
+        problems: their problems (one text shared by the copies of one picture).
+    """
+
+    start: int
+    image_positions: np.ndarray
+    positions: np.ndarray
+    problems: list
+
+
+def _problems_frame(df, image_col, found, near):
+    """The problems frame of ``found`` (``(row, column, value, problem)`` tuples in the order
+    found) and ``near`` (a _NearRows, or None), in row order: a row's problems in the order
+    found, its image's among them where they were found (a near-duplicate after the row's
+    other image problems). The near-duplicates' values are taken from the image column as
+    an array, not as a string a row, when the other values are text too."""
+    count = 0 if near is None else len(near.positions)
+    if not count:
+        if found:
+            wanted = {p[0] for p in found}
+            order = {row: i for i, row in enumerate(df.index) if row in wanted}
+            found.sort(key=lambda p: order.get(p[0], -1))
+        return schema.problems_frame(found)
+    last = pd.Series(np.arange(len(df)), index=df.index)  # a row label's last position
+    last = last[~last.index.duplicated(keep="last")]
+    at = last.index.get_indexer(pd.Index([p[0] for p in found], dtype=object))
+    labels = df.index.take(near.positions)
+    keys = np.concatenate([np.where(at >= 0, last.to_numpy()[at], -1),
+                           last.to_numpy()[last.index.get_indexer(labels)]])
+    # by row; then a row's problems found before its image's, its image's (by position, a
+    # near-duplicate last), and those found after
+    end = near.start + len(near.image_positions)
+    block = np.ones(len(keys), dtype=np.int8)
+    block[:near.start], block[end:len(found)] = 0, 2
+    within = np.zeros(len(keys), dtype=np.int64)
+    within[near.start:end], within[len(found):] = near.image_positions, near.positions
+    order = np.lexsort((within, block, keys)).tolist()
+    rows = [p[0] for p in found] + labels.tolist()
+    column = [p[1] for p in found] + [image_col] * count
+    problem = [p[3] for p in found] + near.problems
+    values = [p[2] for p in found]
+    near_values = df[image_col].array.take(near.positions)
+    if pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty") and \
+            pd.api.types.infer_dtype(near_values, skipna=True) == "string":
+        value = pd.concat([pd.Series(pd.array(values, dtype=near_values.dtype)),
+                           pd.Series(near_values)], ignore_index=True).array.take(order)
+    else:  # values of other kinds: Python objects, as the tuples hold them
+        values += near_values.tolist()
+        value = [values[i] for i in order]
+    return schema.problems_frame_of([rows[i] for i in order], [column[i] for i in order],
+                                    value, [problem[i] for i in order])
 
 
 def _file_problems(df, prepared, image_col, positions, check, base_dir, n_jobs,
@@ -321,6 +390,7 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
         skipped = skipped | ~np.isin(np.arange(len(df)), list(members))
         declared = {first: size for first, size in
                     zip(members, kind.declared_sizes(prepared) or ()) if size is not None}
+    near = None  # the near-duplicates (_check_images)
     if image_col is not None:
         options = ImageOptions(check=check or "header", max_bytes=max_image_bytes,
                                phash=one_of("leakage", leakage, LEAKAGE) != "ignore")
@@ -333,8 +403,9 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
             for _ in tasks:
                 pass
         else:
-            _check_images(df, image_col, base_dir, splits, found, _parallel(n_jobs)(tasks),
-                          members, storage_options, max_image_bytes)
+            near = _check_images(df, image_col, base_dir, splits, found,
+                                 _parallel(n_jobs)(tasks), members, storage_options,
+                                 max_image_bytes)
     if check is not None:  # each row's other files (e.g. a mask): there, and not too large
         others = {int(position): "" for position in np.flatnonzero(skipped)}
         others.update({position: "" for position, _ in
@@ -351,8 +422,4 @@ def validate(df, *, split_col="split", image_col="image_uri", label_col="label",
             found += _file_problems(df, prepared, image_col,
                                     [p for p in range(len(df)) if p not in unusable], check,
                                     base_dir, n_jobs, storage_options, max_image_bytes)
-    if found:
-        wanted = {p[0] for p in found}
-        order = {row: i for i, row in enumerate(df.index) if row in wanted}
-        found.sort(key=lambda p: order.get(p[0], -1))
-    return schema.problems_frame(found)
+    return _problems_frame(df, image_col, found, near)

@@ -5,7 +5,7 @@
 
 import os
 
-from .local import read_file, stat_file, walk as walk_disk
+from .local import read_file, stat_file, stat_paths, walk as walk_disk
 from .remote import read_files, stat_files, walk as walk_fs
 from .urls import filesystem, is_remote, protocol_of
 
@@ -72,8 +72,11 @@ def stat_many(uris, storage_options=None):
         One item per URI: the pair (size 0 when a server does not say), or the OSError
         (FileNotFoundError, IsADirectoryError, ...).
     """
-    found = _many(uris, storage_options, stat_file,
-                  lambda fs, paths: stat_files(fs, paths, storage_options))
+    if all(type(uri) is str and "://" not in uri for uri in uris):  # every one on the disk
+        found = stat_paths(uris)
+    else:
+        found = _many(uris, storage_options, stat_file,
+                      lambda fs, paths: stat_files(fs, paths, storage_options))
     return [value if isinstance(value, tuple) else _as_os_error(value) for value in found]
 
 

@@ -124,6 +124,23 @@ def stat_file(path):
     return st.st_size, st.st_mtime_ns
 
 
+def stat_paths(paths):
+    """:func:`stat_file` of many local paths, each answer the pair or the OSError or
+    ValueError (a NUL in a path) raised: one call for a plan's million files."""
+    out = []
+    append, stat, is_file = out.append, os.stat, stat_module.S_ISREG
+    for path in paths:
+        try:
+            st = stat(path)
+            if not is_file(st.st_mode):
+                _regular(st, path)
+        except (OSError, ValueError) as exc:
+            append(exc)
+            continue
+        append((st.st_size, st.st_mtime_ns))
+    return out
+
+
 def walk(root):
     """Yield ``(relative_parts, path)`` of every non-hidden file below ``root``, sorted."""
     for dirpath, dirnames, filenames in os.walk(root):
